@@ -1,0 +1,278 @@
+// Package api holds the wire types of horad's socket protocol: HTTP/1.1 + JSON
+// on a Unix socket, versioned paths under /v1. The client binary and the daemon
+// both import it, so it must stay free of I/O and heavy dependencies.
+//
+// The caller's identity never travels in these types: horad takes it from the
+// kernel (SO_PEERCRED) on every connection.
+package api
+
+import "strings"
+
+// Paths of the protocol. Every path is versioned so that a newer client can
+// detect an older daemon by a 404 instead of misreading a body.
+const (
+	PathSubmit     = "/v1/jobs/submit"  // POST SubmitRequest → SubmitResponse
+	PathJobs       = "/v1/jobs"         // GET ?id=&user=&state=&partition=&name=&all=1 → JobsResponse
+	PathCancel     = "/v1/jobs/cancel"  // POST CancelRequest → CancelResponse
+	PathHold       = "/v1/jobs/hold"    // POST ControlRequest → CancelResponse
+	PathRelease    = "/v1/jobs/release" // POST ControlRequest → CancelResponse
+	PathNodes      = "/v1/nodes"        // GET → NodesResponse
+	PathPartitions = "/v1/partitions"   // GET → PartitionsResponse
+	PathPing       = "/v1/ping"         // GET → PingResponse
+)
+
+// NoLimit is the TimeLimit of a job that asked for none (Slurm's UNLIMITED,
+// INFINITE, 0 or -1).
+const NoLimit int64 = -1
+
+// JobState is the Slurm long state name; Compact gives the two-letter code.
+type JobState string
+
+// Job states, spelled as Slurm 22.05 spells them (squeue %T, sacct State).
+const (
+	StatePending    JobState = "PENDING"
+	StateRunning    JobState = "RUNNING"
+	StateSuspended  JobState = "SUSPENDED"
+	StateCompleting JobState = "COMPLETING"
+	StateCompleted  JobState = "COMPLETED"
+	StateCancelled  JobState = "CANCELLED"
+	StateFailed     JobState = "FAILED"
+	StateTimeout    JobState = "TIMEOUT"
+	StateNodeFail   JobState = "NODE_FAIL"
+	StatePreempted  JobState = "PREEMPTED"
+	StateBootFail   JobState = "BOOT_FAIL"
+	StateDeadline   JobState = "DEADLINE"
+	StateOOM        JobState = "OUT_OF_MEMORY"
+)
+
+var compactStates = map[JobState]string{
+	StatePending: "PD", StateRunning: "R", StateSuspended: "S", StateCompleting: "CG",
+	StateCompleted: "CD", StateCancelled: "CA", StateFailed: "F", StateTimeout: "TO",
+	StateNodeFail: "NF", StatePreempted: "PR", StateBootFail: "BF", StateDeadline: "DL",
+	StateOOM: "OOM",
+}
+
+// AllStates lists every state in Slurm's order, for parsing -t/--states.
+var AllStates = []JobState{StatePending, StateRunning, StateSuspended, StateCompleted,
+	StateCancelled, StateFailed, StateTimeout, StateNodeFail, StatePreempted,
+	StateBootFail, StateDeadline, StateOOM, StateCompleting}
+
+// Compact returns the short state code (PD, R, CD, ...).
+func (s JobState) Compact() string {
+	if c, ok := compactStates[s]; ok {
+		return c
+	}
+	return string(s)
+}
+
+// Finished reports whether the job has reached a final state.
+func (s JobState) Finished() bool {
+	switch s {
+	case StatePending, StateRunning, StateSuspended, StateCompleting:
+		return false
+	}
+	return true
+}
+
+// ParseState accepts a long or compact state name, case-insensitively.
+func ParseState(s string) (JobState, bool) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	for _, st := range AllStates {
+		if string(st) == u || compactStates[st] == u {
+			return st, true
+		}
+	}
+	return "", false
+}
+
+// JobSpec is what a user asks for: the parsed sbatch/qsub command line merged
+// with SBATCH_* variables and #SBATCH/#PBS directives. Times are Unix seconds,
+// durations seconds. Zero means "not given" unless a comment says otherwise.
+type JobSpec struct {
+	Name        string   `json:"name"`
+	Script      string   `json:"script"`              // body of the batch script
+	Command     string   `json:"command,omitempty"`   // script path as given (scontrol Command=)
+	Args        []string `json:"args,omitempty"`      // script arguments
+	WorkDir     string   `json:"work_dir"`            // absolute
+	Stdout      string   `json:"stdout,omitempty"`    // pattern (%j ...), "" = slurm-%j.out
+	Stderr      string   `json:"stderr,omitempty"`    // pattern, "" = with stdout
+	Stdin       string   `json:"stdin,omitempty"`     // "" = /dev/null
+	Env         []string `json:"env,omitempty"`       // KEY=VALUE exported to the job
+	Export      string   `json:"export,omitempty"`    // --export as given (ALL, NONE, list)
+	Partition   string   `json:"partition,omitempty"` // "" = default partition
+	Nodes       int      `json:"nodes,omitempty"`     // -N minimum; 0 = 1
+	NodesMax    int      `json:"nodes_max,omitempty"` // -N min-max upper bound
+	NTasks      int      `json:"ntasks,omitempty"`    // -n
+	CPUsPerTask int      `json:"cpus_per_task,omitempty"`
+	MemMB       int64    `json:"mem_mb,omitempty"`
+	TimeLimit   int64    `json:"time_limit,omitempty"` // seconds; 0 = partition default; NoLimit
+	TimeMin     int64    `json:"time_min,omitempty"`
+	Begin       int64    `json:"begin,omitempty"`    // earliest start, Unix s
+	Deadline    int64    `json:"deadline,omitempty"` // Unix s
+	Hold        bool     `json:"hold,omitempty"`
+	Requeue     bool     `json:"requeue,omitempty"`
+	Load        float64  `json:"load,omitempty"`  // divisible load σ in data units; 0 = not divisible
+	Input       string   `json:"input,omitempty"` // file whose bytes are the load
+	Reservation string   `json:"reservation,omitempty"`
+	Account     string   `json:"account,omitempty"`
+	QOS         string   `json:"qos,omitempty"`
+	Comment     string   `json:"comment,omitempty"`
+	SubmitHost  string   `json:"submit_host,omitempty"`
+	OpenAppend  bool     `json:"open_append,omitempty"` // --open-mode=append
+}
+
+// Job is a job as horad knows it: the spec plus what happened to it.
+type Job struct {
+	ID           int64    `json:"id"`
+	Spec         JobSpec  `json:"spec"`
+	UID          uint32   `json:"uid"`
+	GID          uint32   `json:"gid"`
+	User         string   `json:"user"`
+	Group        string   `json:"group"`
+	State        JobState `json:"state"`
+	Reason       string   `json:"reason"` // Slurm reason code: None, Priority, Resources, JobHeldUser, ...
+	Priority     int64    `json:"priority"`
+	SubmitTime   int64    `json:"submit_time"`
+	EligibleTime int64    `json:"eligible_time,omitempty"`
+	StartTime    int64    `json:"start_time,omitempty"` // 0 = not started
+	EndTime      int64    `json:"end_time,omitempty"`   // 0 = not ended
+	Nodes        []string `json:"nodes,omitempty"`      // allocated nodes
+	ExitCode     int      `json:"exit_code"`
+	Signal       int      `json:"signal"`
+	CancelledBy  int64    `json:"cancelled_by"` // uid, -1 = not cancelled
+	Restarts     int      `json:"restarts,omitempty"`
+	Steps        []Step   `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
+	StdoutPath   string   `json:"stdout_path,omitempty"` // expanded
+	StderrPath   string   `json:"stderr_path,omitempty"`
+}
+
+// Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.
+type Step struct {
+	Index     int      `json:"index"`
+	Node      string   `json:"node"`
+	State     JobState `json:"state"`
+	Offset    float64  `json:"offset"`
+	Size      float64  `json:"size"`
+	StartTime int64    `json:"start_time,omitempty"`
+	EndTime   int64    `json:"end_time,omitempty"`
+	ExitCode  int      `json:"exit_code"`
+	Signal    int      `json:"signal"`
+}
+
+// SubmitRequest asks horad to queue a job (or, with TestOnly, to say when it
+// would start without creating it).
+type SubmitRequest struct {
+	Spec     JobSpec `json:"spec"`
+	TestOnly bool    `json:"test_only,omitempty"`
+}
+
+// SubmitResponse answers a SubmitRequest.
+type SubmitResponse struct {
+	JobID     int64    `json:"job_id"`
+	StartTime int64    `json:"start_time,omitempty"` // TestOnly: expected start
+	Nodes     []string `json:"nodes,omitempty"`      // TestOnly: expected nodes
+	Partition string   `json:"partition,omitempty"`
+	CPUs      int      `json:"cpus,omitempty"`
+}
+
+// JobsResponse lists jobs, ordered by id.
+type JobsResponse struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// CancelRequest selects jobs by id and/or filters (ANDed, as scancel does)
+// and sends them a signal; Signal 0 means cancel (TERM, grace, KILL).
+type CancelRequest struct {
+	IDs        []int64    `json:"ids,omitempty"`
+	Signal     int        `json:"signal,omitempty"`
+	Users      []string   `json:"users,omitempty"`
+	Names      []string   `json:"names,omitempty"`
+	States     []JobState `json:"states,omitempty"`
+	Partitions []string   `json:"partitions,omitempty"`
+	// Filtered is true when the client used anything but bare ids; unknown ids
+	// are then errors (scancel's two code paths, COMPAT.md §4).
+	Filtered bool `json:"filtered,omitempty"`
+}
+
+// ControlRequest names jobs for hold/release.
+type ControlRequest struct {
+	IDs []int64 `json:"ids"`
+}
+
+// JobResult is the outcome for one job of a multi-job request.
+type JobResult struct {
+	ID    int64  `json:"id"`
+	Error string `json:"error,omitempty"` // Slurm strerror text, e.g. "Invalid job id specified"
+	Code  string `json:"code,omitempty"`
+}
+
+// CancelResponse gives one result per job touched or named.
+type CancelResponse struct {
+	Results []JobResult `json:"results"`
+}
+
+// Node is one compute node as sinfo/scontrol show it.
+type Node struct {
+	Name       string   `json:"name"`
+	Address    string   `json:"address,omitempty"`
+	CPUs       int      `json:"cpus"`
+	MemoryMB   int64    `json:"memory_mb"`
+	Rate       float64  `json:"rate,omitempty"`
+	State      string   `json:"state"` // idle, allocated, mixed, down, drained, draining
+	Reason     string   `json:"reason,omitempty"`
+	Partitions []string `json:"partitions"`
+	Jobs       []int64  `json:"jobs,omitempty"`
+}
+
+// NodesResponse lists nodes in configuration order.
+type NodesResponse struct {
+	Nodes []Node `json:"nodes"`
+}
+
+// Partition is one partition as sinfo/scontrol show it.
+type Partition struct {
+	Name        string   `json:"name"`
+	Default     bool     `json:"default"`
+	State       string   `json:"state"` // up, down
+	Policy      string   `json:"policy"`
+	Nodes       []string `json:"nodes"`
+	MaxTime     int64    `json:"max_time"`     // seconds, NoLimit
+	DefaultTime int64    `json:"default_time"` // seconds, NoLimit
+}
+
+// PartitionsResponse lists partitions in configuration order.
+type PartitionsResponse struct {
+	Partitions []Partition `json:"partitions"`
+}
+
+// PingResponse identifies the daemon.
+type PingResponse struct {
+	Version     string `json:"version"`
+	ClusterName string `json:"cluster_name"`
+	Now         int64  `json:"now"`
+}
+
+// Error is the body of every non-2xx answer. Message is the Slurm strerror
+// text where one exists, so clients can print it verbatim.
+type Error struct {
+	Message string `json:"error"`
+	Code    string `json:"code,omitempty"`
+	// Earliest is set when a deadline could not be guaranteed: the earliest
+	// deadline (Unix s) that would have been.
+	Earliest int64 `json:"earliest,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Error codes: stable identifiers beside the human text.
+const (
+	CodeInvalidJobID     = "InvalidJobID"
+	CodeAccessDenied     = "AccessDenied"
+	CodeAlreadyDone      = "AlreadyDone"
+	CodeInvalidPartition = "InvalidPartition"
+	CodeInvalidNodeCount = "InvalidNodeCount"
+	CodeInvalidTimeLimit = "InvalidTimeLimit"
+	CodeBadRequest       = "BadRequest"
+	CodeDeadline         = "DeadlineNotGuaranteed"
+	CodeInternal         = "Internal"
+)

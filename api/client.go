@@ -1,0 +1,207 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// DefaultSocketPaths are tried in order when $HORA_SOCKET is not set: the
+// packaged daemon's path first, then the embedded default under the working
+// directory (make demo).
+var DefaultSocketPaths = []string{"/run/hora/horad.sock", "./var/horad.sock"}
+
+// Client talks to horad over its Unix socket.
+type Client struct {
+	Socket string
+	http   *http.Client
+}
+
+// ErrNoDaemon means no socket answered; the message lists what was tried.
+type ErrNoDaemon struct{ Tried []string }
+
+func (e *ErrNoDaemon) Error() string {
+	return "cannot reach horad: tried " + strings.Join(e.Tried, ", ") +
+		" (start horad, or set HORA_SOCKET to its socket)"
+}
+
+// Dial finds the daemon: $HORA_SOCKET if set (and only it), else the default
+// paths in order. It returns *ErrNoDaemon naming every path tried.
+func Dial() (*Client, error) {
+	paths := DefaultSocketPaths
+	if s := os.Getenv("HORA_SOCKET"); s != "" {
+		paths = []string{s}
+	}
+	var tried []string
+	for _, p := range paths {
+		c, err := net.DialTimeout("unix", p, 2*time.Second)
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("%s (%s)", p, shortErr(err)))
+			continue
+		}
+		c.Close()
+		return NewClient(p), nil
+	}
+	return nil, &ErrNoDaemon{Tried: tried}
+}
+
+func shortErr(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		var se *os.SyscallError
+		if errors.As(op.Err, &se) {
+			return se.Err.Error()
+		}
+		return op.Err.Error()
+	}
+	return err.Error()
+}
+
+// NewClient returns a client for the socket at path.
+func NewClient(path string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		DisableCompression: true,
+	}
+	return &Client{Socket: path, http: &http.Client{Transport: tr}}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://horad"+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("horad at %s: %w", c.Socket, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		e := &Error{}
+		b, _ := io.ReadAll(resp.Body)
+		if json.Unmarshal(b, e) != nil || e.Message == "" {
+			e.Message = fmt.Sprintf("horad: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+			e.Code = CodeInternal
+		}
+		return e
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// Submit queues a job.
+func (c *Client) Submit(ctx context.Context, r SubmitRequest) (*SubmitResponse, error) {
+	out := &SubmitResponse{}
+	return out, c.do(ctx, http.MethodPost, PathSubmit, r, out)
+}
+
+// JobFilter selects jobs server-side; empty fields select everything.
+type JobFilter struct {
+	IDs        []int64
+	Users      []string // names or numeric uids
+	States     []JobState
+	Partitions []string
+	Names      []string
+	// All includes finished jobs still remembered (squeue -t all, sacct).
+	All bool
+	// Full includes the script and environment of each job (scontrol show job).
+	Full bool
+}
+
+// Query encodes the filter as URL query parameters.
+func (f JobFilter) Query() url.Values {
+	q := url.Values{}
+	for _, id := range f.IDs {
+		q.Add("id", fmt.Sprint(id))
+	}
+	for _, u := range f.Users {
+		q.Add("user", u)
+	}
+	for _, s := range f.States {
+		q.Add("state", string(s))
+	}
+	for _, p := range f.Partitions {
+		q.Add("partition", p)
+	}
+	for _, n := range f.Names {
+		q.Add("name", n)
+	}
+	if f.All {
+		q.Set("all", "1")
+	}
+	if f.Full {
+		q.Set("full", "1")
+	}
+	return q
+}
+
+// Jobs lists jobs matching the filter, ordered by id.
+func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]Job, error) {
+	out := &JobsResponse{}
+	path := PathJobs
+	if q := f.Query().Encode(); q != "" {
+		path += "?" + q
+	}
+	return out.Jobs, c.do(ctx, http.MethodGet, path, nil, out)
+}
+
+// Cancel cancels or signals jobs.
+func (c *Client) Cancel(ctx context.Context, r CancelRequest) (*CancelResponse, error) {
+	out := &CancelResponse{}
+	return out, c.do(ctx, http.MethodPost, PathCancel, r, out)
+}
+
+// Hold puts pending jobs on user hold.
+func (c *Client) Hold(ctx context.Context, ids []int64) (*CancelResponse, error) {
+	out := &CancelResponse{}
+	return out, c.do(ctx, http.MethodPost, PathHold, ControlRequest{IDs: ids}, out)
+}
+
+// Release clears holds.
+func (c *Client) Release(ctx context.Context, ids []int64) (*CancelResponse, error) {
+	out := &CancelResponse{}
+	return out, c.do(ctx, http.MethodPost, PathRelease, ControlRequest{IDs: ids}, out)
+}
+
+// Nodes lists nodes.
+func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
+	out := &NodesResponse{}
+	return out.Nodes, c.do(ctx, http.MethodGet, PathNodes, nil, out)
+}
+
+// Partitions lists partitions.
+func (c *Client) Partitions(ctx context.Context) ([]Partition, error) {
+	out := &PartitionsResponse{}
+	return out.Partitions, c.do(ctx, http.MethodGet, PathPartitions, nil, out)
+}
+
+// Ping identifies the daemon.
+func (c *Client) Ping(ctx context.Context) (*PingResponse, error) {
+	out := &PingResponse{}
+	return out, c.do(ctx, http.MethodGet, PathPing, nil, out)
+}

@@ -1,0 +1,92 @@
+// Package nodes carries the Engine's actions out on real machines. An
+// Executor launches job steps on named nodes, signals them, reports their
+// exits and, after horad restarts, re-attaches to what kept running.
+//
+// Every step is supervised node-side by a shepherd that outlives horad: it
+// holds the step's process group, enforces the time limit (TERM, grace, KILL)
+// and writes the exit status into a node-side state directory. horad therefore
+// never needs to be the parent of a job to learn how it ended.
+package nodes
+
+import (
+	"context"
+	"time"
+)
+
+// StepKey names one supervised process tree: a job's batch step
+// (Step == -1) or one chunk of a divisible job.
+type StepKey struct {
+	Job  int64
+	Step int
+}
+
+// LaunchSpec is everything a node needs to run one step. Paths are absolute
+// and already expanded (%j, %x, ...) by the controller.
+type LaunchSpec struct {
+	Key     StepKey
+	Node    string   // node to run on
+	Script  []byte   // batch script body, written node-side and executed
+	Args    []string // script arguments
+	WorkDir string
+	Stdout  string // file, created or truncated (appended when Append)
+	Stderr  string // "" = same file as Stdout
+	Stdin   string // "" = /dev/null
+	Append  bool
+	Env     []string // complete environment, KEY=VALUE
+	UID     uint32
+	GID     uint32
+	User    string
+	// TimeLimit is enforced node-side: TERM at the limit, KILL after KillWait.
+	// 0 = no limit.
+	TimeLimit time.Duration
+	KillWait  time.Duration
+}
+
+// StepState is what the node-side state says about a step.
+type StepState int
+
+const (
+	StepRunning StepState = iota
+	StepExited            // ended; ExitCode/Signal valid
+	StepLost              // the state is gone or unreadable (node failure)
+)
+
+// Status describes one step as the node reports it.
+type Status struct {
+	Key      StepKey
+	Node     string
+	State    StepState
+	ExitCode int  // exit status when it exited normally
+	Signal   int  // terminating signal, 0 if none
+	TimedOut bool // killed by the shepherd at the time limit
+	Pid      int  // process group leader of the step
+	Started  time.Time
+	Ended    time.Time
+	Err      string // launch failure text (e.g. cannot open output file)
+}
+
+// Executor runs steps on nodes. Implementations: local (this machine, the
+// embedded default) and ssh (ordinary Linux hosts, nothing installed).
+type Executor interface {
+	// Launch starts a step and returns once the shepherd holds it (the
+	// step's first line may still be starting).
+	Launch(ctx context.Context, spec LaunchSpec) error
+	// Signal delivers sig to the step's whole process group.
+	Signal(ctx context.Context, node string, key StepKey, sig Signum) error
+	// Terminate sends TERM, then KILL after grace, to the step's process group.
+	Terminate(ctx context.Context, node string, key StepKey, grace time.Duration) error
+	// Reattach lists every step the node-side state knows on the given nodes,
+	// running or ended while horad was away, and resumes watching the running ones.
+	Reattach(ctx context.Context, nodes []string) ([]Status, error)
+	// Forget removes the node-side state of an ended step once horad has
+	// recorded its end durably.
+	Forget(ctx context.Context, node string, key StepKey) error
+	// Exits delivers one Status per step that ends (State StepExited or
+	// StepLost). The channel stays open until Close.
+	Exits() <-chan Status
+	// Close stops watching; running steps are left running.
+	Close() error
+}
+
+// Signum is a POSIX signal number (syscall.Signal values on Linux).
+type Signum int
