@@ -131,6 +131,12 @@ type JobFilter struct {
 	All bool
 	// Full includes the script and environment of each job (scontrol show job).
 	Full bool
+	// History reads finished jobs from the durable record however old they
+	// are (sacct); without it finished jobs are shown only for MinJobAge
+	// seconds after they end (squeue -t all), as slurmctld does.
+	History bool
+	// Since limits History to jobs submitted or ended at or after this Unix time.
+	Since int64
 }
 
 // Query encodes the filter as URL query parameters.
@@ -156,6 +162,12 @@ func (f JobFilter) Query() url.Values {
 	}
 	if f.Full {
 		q.Set("full", "1")
+	}
+	if f.History {
+		q.Set("history", "1")
+	}
+	if f.Since != 0 {
+		q.Set("since", fmt.Sprint(f.Since))
 	}
 	return q
 }
