@@ -1,0 +1,55 @@
+# hora — build, test, demo. `make demo` and `make test` are the two commands a
+# newcomer runs (README.md); everything else is for developers and packagers.
+GO      ?= go
+BIN     := bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
+LDFLAGS := -X hora/controller.Version=$(VERSION) -X main.version=$(VERSION)
+CLIENTS := sbatch squeue scancel sinfo scontrol sacct
+export CGO_ENABLED ?= 0
+
+.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/hora ./cmd/hora
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/horad ./cmd/horad
+	@for c in $(CLIENTS); do ln -sf hora $(BIN)/$$c; done
+
+# Installs what the tests need on a fresh Debian machine (slurm-client as an
+# offline oracle for hostlists; openssh-server and iproute2 for SSH nodes).
+deps:
+	@scripts/deps.sh
+
+vet:
+	$(GO) vet ./...
+
+# The whole test suite, as CI runs it (.ci/run). Needs root for the tests
+# that run jobs as another user; installs its own dependencies.
+test: deps build vet
+	$(GO) test -count=1 -timeout 12m ./...
+
+test-short: build
+	$(GO) test -short ./...
+
+# Start horad on the embedded default (4 local nodes, ./var), submit a job,
+# show the queue. `make stop` ends it.
+demo: build
+	@scripts/demo.sh
+
+stop:
+	@scripts/demo.sh stop
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee var/bench.txt
+
+fuzz:
+	@for f in FuzzParseSlurmDuration FuzzParseSlurmTime FuzzHostlist FuzzScanDirectives; do \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 60s ./sbatch/ || exit 1; done
+
+soak: build
+	$(GO) test -count=1 -run Soak -timeout 60m -tags soak ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs, on Debian, what hora's tests need and a fresh machine lacks.
+# Idempotent and quiet when everything is present. Not root: says what is
+# missing and fails, because the tests would fail later for a worse reason.
+set -euo pipefail
+need=()
+command -v scontrol >/dev/null || need+=(slurm-client)
+command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ip >/dev/null || need+=(iproute2)
+command -v mandoc >/dev/null || need+=(mandoc)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: missing packages: ${need[*]}; install them (as root: apt-get install ${need[*]})" >&2
+	exit 1
+fi
+echo "deps: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
