@@ -1,0 +1,234 @@
+package reserve
+
+// The per-strip search tree of thesis §3.3.1: idle periods ordered by
+// starting time (ties by node), every tree node augmented with summaries of
+// its subtree. The thesis uses augmented red-black trees; this is a treap
+// whose priorities are a hash of the key, so its shape is a deterministic
+// function of its contents and balanced in expectation (O(log n) depth).
+//
+// Augmentation per subtree (the thesis keeps "the latest ending time" and
+// "the longest period"; the other bounds serve the branch-and-bound
+// strategies, FF-HA+ and co-allocation counting):
+//
+//	size            number of periods (phase-1 counting, §5.3)
+//	minSt, maxSt    first and last starting time
+//	maxEnd, minEnd  latest and earliest ending time
+//	maxLen, minLen  longest and shortest period (wall time)
+
+// period is one idle period of one node, [st, end). end == Inf for the
+// trailing idle period of a node. t is the tree that holds it (nil when the
+// period is too short to be indexed); a tree that was discarded by rotation
+// is marked dead, which is how O(1) discards stay correct.
+type period struct {
+	node int32
+	st   int64
+	end  int64
+	t    *tree
+}
+
+func (p *period) length() int64 { return span(p.st, p.end) }
+
+// span is b-a, saturating at Inf.
+func span(a, b int64) int64 {
+	if b == Inf {
+		return Inf
+	}
+	return b - a
+}
+
+type tnode struct {
+	p      *period
+	prio   uint64
+	l, r   *tnode
+	size   int32
+	minSt  int64
+	maxSt  int64
+	maxEnd int64
+	minEnd int64
+	maxLen int64
+	minLen int64
+}
+
+type tree struct {
+	root *tnode
+	dead bool
+	ops  *int64 // shared operation counter of the index
+}
+
+func newTree(ops *int64) *tree { return &tree{ops: ops} }
+
+func (t *tree) len() int {
+	if t == nil || t.root == nil {
+		return 0
+	}
+	return int(t.root.size)
+}
+
+func prioOf(st int64, node int32) uint64 {
+	// splitmix64 of the key: deterministic, well spread.
+	x := uint64(st)*0x9e3779b97f4a7c15 ^ uint64(uint32(node))
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+func less(a, b *period) bool {
+	if a.st != b.st {
+		return a.st < b.st
+	}
+	return a.node < b.node
+}
+
+func (n *tnode) pull() {
+	p := n.p
+	n.size = 1
+	n.minSt, n.maxSt = p.st, p.st
+	n.maxEnd, n.minEnd = p.end, p.end
+	ln := p.length()
+	n.maxLen, n.minLen = ln, ln
+	if c := n.l; c != nil {
+		n.size += c.size
+		n.minSt = c.minSt
+		n.maxEnd = max(n.maxEnd, c.maxEnd)
+		n.minEnd = min(n.minEnd, c.minEnd)
+		n.maxLen = max(n.maxLen, c.maxLen)
+		n.minLen = min(n.minLen, c.minLen)
+	}
+	if c := n.r; c != nil {
+		n.size += c.size
+		n.maxSt = c.maxSt
+		n.maxEnd = max(n.maxEnd, c.maxEnd)
+		n.minEnd = min(n.minEnd, c.minEnd)
+		n.maxLen = max(n.maxLen, c.maxLen)
+		n.minLen = min(n.minLen, c.minLen)
+	}
+}
+
+// split cuts n into keys < p and keys >= p.
+func (t *tree) split(n *tnode, p *period) (*tnode, *tnode) {
+	if n == nil {
+		return nil, nil
+	}
+	*t.ops++
+	if less(n.p, p) {
+		a, b := t.split(n.r, p)
+		n.r = a
+		n.pull()
+		return n, b
+	}
+	a, b := t.split(n.l, p)
+	n.l = b
+	n.pull()
+	return a, n
+}
+
+func (t *tree) merge(a, b *tnode) *tnode {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	*t.ops++
+	if a.prio > b.prio {
+		a.r = t.merge(a.r, b)
+		a.pull()
+		return a
+	}
+	b.l = t.merge(a, b.l)
+	b.pull()
+	return b
+}
+
+func (t *tree) insert(p *period) {
+	nn := &tnode{p: p, prio: prioOf(p.st, p.node)}
+	nn.pull()
+	t.root = t.ins(t.root, nn)
+	p.t = t
+}
+
+func (t *tree) ins(n, nn *tnode) *tnode {
+	if n == nil {
+		return nn
+	}
+	*t.ops++
+	if nn.prio > n.prio {
+		nn.l, nn.r = t.split(n, nn.p)
+		nn.pull()
+		return nn
+	}
+	if less(nn.p, n.p) {
+		n.l = t.ins(n.l, nn)
+	} else {
+		n.r = t.ins(n.r, nn)
+	}
+	n.pull()
+	return n
+}
+
+// remove deletes p (matched by key and identity); it reports whether p was found.
+func (t *tree) remove(p *period) bool {
+	var ok bool
+	t.root = t.del(t.root, p, &ok)
+	if ok {
+		p.t = nil
+	}
+	return ok
+}
+
+func (t *tree) del(n *tnode, p *period, ok *bool) *tnode {
+	if n == nil {
+		return nil
+	}
+	*t.ops++
+	if n.p == p {
+		*ok = true
+		return t.merge(n.l, n.r)
+	}
+	if less(p, n.p) {
+		n.l = t.del(n.l, p, ok)
+	} else {
+		n.r = t.del(n.r, p, ok)
+	}
+	n.pull()
+	return n
+}
+
+// each calls f for every period in key order.
+func (t *tree) each(f func(*period)) {
+	var walk func(*tnode)
+	walk = func(n *tnode) {
+		if n == nil {
+			return
+		}
+		walk(n.l)
+		f(n.p)
+		walk(n.r)
+	}
+	walk(t.root)
+}
+
+// countStLE counts periods with st <= s using subtree sizes (§5.4 phase 1).
+func (t *tree) countStLE(s int64) int {
+	c := 0
+	n := t.root
+	for n != nil {
+		*t.ops++
+		if n.maxSt <= s {
+			return c + int(n.size)
+		}
+		if n.p.st <= s {
+			c++
+			if n.l != nil {
+				c += int(n.l.size)
+			}
+			n = n.r
+		} else {
+			n = n.l
+		}
+	}
+	return c
+}
