@@ -1,0 +1,192 @@
+package local
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"hora/nodes"
+)
+
+// Names inside a step directory. See README.md for who writes what.
+const (
+	shepherdFile  = "shepherd"  // horad: the shepherd's identity (trusted)
+	terminateFile = "terminate" // horad: grace of a pending Terminate
+	userDirName   = "user"      // owned by the job's user; written by the shepherd
+	scriptFile    = "script"
+	pidFile       = "pid"    // shepherd: the job's process group id
+	statusFile    = "status" // shepherd: how the step ended
+	batchStepName = "batch"  // directory suffix of Step == -1, as Slurm names the batch step
+	maxStateBytes = 64 << 10 // user-written files are read with this cap
+)
+
+// shepherdRecord is what horad knows about a shepherd from having started
+// it. It lives in the horad-owned part of the step directory, so the job's
+// user cannot redirect horad's signals to other processes by editing it.
+type shepherdRecord struct {
+	Pid int `json:"pid"`
+	// StartTicks is field 22 of /proc/<pid>/stat; together with Pid it
+	// names one process even after the pid number is reused.
+	StartTicks uint64    `json:"start_ticks"`
+	UID        uint32    `json:"uid"`
+	GID        uint32    `json:"gid"`
+	Started    time.Time `json:"started"`
+}
+
+// statusRecord is the shepherd's account of a step's end.
+type statusRecord struct {
+	ExitCode int       `json:"exit_code"`
+	Signal   int       `json:"signal"`
+	TimedOut bool      `json:"timed_out"`
+	Pid      int       `json:"pid"`
+	Started  time.Time `json:"started"`
+	Ended    time.Time `json:"ended"`
+	Err      string    `json:"err,omitempty"`
+}
+
+// stepDirName is "<job>.<step>", with the batch step (-1) spelled "batch".
+func stepDirName(k nodes.StepKey) string {
+	if k.Step == -1 {
+		return fmt.Sprintf("%d.%s", k.Job, batchStepName)
+	}
+	return fmt.Sprintf("%d.%d", k.Job, k.Step)
+}
+
+func parseStepDirName(name string) (nodes.StepKey, bool) {
+	j, s, ok := strings.Cut(name, ".")
+	if !ok {
+		return nodes.StepKey{}, false
+	}
+	job, err := strconv.ParseInt(j, 10, 64)
+	if err != nil {
+		return nodes.StepKey{}, false
+	}
+	if s == batchStepName {
+		return nodes.StepKey{Job: job, Step: -1}, true
+	}
+	step, err := strconv.Atoi(s)
+	if err != nil || step < 0 {
+		return nodes.StepKey{}, false
+	}
+	return nodes.StepKey{Job: job, Step: step}, true
+}
+
+// validNode keeps node names from escaping the state directory.
+func validNode(node string) error {
+	if node == "" || node == "." || node == ".." || strings.ContainsAny(node, "/\x00") {
+		return fmt.Errorf("invalid node name %q", node)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary name and renames it over path,
+// so a reader sees either nothing or the whole file, even if the writer dies.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// readSmallFile reads a file that the job's user may have tampered with:
+// symlinks are not followed, FIFOs and devices are refused (opening with
+// O_NONBLOCK keeps a FIFO from blocking horad), and the size is capped.
+func readSmallFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	return io.ReadAll(io.LimitReader(f, maxStateBytes))
+}
+
+func readJSON(path string, v any) error {
+	b, err := readSmallFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSONAtomic(path string, v any, perm os.FileMode) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'), perm)
+}
+
+// procStat holds the fields of /proc/<pid>/stat that identify a process.
+type procStat struct {
+	State      byte
+	Ppid       int
+	Pgrp       int
+	StartTicks uint64
+}
+
+var errNoProcess = errors.New("no such process")
+
+func readProcStat(pid int) (procStat, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+			return procStat{}, errNoProcess
+		}
+		return procStat{}, err
+	}
+	// comm (field 2) is in parentheses and may itself contain ") ", so
+	// the fixed fields start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); field n is f[n-3].
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	var ps procStat
+	ps.State = f[0][0]
+	ps.Ppid, _ = strconv.Atoi(f[1])
+	ps.Pgrp, _ = strconv.Atoi(f[2])
+	ps.StartTicks, err = strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+	}
+	return ps, nil
+}
