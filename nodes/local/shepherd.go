@@ -48,7 +48,6 @@ type shepherd struct {
 	dir, userDir string
 	spec         *nodes.LaunchSpec
 	pgid         int
-	errOut       *os.File // the job's stderr, for launch errors the user should read
 }
 
 func (sh *shepherd) run() int {
@@ -66,9 +65,6 @@ func (sh *shepherd) run() int {
 	started := time.Now()
 	p, err := sh.start()
 	if err != nil {
-		if sh.errOut != nil {
-			fmt.Fprintf(sh.errOut, "hora: error: %v\n", err)
-		}
 		rec := statusRecord{ExitCode: 1, Started: started, Ended: time.Now(), Err: err.Error()}
 		if werr := writeJSONAtomic(filepath.Join(sh.userDir, statusFile), rec, 0o644); werr != nil {
 			fmt.Fprintf(os.Stderr, "shepherd: %v; recording it: %v\n", err, werr)
@@ -187,7 +183,7 @@ func (sh *shepherd) terminateGrace() time.Duration {
 
 // start writes the script, opens the job's files as the user and starts the
 // job in its own process group.
-func (sh *shepherd) start() (*os.Process, error) {
+func (sh *shepherd) start() (_ *os.Process, err error) {
 	spec := sh.spec
 	script := filepath.Join(sh.userDir, scriptFile)
 	if err := writeNewFile(script, spec.Script, 0o700); err != nil {
@@ -214,7 +210,13 @@ func (sh *shepherd) start() (*os.Process, error) {
 		}
 		defer errf.Close()
 	}
-	sh.errOut = errf
+	defer func() {
+		// Say why in the job's own error file, where its user looks first,
+		// as slurmstepd does.
+		if err != nil {
+			fmt.Fprintf(errf, "hora: error: %v\n", err)
+		}
+	}()
 	inPath := spec.Stdin
 	if inPath == "" {
 		inPath = os.DevNull
