@@ -1,0 +1,314 @@
+package replay
+
+import (
+	"math"
+	"slices"
+	"strconv"
+
+	"hora/replay/swf"
+)
+
+// Tau is the bounded-slowdown threshold: bsld = max(1, (wait+run)/max(Tau, run)).
+const Tau = 10.0
+
+// Bsld is the bounded slowdown of a job that waited wait and ran run seconds.
+func Bsld(wait, run float64) float64 {
+	return max(1, (wait+run)/max(Tau, run))
+}
+
+// Summary holds the metrics of one simulation. Job metrics leave out the
+// warm-up jobs; machine metrics (utilization, makespan) cover every job.
+type Summary struct {
+	Workload      string  `json:"workload"`
+	Mode          string  `json:"mode"` // "simulated" or "as-recorded"
+	Policy        string  `json:"policy"`
+	Engine        string  `json:"engine"`
+	Procs         int     `json:"procs"`
+	Nodes         int     `json:"nodes"`
+	CoresPerNode  int     `json:"cores_per_node"`
+	KillAtLimit   bool    `json:"kill_at_limit"`
+	WarmupDropped int     `json:"warmup_dropped"`
+	Jobs          int     `json:"jobs"`
+	Admitted      int     `json:"admitted"`
+	Rejected      int     `json:"rejected"`
+	RejectRatio   float64 `json:"reject_ratio"`
+	Started       int     `json:"started"`
+	NeverStarted  int     `json:"never_started"` // admitted but never run (ended pending)
+	Killed        int     `json:"killed_at_limit"`
+
+	DeadlineJobs      int     `json:"deadline_jobs"`
+	DeadlineMisses    int     `json:"deadline_misses"`
+	DeadlineMissRatio float64 `json:"deadline_miss_ratio"`
+	JobLossRate       float64 `json:"job_loss_rate"`
+	WorkLossRate      float64 `json:"work_loss_rate"`
+	Fairness          float64 `json:"fairness_index"`
+
+	AvgWait     float64 `json:"avg_wait_s"`
+	MedianWait  float64 `json:"median_wait_s"`
+	MaxWait     float64 `json:"max_wait_s"`
+	AvgResponse float64 `json:"avg_response_s"`
+	AvgBsld     float64 `json:"avg_bsld"`
+	MaxBsld     float64 `json:"max_bsld"`
+	Utilization float64 `json:"utilization"`
+	Makespan    float64 `json:"makespan_s"`
+
+	Classes  []Group     `json:"classes"`
+	SizeBins []Group     `json:"size_bins"`
+	Input    *InputStats `json:"input,omitempty"`
+}
+
+// Group is the metrics of a subset of jobs (a class or a size bin).
+type Group struct {
+	Name        string  `json:"name"`
+	Jobs        int     `json:"jobs"`
+	Rejected    int     `json:"rejected"`
+	Misses      int     `json:"deadline_misses"`
+	AvgWait     float64 `json:"avg_wait_s"`
+	AvgResponse float64 `json:"avg_response_s"`
+	AvgBsld     float64 `json:"avg_bsld"`
+	LossRate    float64 `json:"job_loss_rate"`
+}
+
+// InputStats is what the SWF reader did to the log.
+type InputStats struct {
+	Records  int            `json:"records"`
+	Kept     int            `json:"kept"`
+	Skipped  map[string]int `json:"skipped"`  // by issue key, non-zero only
+	Repaired map[string]int `json:"repaired"` // kept records by issue key, non-zero only
+}
+
+func inputStats(s *swf.Stats) *InputStats {
+	if s == nil {
+		return nil
+	}
+	in := &InputStats{Records: s.Records, Kept: s.Kept, Skipped: map[string]int{}, Repaired: map[string]int{}}
+	for i := range swf.NumIssues {
+		if n := s.SkippedBy[i]; n > 0 {
+			in.Skipped[i.Key()] = n
+		}
+		if n := s.Repaired[i]; n > 0 {
+			in.Repaired[i.Key()] = n
+		}
+	}
+	return in
+}
+
+// sizeBin names the power-of-two bin of a processor count: 1, 2, 3-4, 5-8, …
+func sizeBin(procs int) (idx int, name string) {
+	if procs <= 1 {
+		return 0, "1"
+	}
+	hi := 2
+	for idx = 1; hi < procs; idx++ {
+		hi *= 2
+	}
+	if hi == 2 {
+		return 1, "2"
+	}
+	return idx, strconv.Itoa(hi/2+1) + "-" + strconv.Itoa(hi)
+}
+
+type acc struct {
+	g                Group
+	wait, resp, bsld float64
+	started          int
+	lost             int
+}
+
+func (a *acc) add(j *Job, r *Result) {
+	a.g.Jobs++
+	if r.Rejected {
+		a.g.Rejected++
+	}
+	lost := r.Rejected || !r.Started
+	if j.Deadline > 0 && r.Started && r.End > j.Deadline {
+		a.g.Misses++
+		lost = true
+	}
+	if lost {
+		a.lost++
+	}
+	if r.Started {
+		wait, run := r.Start-j.Submit, r.End-r.Start
+		a.started++
+		a.wait += wait
+		a.resp += wait + run
+		a.bsld += Bsld(wait, run)
+	}
+}
+
+func (a *acc) done() Group {
+	if a.started > 0 {
+		a.g.AvgWait = a.wait / float64(a.started)
+		a.g.AvgResponse = a.resp / float64(a.started)
+		a.g.AvgBsld = a.bsld / float64(a.started)
+	}
+	if a.g.Jobs > 0 {
+		a.g.LossRate = float64(a.lost) / float64(a.g.Jobs)
+	}
+	return a.g
+}
+
+// Summarize computes the metrics of an outcome; the first ⌊warmup·n⌋ jobs
+// (in submission order) are left out of the job metrics.
+func Summarize(o *Outcome, warmup float64, mode string) *Summary {
+	w := o.Workload
+	s := &Summary{Workload: w.Name, Mode: mode, Policy: o.Opts.Policy, Engine: o.Opts.Engine,
+		Procs: o.Nodes * o.Cores, Nodes: o.Nodes, CoresPerNode: o.Cores, KillAtLimit: o.Opts.KillAtLimit,
+		Input: inputStats(w.SWFStats)}
+	if s.Engine == "" {
+		s.Engine = "hora"
+	}
+	if mode == "as-recorded" {
+		s.Policy, s.Engine = "as recorded", "log"
+	}
+	skip := int(math.Floor(warmup * float64(len(w.Jobs))))
+	skip = min(max(skip, 0), len(w.Jobs))
+	s.WarmupDropped = skip
+
+	// Machine metrics over all jobs.
+	first, last := math.Inf(1), math.Inf(-1)
+	var busy float64
+	for i := range w.Jobs {
+		j, r := &w.Jobs[i], &o.Results[i]
+		first = min(first, j.Submit)
+		if r.Started {
+			last = max(last, r.End)
+			busy += float64(r.Nodes*o.Cores) * (r.End - r.Start)
+		} else if r.Rejected || r.End > 0 {
+			last = max(last, r.End)
+		}
+	}
+	if last > first {
+		s.Makespan = last - first
+		s.Utilization = busy / (float64(s.Procs) * s.Makespan)
+	}
+
+	// Job metrics.
+	all := acc{g: Group{Name: "all"}}
+	classes := map[string]*acc{}
+	var bins []*acc
+	var waits []float64
+	var work, lostWork float64
+	// Fairness (thesis eq. 3.1): bins of equal width over [1, Procs].
+	nb := min(100, max(s.Procs, 1))
+	z := make([]int, nb)
+	zok := make([]int, nb)
+	for i := skip; i < len(w.Jobs); i++ {
+		j, r := &w.Jobs[i], &o.Results[i]
+		all.add(j, r)
+		c := classes[j.Class()]
+		if c == nil {
+			c = &acc{g: Group{Name: j.Class()}}
+			classes[j.Class()] = c
+		}
+		c.add(j, r)
+		bi, bn := sizeBin(j.Procs)
+		for len(bins) <= bi {
+			bins = append(bins, nil)
+		}
+		if bins[bi] == nil {
+			bins[bi] = &acc{g: Group{Name: bn}}
+		}
+		bins[bi].add(j, r)
+		if r.Admitted {
+			s.Admitted++
+		}
+		if r.Rejected {
+			s.Rejected++
+		}
+		if r.Killed {
+			s.Killed++
+		}
+		if r.Started {
+			s.Started++
+			wait := r.Start - j.Submit
+			waits = append(waits, wait)
+			s.MaxWait = max(s.MaxWait, wait)
+			s.MaxBsld = max(s.MaxBsld, Bsld(wait, r.End-r.Start))
+		} else if !r.Rejected {
+			s.NeverStarted++
+		}
+		ok := r.Started
+		if j.Deadline > 0 {
+			s.DeadlineJobs++
+			if r.Started && r.End > j.Deadline {
+				s.DeadlineMisses++
+				ok = false
+			}
+		}
+		jw := float64(j.Procs) * j.Run
+		work += jw
+		if !ok {
+			lostWork += jw
+		}
+		fb := 0
+		if s.Procs > 1 {
+			fb = min(nb-1, max(0, (j.Procs-1)*nb/s.Procs))
+		}
+		z[fb]++
+		if ok {
+			zok[fb]++
+		}
+	}
+	g := all.done()
+	s.Jobs = g.Jobs
+	s.AvgWait, s.AvgResponse, s.AvgBsld, s.JobLossRate = g.AvgWait, g.AvgResponse, g.AvgBsld, g.LossRate
+	if s.Jobs > 0 {
+		s.RejectRatio = float64(s.Rejected) / float64(s.Jobs)
+	}
+	if s.DeadlineJobs > 0 {
+		s.DeadlineMissRatio = float64(s.DeadlineMisses) / float64(s.DeadlineJobs)
+	}
+	if work > 0 {
+		s.WorkLossRate = lostWork / work
+	}
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		s.MedianWait = waits[len(waits)/2]
+	}
+	// With no size distribution known, the weights w_i are the shares of
+	// arrivals per bin, and F reduces to the share of jobs served.
+	if s.Jobs > 0 {
+		for i := range z {
+			if z[i] > 0 {
+				s.Fairness += float64(z[i]) / float64(s.Jobs) * float64(zok[i]) / float64(z[i])
+			}
+		}
+	}
+	for _, name := range []string{"BE", "RT"} {
+		if c := classes[name]; c != nil {
+			s.Classes = append(s.Classes, c.done())
+		}
+	}
+	for _, b := range bins {
+		if b != nil {
+			s.SizeBins = append(s.SizeBins, b.done())
+		}
+	}
+	return s
+}
+
+// AsRecorded builds the outcome the log itself records: each job starts at
+// submit + wait and runs its logged run time. Jobs whose wait or run time is
+// unknown are left out (reported in Summary.Input as read).
+func AsRecorded(w *Workload, procs, cores int) *Outcome {
+	cores = max(cores, 1)
+	if procs == 0 {
+		procs = w.Procs
+	}
+	kept := &Workload{Name: w.Name, Procs: w.Procs, Header: w.Header, SWFStats: w.SWFStats}
+	for _, j := range w.Jobs {
+		if j.RecordedWait >= 0 && j.Run >= 0 {
+			kept.Jobs = append(kept.Jobs, j)
+		}
+	}
+	o := &Outcome{Workload: kept, Opts: Options{Procs: procs, CoresPerNode: cores}, Nodes: procs / cores,
+		Cores: cores, Results: make([]Result, len(kept.Jobs))}
+	for i, j := range kept.Jobs {
+		start := j.Submit + j.RecordedWait
+		o.Results[i] = Result{Admitted: true, Started: true, Start: start, End: start + j.Run,
+			Nodes: ceilDiv(j.Procs, cores)}
+	}
+	return o
+}
