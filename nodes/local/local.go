@@ -269,23 +269,25 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 		pf.Close()
 		return err
 	}
+	// The spec goes first so that the shepherd starts the job while horad
+	// records the shepherd. A shepherd that died early makes the write fail
+	// with EPIPE; what it said on stderr explains why better, so that is
+	// read regardless.
+	body, err := json.Marshal(spec)
+	if err != nil {
+		return fail(err)
+	}
+	_, werr := specW.Write(body)
+	specW.Close()
 	// The shepherd is our unreaped child, so its /proc entry is there.
 	ps, err := readProcStat(pid)
 	if err != nil {
 		return fail(err)
 	}
 	rec := shepherdRecord{Pid: pid, StartTicks: ps.StartTicks, UID: spec.UID, GID: spec.GID, Started: time.Now()}
-	if err := writeJSONAtomic(filepath.Join(dir, shepherdFile), rec, 0o644); err != nil {
+	if err := writeJSONAtomic(filepath.Join(dir, shepherdFile), rec, 0o644, false); err != nil {
 		return fail(err)
 	}
-	body, err := json.Marshal(spec)
-	if err != nil {
-		return fail(err)
-	}
-	// A shepherd that died early makes this fail with EPIPE; what it said
-	// on stderr explains why better than that, so read it regardless.
-	_, werr := specW.Write(body)
-	specW.Close()
 
 	deadline := time.Now().Add(e.cfg.HandshakeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -560,7 +562,7 @@ func (e *Executor) Terminate(ctx context.Context, node string, key nodes.StepKey
 	}
 	defer pf.Close()
 	dir := e.stepDir(node, key)
-	if err := writeFileAtomic(filepath.Join(dir, terminateFile), []byte(strconv.FormatInt(int64(grace), 10)+"\n"), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, terminateFile), []byte(strconv.FormatInt(int64(grace), 10)+"\n"), 0o644, false); err != nil {
 		return err
 	}
 	var sendErr error

@@ -66,7 +66,7 @@ func (sh *shepherd) run() int {
 	p, err := sh.start()
 	if err != nil {
 		rec := statusRecord{ExitCode: 1, Started: started, Ended: time.Now(), Err: err.Error()}
-		if werr := writeJSONAtomic(filepath.Join(sh.userDir, statusFile), rec, 0o644); werr != nil {
+		if werr := writeJSONAtomic(filepath.Join(sh.userDir, statusFile), rec, 0o644, true); werr != nil {
 			fmt.Fprintf(os.Stderr, "shepherd: %v; recording it: %v\n", err, werr)
 			return 1
 		}
@@ -74,7 +74,7 @@ func (sh *shepherd) run() int {
 		return 0
 	}
 	sh.pgid = p.Pid
-	if err := writeFileAtomic(filepath.Join(sh.userDir, pidFile), []byte(strconv.Itoa(p.Pid)+"\n"), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(sh.userDir, pidFile), []byte(strconv.Itoa(p.Pid)+"\n"), 0o644, false); err != nil {
 		// Without the pid file horad could not signal the job: give up on it.
 		_ = unix.Kill(-p.Pid, unix.SIGKILL)
 		_, _ = p.Wait()
@@ -150,7 +150,7 @@ func (sh *shepherd) run() int {
 	// left behind in its process group goes too.
 	_ = unix.Kill(-sh.pgid, unix.SIGKILL)
 	rec.Ended = time.Now()
-	if err := writeJSONAtomic(filepath.Join(sh.userDir, statusFile), rec, 0o644); err != nil {
+	if err := writeJSONAtomic(filepath.Join(sh.userDir, statusFile), rec, 0o644, true); err != nil {
 		return 1
 	}
 	return 0

@@ -90,14 +90,17 @@ func validNode(node string) error {
 
 // writeFileAtomic writes data to a temporary name and renames it over path,
 // so a reader sees either nothing or the whole file, even if the writer dies.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+// durable adds an fsync, for records that matter after a machine crash; pid
+// records do not (the processes they name die with the machine), and an
+// fsync costs about as much as the rest of a launch's bookkeeping.
+func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, perm)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -143,12 +146,12 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-func writeJSONAtomic(path string, v any, perm os.FileMode) error {
+func writeJSONAtomic(path string, v any, perm os.FileMode, durable bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(b, '\n'), perm)
+	return writeFileAtomic(path, append(b, '\n'), perm, durable)
 }
 
 // procStat holds the fields of /proc/<pid>/stat that identify a process.
