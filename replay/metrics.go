@@ -270,11 +270,11 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 	// With no size distribution known, the weights w_i are the shares of
 	// arrivals per bin, and F reduces to the share of jobs served.
 	if s.Jobs > 0 {
+		served := 0
 		for i := range z {
-			if z[i] > 0 {
-				s.Fairness += float64(z[i]) / float64(s.Jobs) * float64(zok[i]) / float64(z[i])
-			}
+			served += zok[i] // w_i·z'_i/z_i with w_i = z_i/Z
 		}
+		s.Fairness = float64(served) / float64(s.Jobs)
 	}
 	for _, name := range []string{"BE", "RT"} {
 		if c := classes[name]; c != nil {

@@ -1,0 +1,213 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"hora/replay/swf"
+)
+
+// valueFlags are the flags that take a value, for the argument normaliser.
+var valueFlags = map[string]bool{
+	"policy": true, "procs": true, "cores-per-node": true, "warmup-fraction": true, "seed": true,
+	"out": true, "out-swf": true, "engine": true, "synthetic": true,
+}
+
+// normalize moves flags in front of positional arguments (urfave/cli v2 stops
+// parsing flags at the first positional) and keeps "--" semantics.
+func normalize(args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) > 1 && a[0] == '-' {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && valueFlags[name] && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	if len(pos) > 0 {
+		flags = append(flags, "--")
+	}
+	return append(flags, pos...)
+}
+
+// Main is `hora replay [flags] [LOG.swf[.gz]]`; it returns the exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	status := 0
+	app := &cli.App{
+		Name:      "hora replay",
+		Usage:     "replay an SWF workload log through hora's scheduler in simulated time",
+		UsageText: "hora replay [flags] [LOG.swf[.gz]]   (no LOG or - reads standard input)",
+		Description: "Reads a Standard Workload Format log (gzipped or not), replays it through the\n" +
+			"scheduler in virtual time and prints the metrics as a Markdown table.\n" +
+			"The scheduler sees the requested time (field 9); the run time (field 4) drives\n" +
+			"the simulation. Bounded slowdown uses τ = 10 s.",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		HideHelp:        true, // -h belongs to Slurm-style tools; --help is ours below
+		HideVersion:     true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "help", Usage: "show this help"},
+			&cli.StringFlag{Name: "policy", Value: "easy", Usage: "batch policy: fcfs or easy (backfilling)"},
+			&cli.IntFlag{Name: "procs", Usage: "machine size in processors (default: the header's MaxProcs)"},
+			&cli.IntFlag{Name: "cores-per-node", Value: 1, Usage: "processors per simulated node"},
+			&cli.BoolFlag{Name: "strict", Usage: "stop at the first log line that needs a repair"},
+			&cli.Float64Flag{Name: "warmup-fraction", Usage: "leave the first fraction of jobs out of the job metrics (Tsafrir et al.: 0.01)"},
+			&cli.BoolFlag{Name: "kill-at-limit", Usage: "end jobs at their requested time when they run longer"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random generators (synthetic workloads)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON object"},
+			&cli.StringFlag{Name: "out", Usage: "write jobs.csv, summary.json and SVG plots into `DIR`"},
+			&cli.StringFlag{Name: "out-swf", Usage: "write the simulated schedule as an SWF log to `FILE`"},
+			&cli.BoolFlag{Name: "as-recorded", Usage: "no simulation: use the logged start times (field 3)"},
+			&cli.StringFlag{Name: "engine", Value: "hora", Usage: "scheduler: hora (scheduler.Engine) or reference (independent EASY oracle)"},
+			&cli.StringFlag{Name: "synthetic", Usage: "generate the workload instead of reading a log (rt-dlt-2005, ac-fast-2009, castillo-ch3, castillo-ch4: not implemented yet)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Bool("help") {
+				return cli.ShowAppHelp(c)
+			}
+			err := run(ctx, c, stdout, stderr)
+			var ue usageError
+			switch {
+			case errors.As(err, &ue):
+				fmt.Fprintf(stderr, "hora replay: %v\n", err)
+				status = 2
+			case err != nil:
+				fmt.Fprintf(stderr, "hora replay: %v\n", err)
+				status = 1
+			}
+			return nil
+		},
+	}
+	if err := app.RunContext(ctx, append([]string{"hora replay"}, normalize(args)...)); err != nil {
+		fmt.Fprintf(stderr, "hora replay: %v\n", err)
+		return 2
+	}
+	return status
+}
+
+type usageError struct{ error }
+
+func run(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error {
+	if c.NArg() > 1 {
+		return usageError{fmt.Errorf("one log at most, got %d", c.NArg())}
+	}
+	wf := c.Float64("warmup-fraction")
+	if wf < 0 || wf >= 1 {
+		return usageError{fmt.Errorf("--warmup-fraction %g: want 0 ≤ f < 1", wf)}
+	}
+	if c.Int("procs") < 0 || c.Int("cores-per-node") < 1 {
+		return usageError{fmt.Errorf("--procs must be ≥ 0 and --cores-per-node ≥ 1")}
+	}
+	var w *Workload
+	var err error
+	if name := c.String("synthetic"); name != "" {
+		if c.NArg() > 0 {
+			return usageError{fmt.Errorf("--synthetic and a log are exclusive")}
+		}
+		w, err = generate(name, c.Uint64("seed"), nil)
+	} else {
+		w, err = load(c.Args().First(), c.Bool("strict"), c.Bool("as-recorded"))
+	}
+	if err != nil {
+		return err
+	}
+	opt := Options{Policy: c.String("policy"), Procs: c.Int("procs"), CoresPerNode: c.Int("cores-per-node"),
+		KillAtLimit: c.Bool("kill-at-limit"), Engine: c.String("engine")}
+	var o *Outcome
+	mode := "simulated"
+	if c.Bool("as-recorded") {
+		o, mode = AsRecorded(w, opt.Procs, opt.CoresPerNode), "as-recorded"
+	} else {
+		if isTerminal(stderr) {
+			opt.Progress = progress(stderr)
+		}
+		o, err = Simulate(ctx, w, opt)
+		if opt.Progress != nil {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s := Summarize(o, wf, mode)
+	if dir := c.String("out"); dir != "" {
+		if err := WriteOutDir(dir, o, s); err != nil {
+			return err
+		}
+	}
+	if path := c.String("out-swf"); path != "" {
+		note := fmt.Sprintf("schedule simulated by hora replay (policy %s, engine %s, %d procs, %d cores per node, kill at limit %t)",
+			s.Policy, s.Engine, s.Procs, s.CoresPerNode, s.KillAtLimit)
+		if err := writeFile(path, func(wr io.Writer) error { return WriteSWF(wr, o, note) }); err != nil {
+			return err
+		}
+	}
+	if c.Bool("json") {
+		return WriteJSON(stdout, s)
+	}
+	return WriteMarkdown(stdout, s)
+}
+
+// load reads a log; "" or "-" is standard input.
+func load(path string, strict, raw bool) (*Workload, error) {
+	mode := swf.Lenient
+	if strict {
+		mode = swf.Strict
+	}
+	if raw {
+		// As recorded: every record as written; the metrics keep those whose
+		// wait and run are known.
+		mode = swf.Raw
+	}
+	var lg *swf.Log
+	var err error
+	if path == "" || path == "-" {
+		lg, err = swf.Read(os.Stdin, "<stdin>", mode)
+	} else {
+		lg, err = swf.ReadFile(path, mode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return FromSWF(lg)
+}
+
+// isTerminal reports whether w is a terminal (TCGETS succeeds on it).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func progress(w io.Writer) func(done, total int) {
+	last := -1
+	return func(done, total int) {
+		pct := 100 * done / max(total, 1)
+		if pct != last {
+			last = pct
+			fmt.Fprintf(w, "\rreplay: %3d%% (%d/%d jobs)", pct, done, total)
+		}
+	}
+}
