@@ -89,8 +89,15 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("local executor: %w", err)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("local executor: %w", err)
+		}
+		// Ours, so searchable by the users whose shepherds live below,
+		// whatever horad's umask.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("local executor: %w", err)
+		}
 	}
 	if cfg.HandshakeTimeout == 0 {
 		cfg.HandshakeTimeout = 30 * time.Second
@@ -164,14 +171,16 @@ func (e *Executor) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
 			return err
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	// Modes are set explicitly: under a strict umask the shepherd, running
+	// as the job's user, could not reach its directory.
+	if err := mkdirMode(filepath.Dir(dir), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := mkdirMode(dir, 0o755); err != nil {
 		return err
 	}
 	userDir := filepath.Join(dir, userDirName)
-	if err := os.Mkdir(userDir, 0o700); err != nil {
+	if err := mkdirMode(userDir, 0o700); err != nil {
 		_ = os.RemoveAll(dir)
 		return err
 	}

@@ -357,8 +357,10 @@ func TestOtherUsers(t *testing.T) {
 	}
 	const nobody = 65534
 	t.Run("root runs the job as its owner", func(t *testing.T) {
+		// horad's umask must not lock the user's shepherd out of its state.
+		defer unix.Umask(unix.Umask(0o077))
 		state := publicDir(t, 0)
-		e := newExecutor(t, state)
+		e := newExecutor(t, filepath.Join(state, "nodes"))
 		home := publicDir(t, nobody)
 		s := spec(home, "#!/bin/sh\n/usr/bin/id -u\n/usr/bin/id -g\n/usr/bin/id -G\n/usr/bin/stat -c %u \"$0\"\n")
 		s.UID, s.GID, s.User = nobody, nobody, "nobody"
@@ -373,6 +375,17 @@ func TestOtherUsers(t *testing.T) {
 		fi, err := os.Stat(s.Stdout)
 		if err != nil || fi.Sys().(*syscall.Stat_t).Uid != nobody {
 			t.Errorf("output file not owned by nobody: %v", err)
+		}
+		// The user's shepherd reads Terminate's grace from horad's file.
+		s = spec(home, "#!/bin/sh\ntrap 'echo got TERM' TERM\necho ready\nwhile :; do /bin/sleep 0.05; done\n")
+		s.UID, s.GID, s.User, s.KillWait = nobody, nobody, "nobody", time.Hour
+		launch(t, e, s)
+		eventually(t, "the trap to be set", func() bool { b, _ := os.ReadFile(s.Stdout); return len(b) > 0 })
+		if err := e.Terminate(t.Context(), s.Node, s.Key, 200*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if st := waitExit(t, e, s.Key); st.Signal != int(syscall.SIGKILL) {
+			t.Errorf("status %+v, want KILL after Terminate's grace", st)
 		}
 	})
 	t.Run("root opens outputs as the owner", func(t *testing.T) {

@@ -99,7 +99,12 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) e
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	// Explicit mode: horad's umask must not hide these files from the
+	// shepherd, which runs as another user.
+	err = f.Chmod(perm)
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil && durable {
 		err = f.Sync()
 	}
@@ -133,6 +138,14 @@ func readSmallFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	return io.ReadAll(io.LimitReader(f, maxStateBytes))
+}
+
+// mkdirMode creates dir with exactly mode, whatever the umask.
+func mkdirMode(dir string, mode os.FileMode) error {
+	if err := os.Mkdir(dir, mode); err != nil {
+		return err
+	}
+	return os.Chmod(dir, mode)
 }
 
 func readJSON(path string, v any) error {
