@@ -23,6 +23,7 @@ import (
 const (
 	shepherdEnv = "HORA_LOCAL_TEST_SHEPHERD"
 	refuseEnv   = "HORA_LOCAL_TEST_REFUSE" // value: state dir
+	launchEnv   = "HORA_LOCAL_TEST_LAUNCH" // value: state dir:work dir
 )
 
 var shepherdArgv []string
@@ -30,6 +31,10 @@ var shepherdArgv []string
 func TestMain(m *testing.M) {
 	if os.Getenv(shepherdEnv) == "1" {
 		os.Exit(ShepherdMain(os.Args[1:]))
+	}
+	if dirs := os.Getenv(launchEnv); dirs != "" {
+		shepherdArgv = []string{os.Args[0]}
+		os.Exit(launchHelper(dirs))
 	}
 	if dir := os.Getenv(refuseEnv); dir != "" {
 		shepherdArgv = []string{os.Args[0]}
@@ -94,6 +99,24 @@ func refuseHelper(dir string) int {
 		Script: []byte("#!/bin/sh\ntrue\n"), WorkDir: "/", Stdout: "/dev/null", UID: 0, GID: 0})
 	fmt.Println(err)
 	return 0
+}
+
+// launchHelper plays a horad that launches one step and then waits to be
+// SIGKILLed.
+func launchHelper(dirs string) int {
+	state, work, _ := strings.Cut(dirs, ":")
+	e, err := New(Config{StateDir: state, ShepherdArgv: shepherdArgv, ShepherdEnv: []string{shepherdEnv + "=1"}})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	s := spec(work, waitScript)
+	if err := e.Launch(context.Background(), s); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("launched", s.Key.Job)
+	select {}
 }
 
 // publicDir returns a fresh directory that every user may enter (t.TempDir
@@ -617,6 +640,44 @@ func TestReattachAfterExecutorDies(t *testing.T) {
 	}
 	if sts, _ := e2.Reattach(t.Context(), []string{"local1", "local2"}); len(sts) != 0 {
 		t.Errorf("after Forget Reattach lists %+v", sts)
+	}
+}
+
+// horad is SIGKILLed while its step runs: the shepherd carries on, and the
+// next horad re-attaches and sees the real exit.
+func TestHoradKilled(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	horad := exec.Command(shepherdArgv[0])
+	horad.Env = []string{launchEnv + "=" + state + ":" + dir}
+	out, err := horad.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := horad.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 64)
+	n, _ := out.Read(line)
+	var job int64
+	if _, err := fmt.Sscanf(string(line[:n]), "launched %d", &job); err != nil {
+		horad.Process.Kill()
+		t.Fatalf("helper said %q", line[:n])
+	}
+	horad.Process.Kill()
+	horad.Wait()
+
+	e := newExecutor(t, state)
+	key := nodes.StepKey{Job: job, Step: -1}
+	st := runningStep(t, e, "local1", key)
+	if b, _ := os.ReadFile(filepath.Join(dir, "out")); string(b) != "waiting\n" {
+		t.Errorf("job output %q while running", b)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if end := waitExit(t, e, key); end.State != nodes.StepExited || end.ExitCode != 7 || end.Pid != st.Pid {
+		t.Errorf("exit %+v, want code 7 of pid %d", end, st.Pid)
 	}
 }
 
