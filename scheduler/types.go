@@ -53,6 +53,9 @@ type PartitionSpec struct {
 	Default     bool
 	MaxTime     float64 // Inf = unlimited
 	DefaultTime float64 // applied when a job gives no limit; Inf = unlimited
+	// MaxNodes caps the nodes of one job; a job above it stays PENDING with
+	// reason PartitionNodeLimit (Slurm's MaxNodes). 0 = unlimited.
+	MaxNodes int
 	// Backfill selects the batch flavour: "easy" (default) or "fcfs".
 	Backfill string
 	// Params holds policy-specific settings (e.g. dlt: cms, cps, admission;

@@ -1,0 +1,648 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Engine is the pure decision core: Handle takes an event and returns the
+// actions it causes. It owns the node states (free, allocated to a job step,
+// down) and the job table; each partition's Policy owns the order of its
+// pending jobs. Not safe for concurrent use: the driver serialises events.
+type Engine struct {
+	nodes    []nodeRec
+	byName   map[string]int
+	parts    []*Partition
+	partName map[string]*Partition
+	def      *Partition
+	jobs     map[JobID]*jobRec
+	// blocked are pending jobs the Engine keeps from their policy because
+	// they break a partition limit (Slurm's PartitionTimeLimit etc.), in
+	// arrival order.
+	blocked []JobID
+	out     []Action
+	now     float64
+}
+
+type nodeRef struct {
+	p *Partition
+	i int
+}
+
+type nodeRec struct {
+	spec   NodeSpec
+	down   bool
+	busy   bool
+	job    JobID
+	step   int
+	expect float64
+	parts  []nodeRef
+}
+
+func (n *nodeRec) state() NodeState {
+	switch {
+	case n.down:
+		return StateDown
+	case n.busy:
+		return StateAllocated
+	}
+	return StateIdle
+}
+
+type runStep struct {
+	step   int
+	nodes  []int // engine node indices
+	expect float64
+}
+
+type jobRec struct {
+	job     Job
+	part    *Partition
+	steps   []runStep
+	started bool   // a step has started: the job is RUNNING, not pending
+	removed bool   // cancelled: the policy has forgotten it
+	done    bool   // the policy has nothing more to run
+	blocked string // reason when the Engine keeps it from its policy
+}
+
+// Reasons the Engine itself gives (the policies give the others).
+const (
+	ReasonNone            = "None"
+	ReasonPartTimeLimit   = "PartitionTimeLimit"
+	ReasonPartNodeLimit   = "PartitionNodeLimit"
+	ReasonPartitionConfig = "PartitionConfig"
+	ReasonHeld            = "JobHeldUser"
+	ReasonDeadline        = "DeadLine"
+	JobStateDeadline      = "DEADLINE"
+)
+
+// Slurm's strerror texts that sbatch prints after "Batch job submission failed: ".
+const (
+	msgInvalidPartition = "Invalid partition name specified"
+	msgNodeConfig       = "Requested node configuration is not available"
+	msgTimeLimit        = "Requested time limit is invalid (missing or exceeds some limit)"
+)
+
+// New builds an Engine for cfg. Every error names the partition or node at
+// fault. A PartitionSpec with Policy "" gets "batch"; MaxTime 0 means
+// unlimited and DefaultTime 0 means MaxTime (Slurm's defaults); when no
+// partition is Default the first one is.
+func New(cfg Config) (*Engine, error) {
+	e := &Engine{
+		byName:   make(map[string]int, len(cfg.Nodes)),
+		partName: make(map[string]*Partition, len(cfg.Partitions)),
+		jobs:     make(map[JobID]*jobRec),
+	}
+	if len(cfg.Partitions) == 0 {
+		return nil, fmt.Errorf("scheduler: no partitions configured")
+	}
+	for _, n := range cfg.Nodes {
+		if n.Name == "" {
+			return nil, fmt.Errorf("scheduler: node with an empty name")
+		}
+		if _, dup := e.byName[n.Name]; dup {
+			return nil, fmt.Errorf("scheduler: node %q defined twice", n.Name)
+		}
+		if n.Rate < 0 || math.IsNaN(n.Rate) {
+			return nil, fmt.Errorf("scheduler: node %q: rate %v is not a positive number", n.Name, n.Rate)
+		}
+		e.byName[n.Name] = len(e.nodes)
+		e.nodes = append(e.nodes, nodeRec{spec: n})
+	}
+	for pi, ps := range cfg.Partitions {
+		if ps.Name == "" {
+			return nil, fmt.Errorf("scheduler: partition %d has an empty name", pi+1)
+		}
+		if _, dup := e.partName[ps.Name]; dup {
+			return nil, fmt.Errorf("scheduler: partition %q defined twice", ps.Name)
+		}
+		p := &Partition{eng: e, index: pi, spec: ps}
+		p.spec.Nodes = slices.Clone(ps.Nodes)
+		if p.spec.Policy == "" {
+			p.spec.Policy = "batch"
+		}
+		if err := fixTimes(&p.spec); err != nil {
+			return nil, err
+		}
+		if ps.MaxNodes < 0 {
+			return nil, fmt.Errorf("scheduler: partition %q: MaxNodes %d is negative", ps.Name, ps.MaxNodes)
+		}
+		for _, name := range ps.Nodes {
+			g, ok := e.byName[name]
+			if !ok {
+				return nil, fmt.Errorf("scheduler: partition %q: unknown node %q", ps.Name, name)
+			}
+			for _, ref := range e.nodes[g].parts {
+				if ref.p == p {
+					return nil, fmt.Errorf("scheduler: partition %q: node %q listed twice", ps.Name, name)
+				}
+			}
+			e.nodes[g].parts = append(e.nodes[g].parts, nodeRef{p: p, i: len(p.nodes)})
+			p.nodes = append(p.nodes, g)
+		}
+		p.free = make([]uint64, (len(p.nodes)+63)/64)
+		for i := range p.nodes {
+			p.setFree(i)
+		}
+		if ps.Default {
+			if e.def != nil {
+				return nil, fmt.Errorf("scheduler: partitions %q and %q are both Default", e.def.spec.Name, ps.Name)
+			}
+			e.def = p
+		}
+		e.parts = append(e.parts, p)
+		e.partName[ps.Name] = p
+	}
+	if e.def == nil {
+		e.def = e.parts[0]
+		e.def.spec.Default = true
+	}
+	// Policies are built last so that a factory sees the whole Partition.
+	for _, p := range e.parts {
+		f, err := lookupPolicy(p.spec.Policy)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: partition %q: %w", p.spec.Name, err)
+		}
+		pol, err := f(p)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: partition %q: %w", p.spec.Name, err)
+		}
+		p.policy = pol
+	}
+	return e, nil
+}
+
+func fixTimes(ps *PartitionSpec) error {
+	bad := func(v float64) bool { return v < 0 || math.IsNaN(v) }
+	if bad(ps.MaxTime) {
+		return fmt.Errorf("scheduler: partition %q: MaxTime %v is negative", ps.Name, ps.MaxTime)
+	}
+	if bad(ps.DefaultTime) {
+		return fmt.Errorf("scheduler: partition %q: DefaultTime %v is negative", ps.Name, ps.DefaultTime)
+	}
+	if ps.MaxTime == 0 {
+		ps.MaxTime = Inf
+	}
+	if ps.DefaultTime == 0 || ps.DefaultTime > ps.MaxTime {
+		// Slurm: DefaultTime defaults to MaxTime and never exceeds it.
+		ps.DefaultTime = ps.MaxTime
+	}
+	return nil
+}
+
+// MinRun is the shortest time the job must be given to finish, for deadline
+// checks: its time limit, or one minute when unlimited (Slurm's implied
+// --time-min for a job with --deadline but no --time).
+func (j *Job) MinRun() float64 {
+	if math.IsInf(j.TimeLimit, 1) {
+		return 60
+	}
+	return j.TimeLimit
+}
+
+// Handle applies one event and returns the actions it causes, in order:
+// Admit/Reject first, then what the scheduling passes decided, partition by
+// partition in configuration order. Restore never returns actions: send a
+// Tick after the last Restore to run the first pass.
+func (e *Engine) Handle(ev Event) []Action {
+	now := ev.When()
+	e.now = now
+	pass := true
+	switch ev := ev.(type) {
+	case Submit:
+		e.submit(now, ev.Job)
+	case Cancel:
+		e.cancel(now, ev.ID)
+	case Hold:
+		e.hold(now, ev.ID, true)
+	case Release:
+		e.hold(now, ev.ID, false)
+	case Finished:
+		e.finished(now, ev)
+	case NodeDown:
+		e.nodeState(ev.Node, true)
+	case NodeUp:
+		e.nodeState(ev.Node, false)
+	case Tick:
+		for _, p := range e.parts {
+			p.dirty = true
+		}
+	case Restore:
+		e.restore(now, ev)
+		pass = false
+	}
+	if pass {
+		e.expireBlocked(now)
+		for _, p := range e.parts {
+			if p.dirty {
+				p.dirty = false
+				p.policy.Schedule(now)
+			}
+		}
+	}
+	// A fresh slice per call: the caller may keep what it gets.
+	out := e.out
+	e.out = nil
+	return out
+}
+
+// resolve applies the partition defaults to j. It returns the refusal of a
+// job that can never run as asked, or the reason to keep a job pending
+// outside its policy.
+func (e *Engine) resolve(j *Job) (*Partition, *AdmissionError, string) {
+	p := e.def
+	if j.Partition != "" {
+		p = e.partName[j.Partition]
+		if p == nil {
+			return nil, &AdmissionError{Verdict: Never, Code: "InvalidPartition", Message: msgInvalidPartition}, ""
+		}
+	}
+	j.Partition = p.spec.Name
+	if j.Nodes <= 0 {
+		j.Nodes = 1
+	}
+	if j.Nodes > len(p.nodes) {
+		return p, &AdmissionError{Verdict: Never, Code: "InvalidNodeCount", Message: msgNodeConfig}, ""
+	}
+	if j.TimeLimit < 0 || math.IsNaN(j.TimeLimit) {
+		return p, &AdmissionError{Verdict: Never, Code: "InvalidTimeLimit", Message: msgTimeLimit}, ""
+	}
+	if j.TimeLimit == 0 {
+		j.TimeLimit = p.spec.DefaultTime
+	}
+	switch {
+	case j.TimeLimit > p.spec.MaxTime:
+		return p, nil, ReasonPartTimeLimit
+	case p.spec.MaxNodes > 0 && j.Nodes > p.spec.MaxNodes:
+		return p, nil, ReasonPartNodeLimit
+	}
+	return p, nil, ""
+}
+
+func (e *Engine) submit(now float64, j Job) {
+	if _, dup := e.jobs[j.ID]; dup {
+		e.out = append(e.out, Reject{ID: j.ID, Err: &AdmissionError{Verdict: Never, Code: "InvalidJobID",
+			Message: fmt.Sprintf("Duplicate job id %d", j.ID)}})
+		return
+	}
+	p, rej, blocked := e.resolve(&j)
+	if rej != nil {
+		e.out = append(e.out, Reject{ID: j.ID, Err: rej})
+		return
+	}
+	r := &jobRec{job: j, part: p, blocked: blocked}
+	if blocked != "" {
+		// Slurm's default (EnforcePartLimits=NO): accept, never start.
+		e.jobs[j.ID] = r
+		e.blocked = append(e.blocked, j.ID)
+		e.out = append(e.out, Admit{ID: j.ID})
+		return
+	}
+	// The record goes in first so that a policy may Start the job from
+	// inside Admit (e.g. a booking that begins now).
+	e.jobs[j.ID] = r
+	if err := p.policy.Admit(now, &r.job); err != nil {
+		delete(e.jobs, j.ID)
+		ae, ok := err.(*AdmissionError)
+		if !ok {
+			ae = &AdmissionError{Verdict: Never, Code: "Internal", Message: err.Error()}
+		}
+		e.out = append(e.out, Reject{ID: j.ID, Err: ae})
+		return
+	}
+	// Admit precedes any Start the pass emits for the job.
+	e.out = slices.Insert(e.out, 0, Action(Admit{ID: j.ID}))
+	p.dirty = true
+}
+
+func (e *Engine) cancel(now float64, id JobID) {
+	r := e.jobs[id]
+	switch {
+	case r == nil:
+	case r.blocked != "":
+		e.dropBlocked(id)
+		delete(e.jobs, id)
+	case !r.started:
+		r.part.policy.Remove(now, id)
+		delete(e.jobs, id)
+		r.part.dirty = true
+	case !r.removed:
+		r.removed = true
+		if !r.done {
+			r.part.policy.Remove(now, id)
+		}
+		if len(r.steps) == 0 {
+			delete(e.jobs, id)
+		}
+	}
+}
+
+func (e *Engine) hold(now float64, id JobID, held bool) {
+	r := e.jobs[id]
+	if r == nil || r.started || r.job.Held == held {
+		return
+	}
+	r.job.Held = held
+	if r.blocked != "" {
+		return
+	}
+	if held {
+		r.part.policy.Hold(now, id)
+	} else {
+		r.part.policy.Release(now, id)
+	}
+	r.part.dirty = true
+}
+
+func (e *Engine) finished(now float64, ev Finished) {
+	r := e.jobs[ev.ID]
+	if r == nil {
+		return
+	}
+	k := slices.IndexFunc(r.steps, func(s runStep) bool { return s.step == ev.Step })
+	if k < 0 {
+		// A restored running job whose nodes were unknown has no step to
+		// free; its end still ends it.
+		if r.started && len(r.steps) == 0 {
+			delete(e.jobs, ev.ID)
+		}
+		return
+	}
+	for _, g := range r.steps[k].nodes {
+		e.release(g)
+	}
+	r.steps = slices.Delete(r.steps, k, k+1)
+	if !r.removed && !r.done {
+		r.done = r.part.policy.StepFinished(now, ev.ID, ev.Step, ev.Failed)
+	}
+	if (r.removed || r.done) && len(r.steps) == 0 {
+		delete(e.jobs, ev.ID)
+	}
+	r.part.dirty = true
+}
+
+func (e *Engine) restore(now float64, ev Restore) {
+	if _, dup := e.jobs[ev.Job.ID]; dup {
+		return
+	}
+	j := ev.Job
+	p, rej, blocked := e.resolve(&j)
+	if p == nil {
+		// The partition left the configuration while horad was down: a
+		// running job still holds its nodes, so account for it in the
+		// default partition; a pending one waits for a config fix.
+		p = e.def
+		j.Partition = p.spec.Name
+		if !ev.Running {
+			blocked = ReasonPartitionConfig
+		}
+	} else if rej != nil && !ev.Running {
+		blocked = ReasonPartitionConfig
+	}
+	r := &jobRec{job: j, part: p}
+	e.jobs[j.ID] = r
+	if ev.Running {
+		r.started = true
+		expect := ev.Started + j.TimeLimit
+		s := runStep{step: BatchStep, expect: expect}
+		for _, name := range ev.Nodes {
+			g, ok := e.byName[name]
+			if !ok || e.nodes[g].busy || slices.Contains(s.nodes, g) {
+				continue
+			}
+			s.nodes = append(s.nodes, g)
+			e.allocate(g, j.ID, BatchStep, expect)
+		}
+		if len(s.nodes) > 0 {
+			r.steps = append(r.steps, s)
+		}
+		p.policy.Restore(now, &r.job, true)
+		return
+	}
+	if blocked != "" {
+		r.blocked = blocked
+		e.blocked = append(e.blocked, j.ID)
+		return
+	}
+	p.policy.Restore(now, &r.job, false)
+	p.dirty = true
+}
+
+// expireBlocked ends blocked jobs whose deadline has come: they cannot
+// start, so the last instant they could have started is already too late.
+func (e *Engine) expireBlocked(now float64) {
+	for k := 0; k < len(e.blocked); {
+		id := e.blocked[k]
+		j := &e.jobs[id].job
+		if j.Deadline > 0 && now+j.MinRun() >= j.Deadline {
+			e.blocked = slices.Delete(e.blocked, k, k+1)
+			delete(e.jobs, id)
+			e.out = append(e.out, End{ID: id, State: JobStateDeadline, Reason: ReasonDeadline})
+			continue
+		}
+		k++
+	}
+}
+
+func (e *Engine) dropBlocked(id JobID) {
+	if k := slices.Index(e.blocked, id); k >= 0 {
+		e.blocked = slices.Delete(e.blocked, k, k+1)
+	}
+}
+
+func (e *Engine) allocate(g int, id JobID, step int, expect float64) {
+	n := &e.nodes[g]
+	n.busy, n.job, n.step, n.expect = true, id, step, expect
+	if n.down {
+		return
+	}
+	for _, ref := range n.parts {
+		ref.p.clearFree(ref.i)
+		ref.p.addBusy(ref.i, expect)
+	}
+}
+
+func (e *Engine) release(g int) {
+	n := &e.nodes[g]
+	if !n.busy {
+		return
+	}
+	n.busy = false
+	if n.down {
+		return
+	}
+	for _, ref := range n.parts {
+		ref.p.dropBusy(ref.i, n.expect)
+		ref.p.setFree(ref.i)
+		ref.p.dirty = true
+	}
+}
+
+func (e *Engine) nodeState(name string, down bool) {
+	g, ok := e.byName[name]
+	if !ok || e.nodes[g].down == down {
+		return
+	}
+	n := &e.nodes[g]
+	n.down = down
+	for _, ref := range n.parts {
+		switch {
+		case down && n.busy:
+			ref.p.dropBusy(ref.i, n.expect)
+		case down:
+			ref.p.clearFree(ref.i)
+		case n.busy:
+			ref.p.addBusy(ref.i, n.expect)
+		default:
+			ref.p.setFree(ref.i)
+		}
+		ref.p.dirty = true
+	}
+}
+
+// Reason is the Slurm reason code of a job: "None" when it runs, the
+// policy's code when it is pending ("Priority", "Resources", "BeginTime",
+// "JobHeldUser", ...), a partition limit when the Engine keeps it, and ""
+// for a job the Engine does not know.
+func (e *Engine) Reason(id JobID) string {
+	r := e.jobs[id]
+	switch {
+	case r == nil:
+		return ""
+	case r.started:
+		return ReasonNone
+	case r.job.Held:
+		return ReasonHeld
+	case r.blocked != "":
+		return r.blocked
+	}
+	return r.part.policy.Reason(id)
+}
+
+// NextWakeup is the earliest time at which a Tick could change anything
+// (a begin time passes, a pending job's deadline expires); Inf if none.
+// Job ends are not included: the driver reports them as Finished.
+func (e *Engine) NextWakeup() float64 {
+	t := Inf
+	for _, p := range e.parts {
+		t = min(t, p.policy.NextWakeup())
+	}
+	for _, id := range e.blocked {
+		if j := &e.jobs[id].job; j.Deadline > 0 {
+			t = min(t, max(e.now, j.Deadline-j.MinRun()))
+		}
+	}
+	return t
+}
+
+// Test says when and on which nodes j would start if submitted now, from
+// the running jobs' limits and the queue ahead of it, changing nothing
+// (sbatch --test-only). A job that can never run as asked gets the same
+// *AdmissionError a Submit would; one that breaks a partition limit gets
+// the time-limit or node-configuration refusal, since it would never start.
+func (e *Engine) Test(now float64, j Job) (start float64, nodes []string, err error) {
+	p, rej, blocked := e.resolve(&j)
+	switch {
+	case rej != nil:
+		return 0, nil, rej
+	case blocked == ReasonPartTimeLimit:
+		return 0, nil, &AdmissionError{Verdict: Never, Code: "InvalidTimeLimit", Message: msgTimeLimit}
+	case blocked != "":
+		return 0, nil, &AdmissionError{Verdict: Never, Code: "InvalidNodeCount", Message: msgNodeConfig}
+	}
+	return p.policy.Test(now, &j)
+}
+
+// Allocation is a running step and its nodes.
+type Allocation struct {
+	ID     JobID
+	Step   int
+	Nodes  []string
+	Expect float64
+}
+
+// Running lists the running steps, ordered by their first node in
+// configuration order.
+func (e *Engine) Running() []Allocation {
+	type key struct {
+		id   JobID
+		step int
+	}
+	seen := map[key]bool{}
+	var out []Allocation
+	for g := range e.nodes {
+		n := &e.nodes[g]
+		if !n.busy || seen[key{n.job, n.step}] {
+			continue
+		}
+		seen[key{n.job, n.step}] = true
+		r := e.jobs[n.job]
+		k := slices.IndexFunc(r.steps, func(s runStep) bool { return s.step == n.step })
+		a := Allocation{ID: n.job, Step: n.step, Expect: n.expect}
+		for _, g2 := range r.steps[k].nodes {
+			a.Nodes = append(a.Nodes, e.nodes[g2].spec.Name)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// NodeInfo is one node's state; Job and Step are set when it is allocated
+// (a down node may still hold a step).
+type NodeInfo struct {
+	Name  string
+	State NodeState
+	Busy  bool
+	Job   JobID
+	Step  int
+}
+
+// Nodes lists every node in configuration order.
+func (e *Engine) Nodes() []NodeInfo {
+	out := make([]NodeInfo, len(e.nodes))
+	for g := range e.nodes {
+		n := &e.nodes[g]
+		out[g] = NodeInfo{Name: n.spec.Name, State: n.state(), Busy: n.busy}
+		if n.busy {
+			out[g].Job, out[g].Step = n.job, n.step
+		}
+	}
+	return out
+}
+
+// Pending lists the pending jobs of a partition ("" = all, partitions in
+// configuration order) in the order their policy would serve them, followed
+// by the jobs kept back by a partition limit.
+func (e *Engine) Pending(partition string) []JobID {
+	var out []JobID
+	for _, p := range e.parts {
+		if partition != "" && p.spec.Name != partition {
+			continue
+		}
+		out = p.policy.Pending(out)
+		for _, id := range e.blocked {
+			if e.jobs[id].part == p {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// Job returns the Engine's copy of a pending or running job, with the
+// partition and time limit resolved.
+func (e *Engine) Job(id JobID) (Job, bool) {
+	if r := e.jobs[id]; r != nil {
+		return r.job, true
+	}
+	return Job{}, false
+}
+
+// PartitionSpec returns a partition's configuration with defaults applied.
+func (e *Engine) PartitionSpec(name string) (PartitionSpec, bool) {
+	if p := e.partName[name]; p != nil {
+		return p.spec, true
+	}
+	return PartitionSpec{}, false
+}
