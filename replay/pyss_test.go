@@ -11,8 +11,8 @@ import (
 const dataDir = "/work/shared/data/swf"
 
 // engines are the schedulers every cross-check runs on: the independent
-// reference EASY, and hora's Engine once engine_hora.go wires it in.
-var engines = []string{"reference"}
+// reference EASY and hora's Engine.
+var engines = []string{"hora", "reference"}
 
 // startMatch compares simulated starts with pyss' published EASY schedule.
 type startMatch struct {
