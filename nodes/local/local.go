@@ -368,17 +368,27 @@ func jobPgid(dir string, shepherdPid int) (int, bool) {
 func (e *Executor) watch(id stepID, w *watch) {
 	defer e.wg.Done()
 	rc, err := w.pidfd.SyscallConn()
-	if err == nil {
-		// Read parks this goroutine in the runtime's poller until the pidfd
-		// turns readable, which the kernel does when the shepherd exits.
-		err = rc.Read(func(fd uintptr) bool {
-			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			n, _ := unix.Poll(pfd, 0)
-			return n > 0
-		})
-	}
 	if err != nil {
-		return // closed by Close: the step is left running
+		return // only if the file is already closed
+	}
+	// Read parks this goroutine in the runtime's poller until the pidfd
+	// turns readable, which the kernel does when the shepherd exits.
+	err = rc.Read(func(fd uintptr) bool {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, _ := unix.Poll(pfd, 0)
+		return n > 0
+	})
+	if err != nil {
+		select {
+		case <-e.done:
+			return // closed by Close: the step is left running
+		default:
+		}
+		// The runtime's poller did not take the pidfd: wait the plain way
+		// rather than never report this step.
+		if !e.pollExit(rc) {
+			return
+		}
 	}
 	if w.child {
 		_ = rc.Control(func(fd uintptr) {
@@ -394,6 +404,28 @@ func (e *Executor) watch(id stepID, w *watch) {
 	select {
 	case e.exits <- st:
 	case <-e.done:
+	}
+}
+
+// pollExit waits for the pidfd with poll(2), waking each second to see
+// whether Close was called. It reports whether the shepherd exited.
+func (e *Executor) pollExit(rc syscall.RawConn) bool {
+	for {
+		select {
+		case <-e.done:
+			return false
+		default:
+		}
+		n := 0
+		cerr := rc.Control(func(fd uintptr) {
+			n, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 1000)
+		})
+		if cerr != nil {
+			return false
+		}
+		if n > 0 {
+			return true
+		}
 	}
 }
 
