@@ -227,6 +227,23 @@ func New(cfg Config) (*Index, error) {
 	return ix, nil
 }
 
+// setStrategy switches the strategy of a live index (benchmarks warm up
+// with one strategy and measure another).
+func (ix *Index) setStrategy(st Strategy) {
+	ix.cfg.Strategy = st
+	if st != LACT || ix.tails != nil {
+		return
+	}
+	ix.tails = make([]*tree, len(ix.classes))
+	ix.lact = make([]*period, len(ix.nodes))
+	for c := range ix.tails {
+		ix.tails[c] = newTree(&ix.stats.Ops)
+	}
+	for i := range ix.nodes {
+		ix.lactSet(i, ix.completion(i))
+	}
+}
+
 // dur is the length of w units of work on a node of class c: ⌈w/μ⌉ (§4.3).
 func (ix *Index) dur(c int, w int64) int64 {
 	r := ix.classes[c].rate
