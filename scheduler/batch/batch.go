@@ -145,11 +145,9 @@ func (b *Policy) eligible(j *scheduler.Job, now float64) bool {
 	return !j.Held && j.Begin <= now
 }
 
-// Schedule is one FCFS/EASY pass; it costs O(queue) plus O(log busy) for the
-// shadow time, and stops scanning as soon as no node is left to backfill.
+// Schedule is one FCFS/EASY pass.
 func (b *Policy) Schedule(now float64) {
 	b.now = now
-	b.hasHead = false
 	for b.begins.len() > 0 {
 		if t, _ := b.begins.peek(); t > now {
 			break
@@ -176,6 +174,26 @@ func (b *Policy) Schedule(now float64) {
 		}
 	}
 
+	b.scan(now)
+	expired := false
+	for _, j := range b.atRisk {
+		if b.byID[j.ID] == j {
+			b.expire(j)
+			expired = true
+		}
+	}
+	if expired {
+		// A job that blocked the pass at its latest start is gone: what
+		// waited behind it may start now.
+		b.scan(now)
+	}
+}
+
+// scan walks the queue once, starting what may start; it costs O(queue)
+// plus O(log busy) for the shadow time, and stops as soon as no node is left
+// to backfill.
+func (b *Policy) scan(now float64) {
+	b.hasHead = false
 	free := b.p.FreeCount()
 	shadow, extra := math.Inf(1), 0
 	w := 0 // survivors are compacted to queue[:w]
@@ -221,11 +239,6 @@ func (b *Policy) Schedule(now float64) {
 		n := copy(b.queue[w:], b.queue[i:])
 		clear(b.queue[w+n:])
 		b.queue = b.queue[:w+n]
-	}
-	for _, j := range b.atRisk {
-		if b.byID[j.ID] == j {
-			b.expire(j)
-		}
 	}
 }
 
