@@ -315,3 +315,41 @@ func (ix *Index) live(n *tnode, now int64, out *[]*period) {
 		n = n.r
 	}
 }
+
+// Occupy books [start, end) on the given nodes without a search (an
+// operator's reservation on named nodes, or a job found running after a
+// restart). It fails, changing nothing, if a node is not idle throughout.
+func (ix *Index) Occupy(nodes []int, start, end int64) (Booking, error) {
+	start = max(start, ix.now)
+	if end <= start || len(nodes) == 0 {
+		return Booking{}, fmt.Errorf("reserve: empty interval [%d,%d) or no nodes", start, end)
+	}
+	seen := map[int]bool{}
+	for _, i := range nodes {
+		if i < 0 || i >= len(ix.nodes) || seen[i] {
+			return Booking{}, fmt.Errorf("reserve: bad or repeated node %d", i)
+		}
+		seen[i] = true
+		if !ix.idle(i, start, end) {
+			return Booking{}, fmt.Errorf("reserve: node %d is not idle in [%d,%d)", i, start, end)
+		}
+	}
+	b := Booking{ID: ix.nextID, Start: start, Nodes: slices.Clone(nodes)}
+	ix.nextID++
+	slices.Sort(b.Nodes)
+	for _, i := range b.Nodes {
+		b.Ends = append(b.Ends, end)
+		ix.occupy(i, start, end, b.ID)
+	}
+	bb := b
+	bb.Nodes, bb.Ends = slices.Clone(b.Nodes), slices.Clone(b.Ends)
+	ix.books[b.ID] = &bb
+	return b, nil
+}
+
+// idle reports whether node i has no booking meeting [s, e).
+func (ix *Index) idle(i int, s, e int64) bool {
+	ns := &ix.nodes[i]
+	j := sort.Search(len(ns.slots), func(k int) bool { return ns.slots[k].start >= e })
+	return j == 0 || ns.slots[j-1].end <= s
+}

@@ -1,0 +1,328 @@
+package reserve
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"hora/scheduler"
+)
+
+// PolicyName is the name in PartitionSpec.Policy.
+const PolicyName = "reserve"
+
+func init() { scheduler.RegisterPolicy(PolicyName, NewPolicy) }
+
+// Slurm reason codes of the jobs this policy holds.
+const (
+	ReasonReservation = "Reservation" // booked, waiting for its start
+	ReasonResources   = "Resources"   // due, but its nodes are not free (an overrun)
+	ReasonHeld        = "JobHeldUser"
+)
+
+// Policy books every rigid job of a partition at submit time: Admit finds an
+// interval inside [Begin, Deadline] on Nodes nodes for TimeLimit seconds (on
+// a node of rate μ: ⌈TimeLimit/μ⌉) or refuses with the earliest start and
+// deadline it could guarantee; the job starts at its booked time. Time is
+// whole seconds.
+//
+// Params: strategy (min-lip default, min-tip, best-fit, first-fit, max-lip,
+// max-tip, lact, ff-ha+), lmin (seconds, default 60), m (default 4),
+// dt (co-allocation retry step, seconds, default lmin), maxret (default 64).
+type Policy struct {
+	p    *scheduler.Partition
+	cfg  Config
+	ix   *Index
+	jobs map[scheduler.JobID]*booked
+	now  float64
+}
+
+type booked struct {
+	job     *scheduler.Job
+	b       Booking
+	running bool
+}
+
+// NewPolicy is the scheduler.PolicyFactory of "reserve".
+func NewPolicy(p *scheduler.Partition) (scheduler.Policy, error) {
+	prm := p.Spec().Params
+	st, err := ParseStrategy(prm["strategy"])
+	if err != nil {
+		return nil, fmt.Errorf("partition %q: strategy: %w", p.Spec().Name, err)
+	}
+	num := func(k string, def int64) (int64, error) {
+		v, ok := prm[k]
+		if !ok || v == "" {
+			return def, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("partition %q: %s: want a positive integer, got %q", p.Spec().Name, k, v)
+		}
+		return n, nil
+	}
+	cfg := Config{Strategy: st}
+	if cfg.LMin, err = num("lmin", 60); err != nil {
+		return nil, err
+	}
+	var m, mr int64
+	if m, err = num("m", 4); err != nil {
+		return nil, err
+	}
+	if cfg.DeltaT, err = num("dt", cfg.LMin); err != nil {
+		return nil, err
+	}
+	if mr, err = num("maxret", 64); err != nil {
+		return nil, err
+	}
+	cfg.M, cfg.MaxRet = int(m), int(mr)
+	for i := range p.Len() {
+		cfg.Rates = append(cfg.Rates, p.Rate(i))
+	}
+	return &Policy{p: p, cfg: cfg, jobs: map[scheduler.JobID]*booked{}}, nil
+}
+
+func floorT(t float64) int64 { return int64(math.Floor(t)) }
+func ceilT(t float64) int64  { return int64(math.Ceil(t)) }
+
+// index builds the index at the first call, so that time starts at the
+// driver's first now.
+func (pl *Policy) index(now float64) *Index {
+	pl.now = max(pl.now, now)
+	if pl.ix == nil {
+		cfg := pl.cfg
+		cfg.Start = floorT(now)
+		ix, err := New(cfg)
+		if err != nil {
+			panic(err) // validated by NewPolicy
+		}
+		pl.ix = ix
+	}
+	pl.ix.Advance(floorT(now))
+	return pl.ix
+}
+
+func (pl *Policy) request(now float64, j *scheduler.Job) (Request, *scheduler.AdmissionError) {
+	if math.IsInf(j.TimeLimit, 1) || j.TimeLimit <= 0 {
+		return Request{}, &scheduler.AdmissionError{Verdict: scheduler.Never, Code: "InvalidTimeLimit",
+			Message: "Requested time limit is invalid (missing or exceeds some limit)"}
+	}
+	req := Request{Release: ceilT(max(now, j.Begin)), Work: ceilT(j.TimeLimit), Nodes: j.Nodes}
+	if j.Deadline > 0 {
+		req.Deadline = floorT(j.Deadline)
+	}
+	return req, nil
+}
+
+func (pl *Policy) refusal(err error) *scheduler.AdmissionError {
+	ref, ok := err.(*Refusal)
+	if !ok || ref.Never {
+		return &scheduler.AdmissionError{Verdict: scheduler.Never, Code: "InvalidNodeCount", Message: err.Error()}
+	}
+	return &scheduler.AdmissionError{
+		Verdict:          scheduler.NotNow,
+		Code:             "DeadlineNotGuaranteed",
+		Message:          "Job can not be booked by its deadline",
+		EarliestStart:    float64(ref.EarliestStart),
+		EarliestDeadline: float64(ref.EarliestDeadline),
+	}
+}
+
+// Admit books the job or refuses it.
+func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
+	ix := pl.index(now)
+	req, ae := pl.request(now, j)
+	if ae != nil {
+		return ae
+	}
+	b, err := ix.Reserve(req)
+	if err != nil {
+		return pl.refusal(err)
+	}
+	pl.jobs[j.ID] = &booked{job: j, b: b}
+	return nil
+}
+
+// Restore re-books a job known before a restart: a running one keeps its
+// nodes until its limit; a pending one is booked again (without its deadline
+// if that no longer fits: it was admitted before).
+func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
+	ix := pl.index(now)
+	if running {
+		// The Engine gave the job its nodes; they are the busy ones whose
+		// expected end the index does not know yet.
+		var nodes []int
+		until := int64(0)
+		for _, bz := range pl.p.Busy() {
+			if !pl.owned(bz.Node) {
+				nodes = append(nodes, bz.Node)
+				until = max(until, ceilT(min(bz.Until, 1e15)))
+			}
+		}
+		if len(nodes) > j.Nodes {
+			nodes = nodes[:j.Nodes]
+		}
+		if b, err := ix.Occupy(nodes, ix.Now(), max(until, ix.Now()+1)); err == nil {
+			pl.jobs[j.ID] = &booked{job: j, b: b, running: true}
+		}
+		return
+	}
+	req, ae := pl.request(now, j)
+	if ae != nil {
+		return
+	}
+	b, err := ix.Reserve(req)
+	if err != nil {
+		req.Deadline = 0
+		if b, err = ix.Reserve(req); err != nil {
+			return
+		}
+	}
+	pl.jobs[j.ID] = &booked{job: j, b: b}
+}
+
+// owned reports whether a running job of this policy holds node i.
+func (pl *Policy) owned(i int) bool {
+	for _, bk := range pl.jobs {
+		if bk.running && slices.Contains(bk.b.Nodes, i) {
+			return true
+		}
+	}
+	return false
+}
+
+// Remove cancels a pending job's booking or releases the rest of a running one.
+func (pl *Policy) Remove(now float64, id scheduler.JobID) {
+	ix := pl.index(now)
+	if bk := pl.jobs[id]; bk != nil {
+		_ = ix.Finish(bk.b.ID, floorT(now))
+		delete(pl.jobs, id)
+	}
+}
+
+// Hold keeps the booking; a job still held at its start does not start.
+func (pl *Policy) Hold(now float64, id scheduler.JobID) { pl.index(now) }
+
+// Release books a released job again if its booked start has passed.
+func (pl *Policy) Release(now float64, id scheduler.JobID) {
+	ix := pl.index(now)
+	bk := pl.jobs[id]
+	if bk == nil || bk.running || float64(bk.b.Start) >= now {
+		return
+	}
+	_ = ix.Cancel(bk.b.ID)
+	req, ae := pl.request(now, bk.job)
+	if ae == nil {
+		if b, err := ix.Reserve(req); err == nil {
+			bk.b = b
+			return
+		}
+	}
+	delete(pl.jobs, id)
+	_ = pl.p.End(id, "DEADLINE", "DeadLine")
+}
+
+// StepFinished ends the job and gives the rest of its booking back (§4.5:
+// the time of an early finish is re-planned capacity).
+func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed bool) bool {
+	ix := pl.index(now)
+	if bk := pl.jobs[id]; bk != nil {
+		_ = ix.Finish(bk.b.ID, ceilT(now))
+		delete(pl.jobs, id)
+	}
+	return true
+}
+
+// Schedule starts the jobs whose booked start has come.
+func (pl *Policy) Schedule(now float64) {
+	pl.index(now)
+	for _, id := range pl.order() {
+		bk := pl.jobs[id]
+		if bk.running || float64(bk.b.Start) > now || bk.job.Held {
+			continue
+		}
+		free := true
+		for _, i := range bk.b.Nodes {
+			free = free && pl.p.IsFree(i)
+		}
+		if !free {
+			continue // a previous job overran its limit; retried each pass
+		}
+		if err := pl.p.Start(id, scheduler.BatchStep, bk.b.Nodes, 0, 0, float64(bk.b.End())); err == nil {
+			bk.running = true
+		}
+	}
+}
+
+// order lists the pending jobs by (booked start, id).
+func (pl *Policy) order() []scheduler.JobID {
+	ids := make([]scheduler.JobID, 0, len(pl.jobs))
+	for id, bk := range pl.jobs {
+		if !bk.running {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b scheduler.JobID) int {
+		sa, sb := pl.jobs[a].b.Start, pl.jobs[b].b.Start
+		if sa != sb {
+			if sa < sb {
+				return -1
+			}
+			return 1
+		}
+		if a < b {
+			return -1
+		}
+		return 1
+	})
+	return ids
+}
+
+// Test plans the job without booking it.
+func (pl *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error) {
+	ix := pl.index(now)
+	req, ae := pl.request(now, j)
+	if ae != nil {
+		return 0, nil, ae
+	}
+	b, err := ix.Plan(req)
+	if err != nil {
+		return 0, nil, pl.refusal(err)
+	}
+	names := make([]string, len(b.Nodes))
+	for k, i := range b.Nodes {
+		names[k] = pl.p.Name(i)
+	}
+	return float64(b.Start), names, nil
+}
+
+// Reason is the Slurm reason of a pending job.
+func (pl *Policy) Reason(id scheduler.JobID) string {
+	bk := pl.jobs[id]
+	switch {
+	case bk == nil || bk.running:
+		return ""
+	case bk.job.Held:
+		return ReasonHeld
+	case float64(bk.b.Start) <= pl.now:
+		return ReasonResources
+	}
+	return ReasonReservation
+}
+
+// Pending lists the pending jobs by booked start.
+func (pl *Policy) Pending(dst []scheduler.JobID) []scheduler.JobID {
+	return append(dst, pl.order()...)
+}
+
+// NextWakeup is the earliest booked start after the last pass.
+func (pl *Policy) NextWakeup() float64 {
+	t := math.Inf(1)
+	for _, bk := range pl.jobs {
+		if s := float64(bk.b.Start); !bk.running && s > pl.now {
+			t = min(t, s)
+		}
+	}
+	return t
+}
