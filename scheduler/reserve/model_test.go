@@ -417,6 +417,27 @@ func TestIndexAgainstModel(t *testing.T) {
 				m.finish(live[id], at)
 				delete(live, id)
 			},
+			"occupy": func(t *rapid.T) {
+				k := rapid.IntRange(1, len(cfg.Rates)).Draw(t, "k")
+				nodes := rapid.SliceOfNDistinct(rapid.IntRange(0, len(cfg.Rates)-1), k, k, rapid.ID[int]).Draw(t, "on")
+				s := ix.Now() + rapid.Int64Range(0, 80).Draw(t, "s")
+				e := s + rapid.Int64Range(1, 30).Draw(t, "len")
+				free := true
+				for _, i := range nodes {
+					for _, b := range m.books[i] {
+						free = free && (b[1] <= s || b[0] >= e)
+					}
+				}
+				b, err := ix.Occupy(nodes, s, e)
+				if free != (err == nil) {
+					t.Fatalf("Occupy(%v,%d,%d): free %v, err %v", nodes, s, e, free, err)
+				}
+				if err == nil {
+					m.book(b)
+					live[b.ID] = b
+					ids = append(ids, b.ID)
+				}
+			},
 			"advance": func(t *rapid.T) {
 				now := ix.Now() + rapid.Int64Range(0, 40).Draw(t, "dt")
 				ix.Advance(now)
