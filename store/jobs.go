@@ -1,0 +1,431 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"hora/api"
+)
+
+// Filter selects jobs for Jobs; its conditions are ANDed.
+type Filter struct {
+	Active bool    // only jobs not in a final state
+	Since  int64   // only jobs not ended before this Unix time (sacct -S): end_time 0 or >= Since
+	IDs    []int64 // only these ids (nil = any)
+}
+
+// metaNextJobID is the meta key of the next id to allocate. It only grows, and
+// is committed with the job that used the previous value, so no id is ever
+// handed out twice, whatever happened to the process in between.
+const metaNextJobID = "next_job_id"
+
+// Submit records a new job and its submit event in one transaction.
+//
+// With job.ID 0 it allocates the next id; a caller that allocates ids itself
+// (the controller tells the Engine the id before it commits) may pass one,
+// which must not be below the next id, or the store would reuse one. On
+// success job.ID is set, and so are the defaults Submit fills in: State
+// PENDING and Reason "None" when empty, SubmitTime now when 0, and
+// CancelledBy -1 (a new job cannot have been cancelled, and 0 would be root).
+func (s *Store) Submit(ctx context.Context, job *api.Job) error {
+	j := cloneJob(job)
+	if j.State == "" {
+		j.State = api.StatePending
+	}
+	if j.Reason == "" {
+		j.Reason = reasonNone
+	}
+	if j.SubmitTime == 0 {
+		j.SubmitTime = time.Now().Unix()
+	}
+	j.CancelledBy = -1
+	canonical(&j)
+	var id int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		next, err := nextJobID(ctx, tx)
+		if err != nil {
+			return err
+		}
+		id = j.ID
+		if id == 0 {
+			id = next
+		} else if id < next {
+			return fmt.Errorf("job id %d: already allocated (next is %d)", id, next)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = ?`,
+			strconv.FormatInt(id+1, 10), metaNextJobID); err != nil {
+			return err
+		}
+		sj := j
+		sj.ID = id
+		ev := Event{JobID: id, Time: sj.SubmitTime, Kind: KindSubmit, Job: &sj}
+		var nj api.Job
+		if err := apply(&nj, &ev); err != nil {
+			return err
+		}
+		if err := putJob(ctx, tx, &nj, nil); err != nil {
+			return err
+		}
+		return putEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return err
+	}
+	j.ID = id
+	*job = j
+	return nil
+}
+
+func nextJobID(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var v string
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, metaNextJobID).Scan(&v); err != nil {
+		return 0, fmt.Errorf("meta %s: %w", metaNextJobID, err)
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// Append commits events, for any jobs, all or none: an event that cannot
+// follow its job's history fails the call with an *EventError and nothing of
+// the call is written. Each job's row is advanced by apply, the function Fold
+// uses. Events with Time 0 get the current time. Submit events go through
+// Submit, which allocates the id.
+func (s *Store) Append(ctx context.Context, evs ...Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	now := time.Now().Unix()
+	evs = slices.Clone(evs)
+	for i := range evs {
+		if evs[i].Time == 0 {
+			evs[i].Time = now
+		}
+		if evs[i].Kind == KindSubmit {
+			return &EventError{JobID: evs[i].JobID, Kind: KindSubmit, Msg: "use Submit, which allocates the id"}
+		}
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		type touched struct{ before, after api.Job }
+		jobs := map[int64]*touched{}
+		var order []int64
+		for i := range evs {
+			ev := &evs[i]
+			t := jobs[ev.JobID]
+			if t == nil {
+				before, err := loadJob(ctx, tx, ev.JobID)
+				if errors.Is(err, ErrNotFound) {
+					return &EventError{JobID: ev.JobID, Kind: ev.Kind, Msg: "no such job", Err: ErrNotFound}
+				}
+				if err != nil {
+					return err
+				}
+				t = &touched{before: before, after: cloneJob(&before)}
+				jobs[ev.JobID] = t
+				order = append(order, ev.JobID)
+			}
+			if err := apply(&t.after, ev); err != nil {
+				return err
+			}
+		}
+		for _, id := range order {
+			t := jobs[id]
+			canonical(&t.after)
+			if err := putJob(ctx, tx, &t.after, t.before.Steps); err != nil {
+				return err
+			}
+		}
+		for i := range evs {
+			if err := putEvent(ctx, tx, &evs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// jobColumns are the jobs columns in the order scanJob reads them.
+const jobColumns = `id, uid, gid, user_name, group_name, state, reason, priority, partition, name,
+	submit_time, eligible_time, start_time, end_time, exit_code, signal, cancelled_by, nodes,
+	restarts, stdout_path, stderr_path, spec`
+
+// putJob writes a job's row and the steps that differ from oldSteps.
+func putJob(ctx context.Context, tx *sql.Tx, j *api.Job, oldSteps []api.Step) error {
+	nodes, err := json.Marshal(j.Nodes)
+	if err != nil {
+		return err
+	}
+	if j.Nodes == nil {
+		nodes = []byte("[]")
+	}
+	spec, err := json.Marshal(j.Spec)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO jobs (`+jobColumns+`)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET
+	uid = excluded.uid, gid = excluded.gid, user_name = excluded.user_name,
+	group_name = excluded.group_name, state = excluded.state, reason = excluded.reason,
+	priority = excluded.priority, partition = excluded.partition, name = excluded.name,
+	submit_time = excluded.submit_time, eligible_time = excluded.eligible_time,
+	start_time = excluded.start_time, end_time = excluded.end_time,
+	exit_code = excluded.exit_code, signal = excluded.signal,
+	cancelled_by = excluded.cancelled_by, nodes = excluded.nodes, restarts = excluded.restarts,
+	stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, spec = excluded.spec`,
+		j.ID, j.UID, j.GID, j.User, j.Group, string(j.State), j.Reason, j.Priority, j.Spec.Partition,
+		j.Spec.Name, j.SubmitTime, j.EligibleTime, j.StartTime, j.EndTime, j.ExitCode, j.Signal,
+		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, string(spec))
+	if err != nil {
+		return fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	// Steps change one or two at a time; rewriting only those keeps a job
+	// with many chunks linear rather than quadratic.
+	for _, st := range j.Steps {
+		if i, ok := findStep(oldSteps, st.Index); ok && oldSteps[i] == st {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO job_steps
+(job_id, idx, node, state, chunk_offset, chunk_size, start_time, end_time, exit_code, signal)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			j.ID, st.Index, st.Node, string(st.State), st.Offset, st.Size, st.StartTime, st.EndTime,
+			st.ExitCode, st.Signal); err != nil {
+			return fmt.Errorf("job %d step %d: %w", j.ID, st.Index, err)
+		}
+	}
+	for _, st := range oldSteps {
+		if _, ok := findStep(j.Steps, st.Index); !ok {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM job_steps WHERE job_id = ? AND idx = ?`, j.ID, st.Index); err != nil {
+				return fmt.Errorf("job %d step %d: %w", j.ID, st.Index, err)
+			}
+		}
+	}
+	return nil
+}
+
+func putEvent(ctx context.Context, tx *sql.Tx, ev *Event) error {
+	p, err := encodePayload(ev)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO job_events (job_id, time, kind, payload) VALUES (?, ?, ?, ?)`,
+		ev.JobID, ev.Time, string(ev.Kind), string(p))
+	if err != nil {
+		return fmt.Errorf("job %d: %s event: %w", ev.JobID, ev.Kind, err)
+	}
+	ev.Seq, err = res.LastInsertId()
+	return err
+}
+
+// querier is what both *sql.Tx and *sql.DB offer, so that the writer (inside
+// its transaction) and the readers share the row decoding.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func loadJob(ctx context.Context, q querier, id int64) (api.Job, error) {
+	js, err := queryJobs(ctx, q, `WHERE id = ?`, id)
+	if err != nil {
+		return api.Job{}, err
+	}
+	if len(js) == 0 {
+		return api.Job{}, ErrNotFound
+	}
+	return js[0], nil
+}
+
+// queryJobs reads the jobs selected by where (over the jobs table) with their
+// steps, ordered by id.
+func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api.Job, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs `+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.Job
+	byID := map[int64]int{}
+	for rows.Next() {
+		var j api.Job
+		var state, nodes, spec string
+		if err := rows.Scan(&j.ID, &j.UID, &j.GID, &j.User, &j.Group, &state, &j.Reason, &j.Priority,
+			new(string), new(string), &j.SubmitTime, &j.EligibleTime, &j.StartTime, &j.EndTime,
+			&j.ExitCode, &j.Signal, &j.CancelledBy, &nodes, &j.Restarts, &j.StdoutPath, &j.StderrPath,
+			&spec); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		j.State = api.JobState(state)
+		if err := json.Unmarshal([]byte(nodes), &j.Nodes); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("job %d: nodes: %w", j.ID, err)
+		}
+		if err := json.Unmarshal([]byte(spec), &j.Spec); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("job %d: spec: %w", j.ID, err)
+		}
+		byID[j.ID] = len(out)
+		out = append(out, j)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	rows, err = q.QueryContext(ctx, `SELECT job_id, idx, node, state, chunk_offset, chunk_size,
+	start_time, end_time, exit_code, signal
+FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, idx`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var st api.Step
+		var state string
+		if err := rows.Scan(&id, &st.Index, &st.Node, &state, &st.Offset, &st.Size, &st.StartTime,
+			&st.EndTime, &st.ExitCode, &st.Signal); err != nil {
+			return nil, err
+		}
+		st.State = api.JobState(state)
+		if i, ok := byID[id]; ok {
+			out[i].Steps = append(out[i].Steps, st)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		canonical(&out[i])
+	}
+	return out, nil
+}
+
+// readTx runs fn in a read transaction of the read-only pool, so that a job's
+// row and its steps come from one snapshot.
+func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+// Job returns one job as the projection has it, or ErrNotFound.
+func (s *Store) Job(ctx context.Context, id int64) (api.Job, error) {
+	var j api.Job
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		j, err = loadJob(ctx, tx, id)
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return api.Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	return j, err
+}
+
+// Jobs returns the jobs f selects, ordered by id.
+func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
+	var conds []string
+	var args []any
+	if f.Active {
+		conds = append(conds, `state IN (`+activeStates()+`)`)
+	}
+	if f.Since != 0 {
+		conds = append(conds, `(end_time = 0 OR end_time >= ?)`)
+		args = append(args, f.Since)
+	}
+	if f.IDs != nil {
+		// One JSON parameter, not one '?' per id: a long scancel list
+		// cannot hit SQLite's limit on bound variables.
+		ids, err := json.Marshal(f.IDs)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, `id IN (SELECT value FROM json_each(?))`)
+		args = append(args, string(ids))
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = "WHERE " + strings.Join(conds, " AND ")
+	}
+	var out []api.Job
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = queryJobs(ctx, tx, where, args...)
+		return err
+	})
+	return out, err
+}
+
+// Events returns a job's events, oldest first, or ErrNotFound.
+func (s *Store) Events(ctx context.Context, jobID int64) ([]Event, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, job_id, time, kind, payload FROM job_events
+WHERE job_id = ? ORDER BY seq`, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var ev Event
+		var kind, p string
+		if err := rows.Scan(&ev.Seq, &ev.JobID, &ev.Time, &kind, &p); err != nil {
+			return nil, err
+		}
+		ev.Kind = Kind(kind)
+		if err := decodePayload(&ev, []byte(p)); err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("job %d: %w", jobID, ErrNotFound)
+	}
+	return out, nil
+}
+
+// SetMeta stores a small value under key. The next job id may be raised (a
+// site's first job id) but never lowered, which could reuse ids.
+func (s *Store) SetMeta(ctx context.Context, key, value string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if key == metaNextJobID {
+			v, err := strconv.ParseInt(value, 10, 64)
+			if err != nil || v < 1 {
+				return fmt.Errorf("meta %s: %q is not a job id", key, value)
+			}
+			next, err := nextJobID(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if v < next {
+				return fmt.Errorf("meta %s: %d is below the next id %d; ids are never reused", key, v, next)
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES (?, ?)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+		return err
+	})
+}
+
+// GetMeta returns the value stored under key, or ErrNotFound.
+func (s *Store) GetMeta(ctx context.Context, key string) (string, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("meta %s: %w", key, ErrNotFound)
+	}
+	return v, err
+}

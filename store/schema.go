@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migration is one step of the schema. Versions are 1, 2, ... in list order;
+// a released migration is never edited, only followed by a new one, because
+// databases in the field have already run it.
+type migration struct {
+	name string
+	sql  string
+}
+
+var migrations = []migration{
+	{"core tables", `
+CREATE TABLE meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+) STRICT;
+INSERT INTO meta(key, value) VALUES ('next_job_id', '1');
+
+-- The projection: one row per job, always equal to the fold of its events.
+CREATE TABLE jobs (
+	id            INTEGER PRIMARY KEY,
+	uid           INTEGER NOT NULL,
+	gid           INTEGER NOT NULL,
+	user_name     TEXT    NOT NULL,
+	group_name    TEXT    NOT NULL,
+	state         TEXT    NOT NULL,
+	reason        TEXT    NOT NULL,
+	priority      INTEGER NOT NULL,
+	partition     TEXT    NOT NULL,
+	name          TEXT    NOT NULL,
+	submit_time   INTEGER NOT NULL, -- Unix seconds, as every *_time column
+	eligible_time INTEGER NOT NULL,
+	start_time    INTEGER NOT NULL, -- 0 = not started
+	end_time      INTEGER NOT NULL, -- 0 = not ended
+	exit_code     INTEGER NOT NULL,
+	signal        INTEGER NOT NULL,
+	cancelled_by  INTEGER NOT NULL, -- uid, -1 = not cancelled
+	nodes         TEXT    NOT NULL, -- JSON array of node names
+	restarts      INTEGER NOT NULL,
+	stdout_path   TEXT    NOT NULL,
+	stderr_path   TEXT    NOT NULL,
+	spec          TEXT    NOT NULL  -- api.JobSpec as JSON
+) STRICT;
+
+-- The truth: append-only, seq orders all events of the database.
+CREATE TABLE job_events (
+	seq     INTEGER PRIMARY KEY,
+	job_id  INTEGER NOT NULL REFERENCES jobs(id),
+	time    INTEGER NOT NULL,
+	kind    TEXT    NOT NULL,
+	payload TEXT    NOT NULL -- kind-specific fields as JSON
+) STRICT;
+
+-- Chunks of divisible jobs of the current run (part of the projection).
+CREATE TABLE job_steps (
+	job_id       INTEGER NOT NULL REFERENCES jobs(id),
+	idx          INTEGER NOT NULL,
+	node         TEXT    NOT NULL,
+	state        TEXT    NOT NULL,
+	chunk_offset REAL    NOT NULL,
+	chunk_size   REAL    NOT NULL,
+	start_time   INTEGER NOT NULL,
+	end_time     INTEGER NOT NULL,
+	exit_code    INTEGER NOT NULL,
+	signal       INTEGER NOT NULL,
+	PRIMARY KEY (job_id, idx)
+) STRICT, WITHOUT ROWID;
+`},
+	{"indexes for the read paths, append-only events", `
+CREATE INDEX job_events_job ON job_events(job_id, seq);
+CREATE INDEX jobs_state ON jobs(state);
+CREATE INDEX jobs_end_time ON jobs(end_time);
+CREATE TRIGGER job_events_no_update BEFORE UPDATE ON job_events
+BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;
+CREATE TRIGGER job_events_no_delete BEFORE DELETE ON job_events
+BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;
+`},
+}
+
+// migrate brings db to the last of ms in one immediate transaction, so two
+// processes opening the same new file cannot both apply a migration. A
+// database newer than ms is refused rather than used by code that does not
+// know its schema.
+func migrate(ctx context.Context, db *sql.DB, ms []migration) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	name       TEXT    NOT NULL,
+	applied_at INTEGER NOT NULL
+) STRICT`); err != nil {
+		return err
+	}
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return err
+	}
+	if have > len(ms) {
+		return fmt.Errorf("database schema version %d is newer than this program knows (%d)", have, len(ms))
+	}
+	for v := have + 1; v <= len(ms); v++ {
+		m := ms[v-1]
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("migration %d (%s): %w", v, m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`,
+			v, m.name, time.Now().Unix()); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
