@@ -263,6 +263,33 @@ func entries(t *rapid.T, ix *Index) []gap {
 	return out
 }
 
+func mirrorEntries(t *rapid.T, ix *Index) []gap {
+	var out []gap
+	for j := ix.mir.base; j < ix.mir.top(); j++ {
+		s := ix.mir.at(j)
+		if s == nil {
+			continue
+		}
+		for _, tr := range s.trees {
+			if tr == nil {
+				continue
+			}
+			if tr.dead {
+				t.Fatalf("dead mirror tree reachable")
+			}
+			tr.each(func(p *period) {
+				if ix.mirStrip(-p.st) != j || p.twin == nil || p.twin.twin != p {
+					t.Fatalf("bad image %+v in strip %d", *p, j)
+				}
+				if -p.st > ix.now {
+					out = append(out, gap{int(p.node), -p.end, -p.st})
+				}
+			})
+		}
+	}
+	return out
+}
+
 func sortGaps(g []gap) {
 	slices.SortFunc(g, func(a, b gap) int {
 		if a.node != b.node {
@@ -308,6 +335,16 @@ func TestIndexAgainstModel(t *testing.T) {
 		reqs := map[int64]Request{}
 		var ids []int64
 		check := func() {
+			if ix.mir != nil {
+				// the vertical strips hold the image of every finite live period.
+				img, prim := mirrorEntries(t, ix), entries(t, ix)
+				prim = slices.DeleteFunc(prim, func(g gap) bool { return g.end == Inf })
+				sortGaps(img)
+				sortGaps(prim)
+				if !slices.Equal(img, prim) {
+					t.Fatalf("mirror holds\n%v\nprimal has\n%v", img, prim)
+				}
+			}
 			got, want := entries(t, ix), m.gaps()
 			sortGaps(got)
 			sortGaps(want)

@@ -258,6 +258,9 @@ func (ix *Index) Advance(now int64) {
 		return
 	}
 	ix.now = now
+	if ix.mir != nil {
+		ix.mirAdvance(now)
+	}
 	nb := ix.stripOf(now)
 	if nb <= ix.base {
 		return
@@ -291,6 +294,7 @@ func (ix *Index) Advance(now int64) {
 	ix.stats.MovedPeriods += int64(len(live))
 	f := ix.clipFloor()
 	for _, p := range live {
+		ix.mirDrop(p)
 		p.st = max(p.st, f)
 		c := ix.nodes[p.node].cls
 		p.t = nil
@@ -302,6 +306,7 @@ func (ix *Index) Advance(now int64) {
 			s.trees[c] = newTree(&ix.stats.Ops)
 		}
 		s.trees[c].insert(p)
+		ix.mirAdd(p)
 	}
 }
 

@@ -159,7 +159,8 @@ type Index struct {
 	ring    []*strip
 	head    int       // ring slot of strip base
 	base    int64     // absolute index of the first live strip
-	tails   []*tree   // per class: node completion times (LACT only)
+	tails   []*tree   // per class: node completion times (LACT, min-TIP)
+	mir     *mirror   // vertical strips (min-TIP only)
 	lact    []*period // per node: its entry in tails
 	books   map[int64]*Booking
 	nextID  int64
@@ -214,13 +215,7 @@ func New(cfg Config) (*Index, error) {
 	for rk, c := range ix.order {
 		ix.classes[c].rank = rk
 	}
-	if cfg.Strategy == LACT {
-		ix.tails = make([]*tree, len(ix.classes))
-		ix.lact = make([]*period, len(ix.nodes))
-		for c := range ix.tails {
-			ix.tails[c] = newTree(&ix.stats.Ops)
-		}
-	}
+	ix.setStrategy(cfg.Strategy)
 	for i := range ix.nodes {
 		ix.setTail(i, cfg.Start)
 	}
@@ -231,16 +226,27 @@ func New(cfg Config) (*Index, error) {
 // with one strategy and measure another).
 func (ix *Index) setStrategy(st Strategy) {
 	ix.cfg.Strategy = st
-	if st != LACT || ix.tails != nil {
-		return
+	if (st == LACT || st == MinTIP) && ix.tails == nil {
+		ix.tails = make([]*tree, len(ix.classes))
+		ix.lact = make([]*period, len(ix.nodes))
+		for c := range ix.tails {
+			ix.tails[c] = newTree(&ix.stats.Ops)
+		}
+		for i := range ix.nodes {
+			ix.lactSet(i, ix.completion(i))
+		}
 	}
-	ix.tails = make([]*tree, len(ix.classes))
-	ix.lact = make([]*period, len(ix.nodes))
-	for c := range ix.tails {
-		ix.tails[c] = newTree(&ix.stats.Ops)
-	}
-	for i := range ix.nodes {
-		ix.lactSet(i, ix.completion(i))
+	if st == MinTIP && ix.mir == nil {
+		ix.mir = &mirror{slots: make([]*strip, 8), base: floorDiv(ix.now, ix.width)}
+		for k := ix.base; k < ix.topStrip(); k++ {
+			if s := ix.stripAt(k); s != nil {
+				for _, t := range s.trees {
+					if t != nil {
+						t.each(ix.mirAdd)
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -335,11 +341,16 @@ func (ix *Index) addGap(i int, st, end int64) *period {
 		s.trees[c] = newTree(&ix.stats.Ops)
 	}
 	s.trees[c].insert(p)
+	ix.mirAdd(p)
 	return p
 }
 
 func (ix *Index) dropGap(p *period) {
-	if p == nil || p.t == nil || p.t.dead {
+	if p == nil {
+		return
+	}
+	ix.mirDrop(p)
+	if p.t == nil || p.t.dead {
 		return
 	}
 	p.t.remove(p)

@@ -246,6 +246,8 @@ func (ix *Index) find(st Strategy, r, d, w int64) cand {
 		return best
 	case MinLIP:
 		return ix.minLIP(qs, ok)
+	case MinTIP:
+		return ix.minTIP(qs, ok)
 	case LACT:
 		for c := range ix.classes {
 			if !ok[c] {
@@ -258,7 +260,7 @@ func (ix *Index) find(st Strategy, r, d, w int64) cand {
 		}
 		return best
 	}
-	// min-TIP, max-TIP, best-fit: branch and bound over every strip.
+	// max-TIP, best-fit: branch and bound over every strip.
 	for c := range ix.classes {
 		if !ok[c] {
 			continue

@@ -24,6 +24,9 @@ type period struct {
 	st   int64
 	end  int64
 	t    *tree
+	// twin links a period and its mirror image (st, end) → (−end, −st) in
+	// the end-ordered strips of min-TIP (see mirror.go).
+	twin *period
 }
 
 func (p *period) length() int64 { return span(p.st, p.end) }
@@ -47,6 +50,7 @@ type tnode struct {
 	minEnd int64
 	maxLen int64
 	minLen int64
+	minNd  int32 // lowest node number in the subtree
 }
 
 type tree struct {
@@ -89,6 +93,7 @@ func (n *tnode) pull() {
 	n.maxEnd, n.minEnd = p.end, p.end
 	ln := p.length()
 	n.maxLen, n.minLen = ln, ln
+	n.minNd = p.node
 	if c := n.l; c != nil {
 		n.size += c.size
 		n.minSt = c.minSt
@@ -96,6 +101,7 @@ func (n *tnode) pull() {
 		n.minEnd = min(n.minEnd, c.minEnd)
 		n.maxLen = max(n.maxLen, c.maxLen)
 		n.minLen = min(n.minLen, c.minLen)
+		n.minNd = min(n.minNd, c.minNd)
 	}
 	if c := n.r; c != nil {
 		n.size += c.size
@@ -104,6 +110,7 @@ func (n *tnode) pull() {
 		n.minEnd = min(n.minEnd, c.minEnd)
 		n.maxLen = max(n.maxLen, c.maxLen)
 		n.minLen = min(n.minLen, c.minLen)
+		n.minNd = min(n.minNd, c.minNd)
 	}
 }
 
@@ -231,4 +238,44 @@ func (t *tree) countStLE(s int64) int {
 		}
 	}
 	return c
+}
+
+// minNodeStLE is the lowest node among periods with st <= x (-1 if none).
+func (t *tree) minNodeStLE(x int64) int32 {
+	best := int32(-1)
+	take := func(v int32) {
+		if best < 0 || v < best {
+			best = v
+		}
+	}
+	n := t.root
+	for n != nil {
+		*t.ops++
+		if n.maxSt <= x {
+			take(n.minNd)
+			break
+		}
+		if n.p.st <= x {
+			take(n.p.node)
+			if n.l != nil {
+				take(n.l.minNd)
+			}
+			n = n.r
+		} else {
+			n = n.l
+		}
+	}
+	return best
+}
+
+// first is the leftmost period.
+func (t *tree) first() *period {
+	n := t.root
+	if n == nil {
+		return nil
+	}
+	for n.l != nil {
+		n = n.l
+	}
+	return n.p
 }
