@@ -2,7 +2,8 @@ package replay
 
 import (
 	"hora/scheduler"
-	_ "hora/scheduler/batch" // registers the batch (FCFS/EASY) policy
+	_ "hora/scheduler/batch"   // registers the batch (FCFS/EASY) policy
+	_ "hora/scheduler/reserve" // registers the reserve (advance reservation) policy
 )
 
 func init() {

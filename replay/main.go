@@ -17,7 +17,9 @@ import (
 // valueFlags are the flags that take a value, for the argument normaliser.
 var valueFlags = map[string]bool{
 	"policy": true, "procs": true, "cores-per-node": true, "warmup-fraction": true, "seed": true,
-	"out": true, "out-swf": true, "engine": true, "synthetic": true,
+	"out": true, "out-swf": true, "engine": true, "synthetic": true, "load": true, "jobs": true,
+	"param": true, "deadline-factor": true, "advance-fraction": true, "config": true, "admission": true,
+	"strategy": true, "chunk-scale": true, "chunk-jitter": true, "policies": true, "loads": true,
 }
 
 // normalize moves flags in front of positional arguments (urfave/cli v2 stops
@@ -64,22 +66,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		HideHelp:        true, // -h belongs to Slurm-style tools; --help is ours below
 		HideVersion:     true,
 		ExitErrHandler:  func(*cli.Context, error) {},
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "help", Usage: "show this help"},
-			&cli.StringFlag{Name: "policy", Value: "easy", Usage: "batch policy: fcfs or easy (backfilling)"},
-			&cli.IntFlag{Name: "procs", Usage: "machine size in processors (default: the header's MaxProcs)"},
-			&cli.IntFlag{Name: "cores-per-node", Value: 1, Usage: "processors per simulated node"},
-			&cli.BoolFlag{Name: "strict", Usage: "stop at the first log line that needs a repair"},
-			&cli.Float64Flag{Name: "warmup-fraction", Usage: "leave the first fraction of jobs out of the job metrics (Tsafrir et al.: 0.01)"},
-			&cli.BoolFlag{Name: "kill-at-limit", Usage: "end jobs at their requested time when they run longer"},
-			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random generators (synthetic workloads)"},
+			&cli.StringFlag{Name: "policy", Usage: "easy or fcfs (batch backfilling; default easy for logs), or a registered policy (reserve, dlt); default for --synthetic: the generator's"},
+			&cli.StringFlag{Name: "admission", Usage: "dlt admission algorithm (partition param \"admission\")"},
+			&cli.StringFlag{Name: "strategy", Usage: "reserve strategy (partition param \"strategy\"): min-lip, min-tip, best-fit, first-fit, lact, ff-ha+, ..."},
+			&cli.StringFlag{Name: "engine", Value: "hora", Usage: "scheduler: hora (scheduler.Engine) or reference (independent EASY oracle)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON object"},
 			&cli.StringFlag{Name: "out", Usage: "write jobs.csv, summary.json and SVG plots into `DIR`"},
 			&cli.StringFlag{Name: "out-swf", Usage: "write the simulated schedule as an SWF log to `FILE`"},
 			&cli.BoolFlag{Name: "as-recorded", Usage: "no simulation: use the logged start times (field 3)"},
-			&cli.StringFlag{Name: "engine", Value: "hora", Usage: "scheduler: hora (scheduler.Engine) or reference (independent EASY oracle)"},
-			&cli.StringFlag{Name: "synthetic", Usage: "generate the workload instead of reading a log (rt-dlt-2005, ac-fast-2009, castillo-ch3, castillo-ch4: not implemented yet)"},
-		},
+		}, workloadFlags...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("help") {
 				return cli.ShowAppHelp(c)
@@ -110,28 +107,15 @@ func run(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error {
 	if c.NArg() > 1 {
 		return usageError{fmt.Errorf("one log at most, got %d", c.NArg())}
 	}
-	wf := c.Float64("warmup-fraction")
-	if wf < 0 || wf >= 1 {
-		return usageError{fmt.Errorf("--warmup-fraction %g: want 0 ≤ f < 1", wf)}
-	}
-	if c.Int("procs") < 0 || c.Int("cores-per-node") < 1 {
-		return usageError{fmt.Errorf("--procs must be ≥ 0 and --cores-per-node ≥ 1")}
-	}
-	var w *Workload
-	var err error
-	if name := c.String("synthetic"); name != "" {
-		if c.NArg() > 0 {
-			return usageError{fmt.Errorf("--synthetic and a log are exclusive")}
-		}
-		w, err = generate(name, c.Uint64("seed"), nil)
-	} else {
-		w, err = load(c.Args().First(), c.Bool("strict"), c.Bool("as-recorded"))
-	}
+	w, opt, err := fromFlags(c)
 	if err != nil {
 		return err
 	}
-	opt := Options{Policy: c.String("policy"), Procs: c.Int("procs"), CoresPerNode: c.Int("cores-per-node"),
-		KillAtLimit: c.Bool("kill-at-limit"), Engine: c.String("engine")}
+	opt.Engine = c.String("engine")
+	if c.Bool("as-recorded") && (c.String("synthetic") != "" || c.IsSet("deadline-factor") || c.IsSet("advance-fraction")) {
+		return usageError{fmt.Errorf("--as-recorded replays a log as written: no --synthetic, --deadline-factor or --advance-fraction")}
+	}
+	wf := c.Float64("warmup-fraction")
 	var o *Outcome
 	mode := "simulated"
 	if c.Bool("as-recorded") {

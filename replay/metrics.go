@@ -44,6 +44,7 @@ type Summary struct {
 	Fairness          float64 `json:"fairness_index"`
 
 	AvgWait     float64 `json:"avg_wait_s"`
+	AvgDelay    float64 `json:"avg_delay_s"` // start − max(submit, begin): the thesis' "delay"
 	MedianWait  float64 `json:"median_wait_s"`
 	MaxWait     float64 `json:"max_wait_s"`
 	AvgResponse float64 `json:"avg_response_s"`
@@ -121,7 +122,7 @@ func (a *acc) add(j *Job, r *Result) {
 		a.g.Rejected++
 	}
 	lost := r.Rejected || !r.Started
-	if j.Deadline > 0 && r.Started && r.End > j.Deadline {
+	if missed(j, r) {
 		a.g.Misses++
 		lost = true
 	}
@@ -149,13 +150,28 @@ func (a *acc) done() Group {
 	return a.g
 }
 
+// missed reports a deadline miss: an admitted job with a deadline that the
+// scheduler ended unrun (DEADLINE) or whose last step ended after it.
+func missed(j *Job, r *Result) bool {
+	if j.Deadline <= 0 || !r.Admitted {
+		return false
+	}
+	return (r.Ended && !r.Started) || (r.Started && r.End > j.Deadline)
+}
+
+// ready is when a job may start: its submission or its begin time.
+func (j *Job) ready() float64 { return max(j.Submit, j.Begin) }
+
 // Summarize computes the metrics of an outcome; the first ⌊warmup·n⌋ jobs
 // (in submission order) are left out of the job metrics.
 func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 	w := o.Workload
-	s := &Summary{Workload: w.Name, Mode: mode, Policy: o.Opts.Policy, Engine: o.Opts.Engine,
+	s := &Summary{Workload: w.Name, Mode: mode, Policy: o.Label, Engine: o.Opts.Engine,
 		Procs: o.Nodes * o.Cores, Nodes: o.Nodes, CoresPerNode: o.Cores, KillAtLimit: o.Opts.KillAtLimit,
 		Input: inputStats(w.SWFStats)}
+	if s.Policy == "" {
+		s.Policy = o.Opts.Policy
+	}
 	if s.Engine == "" {
 		s.Engine = "hora"
 	}
@@ -174,7 +190,7 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 		first = min(first, j.Submit)
 		if r.Started {
 			last = max(last, r.End)
-			busy += float64(r.Nodes*o.Cores) * (r.End - r.Start)
+			busy += float64(o.Cores) * r.Busy
 		} else if r.Rejected || r.End > 0 {
 			last = max(last, r.End)
 		}
@@ -189,6 +205,7 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 	classes := map[string]*acc{}
 	var bins []*acc
 	var waits []float64
+	var delay float64
 	var work, lostWork float64
 	// Fairness (thesis eq. 3.1): bins of equal width over [1, Procs].
 	nb := min(100, max(s.Procs, 1))
@@ -224,6 +241,7 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 			s.Started++
 			wait := r.Start - j.Submit
 			waits = append(waits, wait)
+			delay += r.Start - j.ready()
 			s.MaxWait = max(s.MaxWait, wait)
 			s.MaxBsld = max(s.MaxBsld, Bsld(wait, r.End-r.Start))
 		} else if !r.Rejected {
@@ -232,7 +250,7 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 		ok := r.Started
 		if j.Deadline > 0 {
 			s.DeadlineJobs++
-			if r.Started && r.End > j.Deadline {
+			if missed(j, r) {
 				s.DeadlineMisses++
 				ok = false
 			}
@@ -264,6 +282,7 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 		s.WorkLossRate = lostWork / work
 	}
 	if len(waits) > 0 {
+		s.AvgDelay = delay / float64(len(waits))
 		slices.Sort(waits)
 		s.MedianWait = waits[len(waits)/2]
 	}
@@ -307,8 +326,9 @@ func AsRecorded(w *Workload, procs, cores int) *Outcome {
 		Cores: cores, Results: make([]Result, len(kept.Jobs))}
 	for i, j := range kept.Jobs {
 		start := j.Submit + j.RecordedWait
+		n := ceilDiv(j.Procs, cores)
 		o.Results[i] = Result{Admitted: true, Started: true, Start: start, End: start + j.Run,
-			Nodes: ceilDiv(j.Procs, cores)}
+			Nodes: n, Busy: float64(n) * j.Run}
 	}
 	return o
 }

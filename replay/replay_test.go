@@ -234,7 +234,12 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"--policy", "sjf", bad, "--engine=reference"}, 1, `unknown policy "sjf"`},
 		{[]string{"--warmup-fraction", "1", bad}, 2, "--warmup-fraction"},
 		{[]string{"--bogus", bad}, 2, "bogus"},
-		{[]string{"--synthetic", "rt-dlt-2005"}, 1, "no generator is implemented yet"},
+		{[]string{"--synthetic", "nope"}, 1, `synthetic workload "nope" unknown (known: ac-fast-2009, castillo-ch3, castillo-ch4, rt-dlt-2005)`},
+		{[]string{"--synthetic", "castillo-ch3", "--param", "q=2"}, 1, `castillo-ch3: q="2": want a number in [0, 1]`},
+		{[]string{"--synthetic", "castillo-ch3", "--param", "bogus=1"}, 1, "castillo-ch3: unknown parameter bogus"},
+		{[]string{"--load", "0.5", bad}, 2, "--load, --jobs and --param set up a --synthetic workload"},
+		{[]string{"--deadline-factor", "0.5", bad}, 2, "deadline factor 0.5: want k ≥ 1"},
+		{[]string{"--advance-fraction", "2", bad}, 2, "advance fraction 2"},
 		{[]string{bad, "--engine=reference", "--kill-at-limit"}, 0, ""},
 	}
 	for _, c := range cases {

@@ -4,7 +4,10 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 
 	"hora/replay/internal/refsched"
 	"hora/scheduler"
@@ -22,10 +25,29 @@ type waker interface{ NextWakeup() float64 }
 
 // Options configure a simulation.
 type Options struct {
-	Policy       string // "easy" (default) or "fcfs"
-	Procs        int    // machine size in processors; 0 = the workload's
-	CoresPerNode int    // processors per node; 0 = 1
-	KillAtLimit  bool   // end a job at its requested time if it runs longer
+	// Policy is "easy" (default for logs) or "fcfs" — the batch policy with
+	// that backfilling — or the name of a registered scheduler policy
+	// ("reserve", "dlt", ...). "" keeps the policy of the workload's
+	// cluster (a generator's) or of Config.
+	Policy string
+	// Params override the default partition's policy parameters (e.g.
+	// "admission" for dlt, "strategy" for reserve).
+	Params       map[string]string
+	Procs        int  // machine size in processors; 0 = the workload's
+	CoresPerNode int  // processors per node; 0 = 1
+	KillAtLimit  bool // end a job at its requested time if it runs longer
+	// Config, if set, is the cluster to simulate (nodes, partitions and
+	// their policies, e.g. from hora.toml); jobs go to its default partition.
+	// Otherwise the workload's Cluster, otherwise Procs/CoresPerNode nodes in
+	// one batch partition.
+	Config *scheduler.Config
+	// ChunkScale multiplies the planned length (Start.Expect − now) of every
+	// chunk of a divisible job (0 = 1: chunks end as planned), and
+	// ChunkJitter p multiplies it again by a uniform factor in [1−p, 1+p]
+	// drawn from Seed: the actual costs the estimates did not foresee.
+	ChunkScale  float64
+	ChunkJitter float64
+	Seed        uint64
 	// Engine selects the scheduler: "hora" (scheduler.Engine, the default)
 	// or "reference" (replay/internal/refsched, an independent oracle).
 	Engine string
@@ -40,20 +62,24 @@ type Options struct {
 type Result struct {
 	Admitted bool
 	Rejected bool
+	Ended    bool   // ended by the scheduler (End action), e.g. DEADLINE while pending
 	Reason   string // rejection or End reason
 	Started  bool
-	Start    float64
-	End      float64 // when it left its nodes (or was ended pending)
-	Nodes    int
-	Killed   bool // stopped at its requested time (--kill-at-limit)
+	Start    float64 // first step's start
+	End      float64 // when its last step left its nodes (or it was ended pending)
+	Nodes    int     // nodes of a rigid job; nodes used by the chunks of a divisible one
+	Chunks   int     // chunks run (divisible jobs)
+	Busy     float64 // node-seconds its steps held nodes
+	Killed   bool    // stopped at its requested time (--kill-at-limit) or by the scheduler
 }
 
 // Outcome is a finished simulation: Results[i] belongs to Workload.Jobs[i].
 type Outcome struct {
 	Workload *Workload
 	Opts     Options
-	Nodes    int // simulated nodes
-	Cores    int // processors per node
+	Label    string // the policy as configured, e.g. "easy", "reserve/min-lip"
+	Nodes    int    // simulated nodes
+	Cores    int    // processors per node
 	Results  []Result
 	Events   int // events handed to the scheduler
 }
@@ -75,7 +101,8 @@ type event struct {
 	kind int
 	id   scheduler.JobID
 	idx  int32 // job index, −1 for ticks
-	gen  int32 // start generation, to ignore finishes of requeued jobs
+	step int32 // BatchStep or a chunk number
+	gen  int32 // start generation, to ignore finishes of requeued or killed steps
 }
 
 type eventHeap []event
@@ -92,7 +119,10 @@ func (h eventHeap) Less(i, j int) bool {
 	if a.id != b.id {
 		return a.id < b.id
 	}
-	return a.idx < b.idx
+	if a.idx != b.idx {
+		return a.idx < b.idx
+	}
+	return a.step < b.step
 }
 func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
@@ -108,36 +138,135 @@ func (h *eventHeap) Pop() any {
 // constructor's exact shape.
 var newEngine func(cfg scheduler.Config) (Scheduler, error)
 
+// machine is the cluster a simulation runs: the Engine's config and how
+// the simulator maps a job's processors to nodes.
+type machine struct {
+	cfg   scheduler.Config
+	cores int
+	label string
+}
+
+// batchFlavours are the Options.Policy values that mean the batch policy.
+var batchFlavours = []string{"easy", "fcfs"}
+
+// buildMachine chooses the cluster (Options.Config, the workload's Cluster,
+// or a batch machine of Procs/CoresPerNode nodes) and applies the policy and
+// parameter overrides to its default partition.
+func buildMachine(w *Workload, opt Options) (*machine, error) {
+	m := &machine{cores: max(opt.CoresPerNode, 1)}
+	var src *scheduler.Config
+	switch {
+	case opt.Config != nil:
+		src = opt.Config
+	case w.Cluster != nil:
+		src = w.Cluster
+	}
+	if src == nil {
+		procs := opt.Procs
+		if procs == 0 {
+			procs = w.Procs
+		}
+		nnodes := procs / m.cores
+		if nnodes < 1 {
+			return nil, fmt.Errorf("machine of %d processors has no node of %d cores", procs, m.cores)
+		}
+		names := make([]string, nnodes)
+		for i := range names {
+			names[i] = fmt.Sprintf("sim%05d", i+1)
+			m.cfg.Nodes = append(m.cfg.Nodes, scheduler.NodeSpec{Name: names[i], CPUs: m.cores})
+		}
+		m.cfg.Partitions = []scheduler.PartitionSpec{{Name: "replay", Nodes: names, Policy: "batch",
+			Default: true, MaxTime: scheduler.Inf, DefaultTime: scheduler.Inf, Backfill: "easy"}}
+	} else {
+		if len(src.Partitions) == 0 {
+			return nil, fmt.Errorf("cluster has no partition")
+		}
+		m.cfg.Nodes = slices.Clone(src.Nodes)
+		for _, ps := range src.Partitions {
+			ps.Nodes = slices.Clone(ps.Nodes)
+			ps.Params = maps.Clone(ps.Params)
+			m.cfg.Partitions = append(m.cfg.Partitions, ps)
+		}
+	}
+	def := &m.cfg.Partitions[0]
+	for i := range m.cfg.Partitions {
+		if m.cfg.Partitions[i].Default {
+			def = &m.cfg.Partitions[i]
+		}
+	}
+	switch pol := opt.Policy; {
+	case pol == "":
+	case slices.Contains(batchFlavours, pol):
+		def.Policy, def.Backfill = "batch", pol
+	case pol == "batch" || slices.Contains(scheduler.Policies(), pol):
+		def.Policy = pol
+	default:
+		return nil, fmt.Errorf("unknown policy %q (want fcfs, easy or a registered policy: %s)", pol,
+			strings.Join(scheduler.Policies(), ", "))
+	}
+	if len(opt.Params) > 0 {
+		if def.Params == nil {
+			def.Params = map[string]string{}
+		}
+		maps.Copy(def.Params, opt.Params)
+	}
+	m.label = policyLabel(def)
+	return m, nil
+}
+
+// policyLabel names a partition's policy as a report shows it: the batch
+// flavour ("easy", "fcfs"), or the policy with its admission or strategy
+// ("dlt/ac-fast", "reserve/min-lip").
+func policyLabel(ps *scheduler.PartitionSpec) string {
+	if ps.Policy == "" || ps.Policy == "batch" {
+		if ps.Backfill == "" {
+			return "easy"
+		}
+		return ps.Backfill
+	}
+	for _, k := range []string{"admission", "strategy"} {
+		if v := ps.Params[k]; v != "" {
+			return ps.Policy + "/" + v
+		}
+	}
+	return ps.Policy
+}
+
+type stepKey struct {
+	idx  int32
+	step int32
+}
+
 // Simulate replays w through the scheduler selected by opt.
 func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
+	m, err := buildMachine(w, opt)
+	if err != nil {
+		return nil, err
+	}
+	cfg, cores := m.cfg, m.cores
 	if opt.Policy == "" {
-		opt.Policy = "easy"
+		opt.Policy = m.label
 	}
-	if opt.Policy != "easy" && opt.Policy != "fcfs" {
-		return nil, fmt.Errorf("unknown policy %q (want fcfs or easy)", opt.Policy)
-	}
-	cores := max(opt.CoresPerNode, 1)
-	procs := opt.Procs
-	if procs == 0 {
-		procs = w.Procs
-	}
-	nnodes := procs / cores
-	if nnodes < 1 {
-		return nil, fmt.Errorf("machine of %d processors has no node of %d cores", procs, cores)
-	}
-	cfg := scheduler.Config{}
-	names := make([]string, nnodes)
+	nnodes := len(cfg.Nodes)
 	nodeIdx := make(map[string]int, nnodes)
-	for i := range names {
-		names[i] = fmt.Sprintf("sim%05d", i+1)
-		nodeIdx[names[i]] = i
-		cfg.Nodes = append(cfg.Nodes, scheduler.NodeSpec{Name: names[i], CPUs: cores})
+	rate := make([]float64, nnodes)
+	for i, n := range cfg.Nodes {
+		nodeIdx[n.Name] = i
+		rate[i] = n.Rate
+		if rate[i] <= 0 {
+			rate[i] = 1
+		}
 	}
-	cfg.Partitions = []scheduler.PartitionSpec{{Name: "replay", Nodes: names, Policy: "batch",
-		Default: true, MaxTime: scheduler.Inf, DefaultTime: scheduler.Inf, Backfill: opt.Policy}}
+	scale := opt.ChunkScale
+	if scale == 0 {
+		scale = 1
+	}
+	if scale < 0 || opt.ChunkJitter < 0 || opt.ChunkJitter >= 1 {
+		return nil, fmt.Errorf("chunk scale %g and jitter %g: want scale > 0 and 0 ≤ jitter < 1", scale, opt.ChunkJitter)
+	}
+	jitter := newRand(opt.Seed)
 
 	var sch Scheduler
-	var err error
 	switch opt.Engine {
 	case "", "hora":
 		if newEngine == nil {
@@ -145,7 +274,10 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		}
 		sch, err = newEngine(cfg)
 	case "reference":
-		sch, err = refsched.New(cfg, opt.Policy)
+		if len(cfg.Partitions) != 1 || cfg.Partitions[0].Policy != "batch" {
+			return nil, fmt.Errorf("the reference engine simulates one batch partition only")
+		}
+		sch, err = refsched.New(cfg, cfg.Partitions[0].Backfill)
 	default:
 		err = fmt.Errorf("unknown engine %q (want hora or reference)", opt.Engine)
 	}
@@ -154,13 +286,17 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 	}
 	wk, _ := sch.(waker)
 
-	out := &Outcome{Workload: w, Opts: opt, Nodes: nnodes, Cores: cores, Results: make([]Result, len(w.Jobs))}
+	out := &Outcome{Workload: w, Opts: opt, Label: m.label, Nodes: nnodes, Cores: cores,
+		Results: make([]Result, len(w.Jobs))}
 	byID := make(map[scheduler.JobID]int32, len(w.Jobs))
 	h := make(eventHeap, 0, len(w.Jobs)+64)
 	for i := range w.Jobs {
 		j := &w.Jobs[i]
+		if _, dup := byID[j.ID]; dup {
+			return nil, fmt.Errorf("job id %d appears twice in the workload", j.ID)
+		}
 		byID[j.ID] = int32(i)
-		h = append(h, event{t: j.Submit, kind: kindSubmit, id: j.ID, idx: int32(i)})
+		h = append(h, event{t: j.Submit, kind: kindSubmit, id: j.ID, idx: int32(i), step: scheduler.BatchStep})
 	}
 	heap.Init(&h)
 	if opt.SubmitsFirst {
@@ -171,20 +307,30 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		}
 		heap.Init(&h)
 	}
+	type stepRec struct {
+		nodes []int
+		start float64
+		gen   int32
+	}
 	busy := make([]int32, nnodes) // job index + 1 on each node, 0 = idle
-	gen := make([]int32, len(w.Jobs))
-	alloc := make([][]int, len(w.Jobs))
-	running := 0
+	steps := map[stepKey]*stepRec{}
+	jobSteps := make([]int32, len(w.Jobs))  // running steps per job
+	usedNodes := make([][]int, len(w.Jobs)) // distinct nodes a divisible job used
+	var gen int32
 	done := 0
 	nextTick := math.Inf(1)
 	clock := math.Inf(-1) // the virtual clock: time of the event being handled
 
-	release := func(i int32) {
-		for _, n := range alloc[i] {
+	release := func(k stepKey, now float64) {
+		st := steps[k]
+		for _, n := range st.nodes {
 			busy[n] = 0
 		}
-		alloc[i] = nil
-		running--
+		r := &out.Results[k.idx]
+		r.Busy += float64(len(st.nodes)) * (now - st.start)
+		r.End = max(r.End, now)
+		delete(steps, k)
+		jobSteps[k.idx]--
 	}
 	var apply func(now float64, acts []scheduler.Action) error
 	apply = func(now float64, acts []scheduler.Action) error {
@@ -212,18 +358,20 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 				if !ok {
 					return fmt.Errorf("t=%.0f: Start of unknown job %d", now, a.ID)
 				}
-				if a.Step != scheduler.BatchStep {
-					return fmt.Errorf("t=%.0f: job %d: chunk starts are not simulated yet", now, a.ID)
-				}
 				r, j := &out.Results[i], &w.Jobs[i]
-				if alloc[i] != nil {
-					return fmt.Errorf("t=%.0f: job %d started twice", now, a.ID)
+				k := stepKey{idx: i, step: int32(a.Step)}
+				if steps[k] != nil {
+					return fmt.Errorf("t=%.0f: job %d step %d started twice", now, a.ID, a.Step)
 				}
-				if len(a.Nodes) != ceilDiv(j.Procs, cores) {
+				if len(a.Nodes) == 0 {
+					return fmt.Errorf("t=%.0f: job %d step %d started on no node", now, a.ID, a.Step)
+				}
+				if a.Step == scheduler.BatchStep && len(a.Nodes) != ceilDiv(j.Procs, cores) {
 					return fmt.Errorf("t=%.0f: job %d started on %d nodes, asked for %d", now, a.ID, len(a.Nodes), ceilDiv(j.Procs, cores))
 				}
 				ns := make([]int, len(a.Nodes))
-				for k, name := range a.Nodes {
+				slowest := math.Inf(1)
+				for x, name := range a.Nodes {
 					n, ok := nodeIdx[name]
 					if !ok {
 						return fmt.Errorf("t=%.0f: job %d started on unknown node %q", now, a.ID, name)
@@ -232,31 +380,62 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 						return fmt.Errorf("t=%.0f: job %d started on node %s, busy with job %d", now, a.ID, name, w.Jobs[busy[n]-1].ID)
 					}
 					busy[n] = i + 1
-					ns[k] = n
+					ns[x] = n
+					slowest = min(slowest, rate[n])
 				}
-				alloc[i] = ns
-				running++
+				gen++
+				steps[k] = &stepRec{nodes: ns, start: now, gen: gen}
+				jobSteps[i]++
 				if !r.Started {
 					r.Start = now
 				}
-				r.Started, r.Nodes = true, len(ns)
-				run := j.Run
-				if opt.KillAtLimit && run > j.Limit {
-					run, r.Killed = j.Limit, true
+				r.Started = true
+				var end float64
+				if a.Step == scheduler.BatchStep {
+					r.Nodes = len(ns)
+					// A node of rate μ takes Run/μ (thesis §4.1); a job on
+					// several nodes goes at the pace of the slowest.
+					run := j.Run / slowest
+					if opt.KillAtLimit && run > j.Limit {
+						run, r.Killed = j.Limit, true
+					}
+					end = now + run
+				} else {
+					// A chunk of a divisible job: it takes what the
+					// policy planned, perturbed if asked.
+					if !finite(a.Expect) || a.Expect < now {
+						return fmt.Errorf("t=%.0f: job %d chunk %d has no planned end (Expect %v)", now, a.ID, a.Step, a.Expect)
+					}
+					f := scale
+					if opt.ChunkJitter > 0 {
+						f *= 1 + opt.ChunkJitter*(2*jitter.Float64()-1)
+					}
+					end = now + (a.Expect-now)*f
+					r.Chunks++
+					for _, n := range ns {
+						if !slices.Contains(usedNodes[i], n) {
+							usedNodes[i] = append(usedNodes[i], n)
+						}
+					}
+					r.Nodes = len(usedNodes[i])
 				}
-				gen[i]++
-				heap.Push(&h, event{t: now + run, kind: kindFinish, id: j.ID, idx: i, gen: gen[i]})
+				heap.Push(&h, event{t: end, kind: kindFinish, id: j.ID, idx: i, step: int32(a.Step), gen: gen})
 			case scheduler.End:
 				i, ok := byID[a.ID]
 				if !ok {
 					return fmt.Errorf("t=%.0f: End of unknown job %d", now, a.ID)
 				}
 				r := &out.Results[i]
-				r.Reason = a.State
-				if alloc[i] != nil {
-					// Killed while running: it leaves its nodes now.
-					gen[i]++
-					heap.Push(&h, event{t: now, kind: kindFinish, id: a.ID, idx: i, gen: gen[i]})
+				r.Reason, r.Ended = a.State, true
+				if jobSteps[i] > 0 {
+					// Killed while running: its steps leave their nodes now.
+					for k, st := range steps {
+						if k.idx == i {
+							gen++
+							st.gen = gen
+							heap.Push(&h, event{t: now, kind: kindFinish, id: a.ID, idx: i, step: k.step, gen: gen})
+						}
+					}
 					r.Killed = true
 				} else {
 					r.End = now
@@ -264,13 +443,14 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 				}
 			case scheduler.Requeue:
 				i, ok := byID[a.ID]
-				if !ok || alloc[i] == nil {
+				k := stepKey{idx: i, step: scheduler.BatchStep}
+				if !ok || steps[k] == nil {
 					return fmt.Errorf("t=%.0f: Requeue of job %d, not running", now, a.ID)
 				}
-				release(i)
-				gen[i]++ // its pending finish no longer counts
+				// Its pending finish no longer counts: the step is gone.
+				release(k, now)
 			case scheduler.Signal:
-				// Time-sharing signals do not change a simulated batch job.
+				// Time-sharing signals do not change a simulated job.
 			}
 		}
 		return nil
@@ -301,18 +481,26 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		var acts []scheduler.Action
 		switch {
 		case ev.kind == kindFinish:
-			if ev.gen != gen[ev.idx] {
+			k := stepKey{idx: ev.idx, step: ev.step}
+			st := steps[k]
+			if st == nil || st.gen != ev.gen {
 				continue
 			}
-			release(ev.idx)
+			release(k, ev.t)
 			r := &out.Results[ev.idx]
-			r.End = ev.t
-			done++
-			acts = sch.Handle(scheduler.Finished{Now: ev.t, ID: ev.id, Step: scheduler.BatchStep, Failed: r.Killed})
+			if ev.step == scheduler.BatchStep || jobSteps[ev.idx] == 0 {
+				done++
+			}
+			acts = sch.Handle(scheduler.Finished{Now: ev.t, ID: ev.id, Step: int(ev.step), Failed: r.Killed})
 		default: // submission
 			j := &w.Jobs[ev.idx]
-			sj := scheduler.Job{ID: j.ID, Partition: "replay", User: j.User, Nodes: ceilDiv(j.Procs, cores),
-				TimeLimit: j.Limit, Submit: j.Submit, Deadline: j.Deadline}
+			sj := scheduler.Job{ID: j.ID, User: j.User, Nodes: ceilDiv(j.Procs, cores),
+				TimeLimit: j.Limit, Submit: j.Submit, Begin: j.Begin, Deadline: j.Deadline, Load: j.Load}
+			if j.Load > 0 {
+				// A divisible job asks for no node count nor time: the
+				// policy sizes its chunks (DESIGN.md §1).
+				sj.Nodes, sj.TimeLimit = 0, 0
+			}
 			acts = sch.Handle(scheduler.Submit{Now: ev.t, Job: sj})
 		}
 		out.Events++
@@ -324,10 +512,10 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		}
 	}
 	if opt.Progress != nil {
-		opt.Progress(done, len(w.Jobs))
+		opt.Progress(min(done, len(w.Jobs)), len(w.Jobs))
 	}
-	if running != 0 {
-		return nil, fmt.Errorf("simulation ended with %d jobs on nodes", running)
+	if len(steps) != 0 {
+		return nil, fmt.Errorf("simulation ended with %d steps on nodes", len(steps))
 	}
 	return out, nil
 }

@@ -29,6 +29,10 @@ type Job struct {
 	Procs    int     // processors asked for
 	User     uint32
 	Deadline float64 // absolute; 0 = none (best-effort job)
+	Begin    float64 // earliest start (advance reservation's ready time); 0 = none
+	// Load is the divisible load σ of a divisible real-time job (DLT); 0 for
+	// a rigid job. A divisible job's Run is its work on one node, E(σ, 1).
+	Load float64
 	// RecordedWait is the wait time written in the log (-1 unknown); used by
 	// --as-recorded.
 	RecordedWait float64
@@ -50,6 +54,14 @@ type Workload struct {
 	Jobs     []Job
 	Header   swf.Header
 	SWFStats *swf.Stats // nil for synthetic workloads
+	// Cluster, when set, is the machine and partition (policy and params)
+	// the workload was made for: a generator's cluster. Nil for logs, which
+	// run on Procs/CoresPerNode nodes in one batch partition.
+	Cluster *scheduler.Config
+	// Offered is the load the generator aimed at (0 for logs), and Doc says
+	// how the workload was made, for reports.
+	Offered float64
+	Doc     string
 }
 
 // FromSWF converts a parsed log's records to a workload, sorted by (submit,
@@ -118,7 +130,8 @@ func Generators() []string {
 	return names
 }
 
-func generate(name string, seed uint64, params map[string]string) (*Workload, error) {
+// Generate makes the named synthetic workload from seed and params.
+func Generate(name string, seed uint64, params map[string]string) (*Workload, error) {
 	g, ok := generators[name]
 	if !ok {
 		known := Generators()
@@ -127,8 +140,11 @@ func generate(name string, seed uint64, params map[string]string) (*Workload, er
 		}
 		return nil, fmt.Errorf("synthetic workload %q unknown (known: %s)", name, strings.Join(known, ", "))
 	}
-	return g.Generate(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), params)
+	return g.Generate(newRand(seed), params)
 }
+
+// newRand is the one way replay seeds math/rand/v2: a seed fixes the stream.
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
