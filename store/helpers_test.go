@@ -33,8 +33,14 @@ func openStore(t testing.TB, dir string) *Store {
 	return s
 }
 
+// fataler is what checkFold needs of *testing.T and *rapid.T alike.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // checkFold asserts that the projection of job id is the fold of its events.
-func checkFold(t testing.TB, s *Store, id int64) api.Job {
+func checkFold(t fataler, s *Store, id int64) api.Job {
 	t.Helper()
 	ctx := context.Background()
 	evs, err := s.Events(ctx, id)
