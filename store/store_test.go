@@ -303,3 +303,39 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		}
 	}
 }
+
+// The durability of an acknowledgement rests on these settings of the
+// writer's connection, and the isolation of readers on the read-only pool.
+func TestConnectionSettings(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	ctx := t.Context()
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var mode string
+		var syncLevel, fk int
+		if err := tx.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syncLevel); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
+			return err
+		}
+		if mode != "wal" || syncLevel != 2 || fk != 1 {
+			t.Errorf("writer: journal_mode %s, synchronous %d (2 = FULL), foreign_keys %d", mode, syncLevel, fk)
+		}
+		// An event of a job that does not exist breaks the foreign key.
+		_, err := tx.ExecContext(ctx, `INSERT INTO job_events(job_id, time, kind, payload) VALUES (42, 0, 'hold', '{}')`)
+		if err == nil {
+			t.Error("foreign key on job_events.job_id not enforced")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.r.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES ('x', 'y')`); err == nil {
+		t.Fatal("the read pool can write")
+	}
+}
