@@ -23,7 +23,7 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]os.FileMode{
-		dir:                              0o700 | os.ModeDir,
+		dir:                               0o700 | os.ModeDir,
 		filepath.Join(dir, "hora.db"):     0o600,
 		filepath.Join(dir, "hora.db-wal"): 0o600,
 	} {
