@@ -73,7 +73,8 @@ func (castilloCh3) Doc() string {
 // Times are whole seconds, one thesis unit = 60 s.
 //
 // Parameters: load ρ (default 0.5), jobs (default 5000), n (20), mean
-// (3.28), q (0.1), horizon L (200), strategy (passed to the reserve policy).
+// (3.28), q (0.1), horizon L (200), strategy (default min-lip, the thesis'
+// recommendation; passed to the reserve policy).
 func (castilloCh3) Generate(rng *rand.Rand, m map[string]string) (*Workload, error) {
 	p := newParams("castillo-ch3", m)
 	load := p.float(ParamLoad, 0.5, 1e-6, 100)
@@ -82,7 +83,7 @@ func (castilloCh3) Generate(rng *rand.Rand, m map[string]string) (*Workload, err
 	mean := p.float("mean", 3.28, 1.01, 25)
 	q := p.float("q", 0.1, 0, 1)
 	horizon := p.float("horizon", 200, 51, 1e6)
-	strategy := p.str("strategy", "")
+	strategy := p.str("strategy", "min-lip")
 	if err := p.check(); err != nil {
 		return nil, err
 	}

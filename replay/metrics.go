@@ -42,6 +42,10 @@ type Summary struct {
 	JobLossRate       float64 `json:"job_loss_rate"`
 	WorkLossRate      float64 `json:"work_loss_rate"`
 	Fairness          float64 `json:"fairness_index"`
+	// LargeJobLoss is the loss rate of the tenth of the jobs with the most
+	// work (processors × run): how unfair a policy is to large jobs, which
+	// the fairness index with arrival-share weights cannot show.
+	LargeJobLoss float64 `json:"large_job_loss_rate"`
 
 	AvgWait     float64 `json:"avg_wait_s"`
 	AvgDelay    float64 `json:"avg_delay_s"` // start − max(submit, begin): the thesis' "delay"
@@ -51,6 +55,10 @@ type Summary struct {
 	AvgBsld     float64 `json:"avg_bsld"`
 	MaxBsld     float64 `json:"max_bsld"`
 	Utilization float64 `json:"utilization"`
+	// UtilizationArrivals is the busy share between the first and the last
+	// submission: the steady-state utilization of a synthetic run, without
+	// the drain after the last arrival.
+	UtilizationArrivals float64 `json:"utilization_arrivals"`
 	Makespan    float64 `json:"makespan_s"`
 
 	Classes  []Group     `json:"classes"`
@@ -199,6 +207,21 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 		s.Makespan = last - first
 		s.Utilization = busy / (float64(s.Procs) * s.Makespan)
 	}
+	if n := len(w.Jobs); n > 1 {
+		lo, hi := first, w.Jobs[n-1].Submit
+		var in float64
+		for i := range w.Jobs {
+			r := &o.Results[i]
+			if r.Started && r.End > r.Start {
+				// The share of the job's busy time inside the window.
+				ov := min(r.End, hi) - max(r.Start, lo)
+				in += r.Busy * max(0, ov) / (r.End - r.Start)
+			}
+		}
+		if hi > lo {
+			s.UtilizationArrivals = float64(o.Cores) * in / (float64(s.Procs) * (hi - lo))
+		}
+	}
 
 	// Job metrics.
 	all := acc{g: Group{Name: "all"}}
@@ -294,6 +317,30 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 			served += zok[i] // w_i·z'_i/z_i with w_i = z_i/Z
 		}
 		s.Fairness = float64(served) / float64(s.Jobs)
+	}
+	if n := len(w.Jobs) - skip; n >= 10 {
+		idx := make([]int, 0, n)
+		for i := skip; i < len(w.Jobs); i++ {
+			idx = append(idx, i)
+		}
+		work := func(i int) float64 { return float64(w.Jobs[i].Procs) * w.Jobs[i].Run }
+		slices.SortStableFunc(idx, func(a, b int) int {
+			switch {
+			case work(a) > work(b):
+				return -1
+			case work(a) < work(b):
+				return 1
+			}
+			return a - b
+		})
+		lost := 0
+		for _, i := range idx[:n/10] {
+			j, r := &w.Jobs[i], &o.Results[i]
+			if r.Rejected || !r.Started || missed(j, r) {
+				lost++
+			}
+		}
+		s.LargeJobLoss = float64(lost) / float64(n/10)
 	}
 	for _, name := range []string{"BE", "RT"} {
 		if c := classes[name]; c != nil {

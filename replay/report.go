@@ -39,14 +39,17 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 	row("job loss rate", f4(s.JobLossRate))
 	row("work loss rate", f4(s.WorkLossRate))
 	row("fairness index (eq. 3.1)", f4(s.Fairness))
+	row("loss rate of the 10% largest jobs", f4(s.LargeJobLoss))
 	row("avg wait (s)", f1(s.AvgWait))
 	row("avg wait (min)", f1(s.AvgWait/60))
+	row("avg delay beyond ready time (s)", f1(s.AvgDelay))
 	row("median wait (s)", f1(s.MedianWait))
 	row("max wait (h)", f1(s.MaxWait/3600))
 	row("avg response (s)", f1(s.AvgResponse))
 	row("avg bsld (τ = 10 s)", f4(s.AvgBsld))
 	row("max bsld", f1(s.MaxBsld))
 	row("utilization", f4(s.Utilization))
+	row("utilization, first to last arrival", f4(s.UtilizationArrivals))
 	row("makespan (s)", f1(s.Makespan))
 	groups := func(title string, gs []Group) {
 		if len(gs) == 0 {

@@ -456,7 +456,7 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		return nil
 	}
 
-	for h.Len() > 0 {
+	for h.Len() > 0 || (wk != nil && nextTick > clock && finite(nextTick)) {
 		if out.Events&0xfff == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -465,7 +465,7 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 				opt.Progress(done, len(w.Jobs))
 			}
 		}
-		if wk != nil && nextTick > clock && nextTick < h[0].t {
+		if wk != nil && nextTick > clock && (h.Len() == 0 || nextTick < h[0].t) {
 			now := nextTick
 			clock = now
 			nextTick = math.Inf(1)
