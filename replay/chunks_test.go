@@ -49,9 +49,9 @@ func (f *fakeDLT) Admit(now float64, j *scheduler.Job) error {
 	return nil
 }
 func (f *fakeDLT) Restore(float64, *scheduler.Job, bool) {}
-func (f *fakeDLT) Remove(float64, scheduler.JobID)      {}
-func (f *fakeDLT) Hold(float64, scheduler.JobID)        {}
-func (f *fakeDLT) Release(float64, scheduler.JobID)     {}
+func (f *fakeDLT) Remove(float64, scheduler.JobID)       {}
+func (f *fakeDLT) Hold(float64, scheduler.JobID)         {}
+func (f *fakeDLT) Release(float64, scheduler.JobID)      {}
 func (f *fakeDLT) StepFinished(now float64, id scheduler.JobID, step int, failed bool) bool {
 	f.left[id]--
 	return f.left[id] == 0

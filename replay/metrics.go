@@ -59,7 +59,7 @@ type Summary struct {
 	// submission: the steady-state utilization of a synthetic run, without
 	// the drain after the last arrival.
 	UtilizationArrivals float64 `json:"utilization_arrivals"`
-	Makespan    float64 `json:"makespan_s"`
+	Makespan            float64 `json:"makespan_s"`
 
 	Classes  []Group     `json:"classes"`
 	SizeBins []Group     `json:"size_bins"`
