@@ -37,7 +37,11 @@ var workloadFlags = []cli.Flag{
 // fromFlags builds the workload and the simulation options the flags ask
 // for. The policy flags (--policy, --admission, --strategy) are the
 // caller's: one value for replay, lists for compare.
-func fromFlags(c *cli.Context) (*Workload, Options, error) {
+func fromFlags(c *cli.Context) (*Workload, Options, error) { return fromFlagsAt(c, "") }
+
+// fromFlagsAt is fromFlags with the --synthetic load replaced by load
+// ("" keeps --load) by atLoad, for load sweeps.
+func fromFlagsAt(c *cli.Context, atLoad string) (*Workload, Options, error) {
 	opt := Options{Procs: c.Int("procs"), CoresPerNode: c.Int("cores-per-node"), KillAtLimit: c.Bool("kill-at-limit"),
 		ChunkScale: c.Float64("chunk-scale"), ChunkJitter: c.Float64("chunk-jitter"), Seed: c.Uint64("seed"),
 		Policy: c.String("policy")}
@@ -85,6 +89,9 @@ func fromFlags(c *cli.Context) (*Workload, Options, error) {
 		}
 		if c.IsSet("load") {
 			prm[ParamLoad] = strconv.FormatFloat(c.Float64("load"), 'g', -1, 64)
+		}
+		if atLoad != "" {
+			prm[ParamLoad] = atLoad
 		}
 		if c.IsSet("jobs") {
 			prm[ParamJobs] = strconv.Itoa(c.Int("jobs"))

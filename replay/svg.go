@@ -58,8 +58,13 @@ func newPlot(w io.Writer, title, xl, yl string, x0, x1, y0, y1 float64) *svgPlot
 func (p *svgPlot) px(x float64) float64 { return padL + (x-p.x0)/(p.x1-p.x0)*plotW }
 func (p *svgPlot) py(y float64) float64 { return padT + plotH - (y-p.y0)/(p.y1-p.y0)*plotH }
 
-func (p *svgPlot) polyline(xs, ys []float64) {
-	fmt.Fprintf(p.w, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="`, lineColor)
+// palette colours the lines and bars of comparisons.
+var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
+
+func (p *svgPlot) polyline(xs, ys []float64) { p.polylineColor(xs, ys, lineColor) }
+
+func (p *svgPlot) polylineColor(xs, ys []float64, color string) {
+	fmt.Fprintf(p.w, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="`, color)
 	for i := range xs {
 		if i > 0 {
 			p.w.WriteByte(' ')
