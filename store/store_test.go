@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -337,5 +338,60 @@ func TestConnectionSettings(t *testing.T) {
 	}
 	if _, err := s.r.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES ('x', 'y')`); err == nil {
 		t.Fatal("the read pool can write")
+	}
+}
+
+// Close racing with submitters: every Submit either succeeds, and its job is
+// in the file afterwards, or fails with ErrClosed and left no trace.
+func TestCloseCommitsQueuedWrites(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	var mu sync.Mutex
+	var ok []int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				j := testJob(w*1000 + i)
+				err := s.Submit(context.Background(), j)
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				ok = append(ok, j.ID)
+				mu.Unlock()
+			}
+		})
+	}
+	for {
+		mu.Lock()
+		n := len(ok)
+		mu.Unlock()
+		if n >= 50 {
+			break
+		}
+		runtime.Gosched()
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	s = openStore(t, dir)
+	defer s.Close()
+	all, err := s.Jobs(t.Context(), Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(ok) {
+		t.Fatalf("%d jobs in the file, %d acknowledged", len(all), len(ok))
+	}
+	for _, id := range ok {
+		if _, err := s.Job(t.Context(), id); err != nil {
+			t.Fatalf("acknowledged job %d: %v", id, err)
+		}
 	}
 }
