@@ -1,0 +1,118 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"hora/nodes"
+)
+
+// Probe checks that node answers: a connection (dialled if need be, without
+// waiting out a reconnect backoff), a shell with root's rights, and a usable
+// state directory. Bounded by ProbeTimeout as well as ctx.
+func (e *Executor) Probe(ctx context.Context, node string) error {
+	h, err := e.host(node)
+	if err != nil {
+		return err
+	}
+	return h.probe(ctx)
+}
+
+func (h *host) probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, h.e.cfg.ProbeTimeout)
+	defer cancel()
+	r, err := h.run(ctx, h.prb, true, shProbe, nil, h.dir)
+	if err != nil {
+		return err
+	}
+	if r.code != 0 || !strings.Contains(string(r.out), "hora-probe-ok") {
+		msg := strings.TrimSpace(string(r.out) + " " + string(r.errs))
+		if strings.Contains(msg, "sudo") {
+			msg += " (the SSH user needs passwordless sudo, or must be root)"
+		}
+		return fmt.Errorf("node %s: probe failed (exit %d): %s", h.node.Name, r.code, msg)
+	}
+	return nil
+}
+
+// probeLoop probes every ProbeInterval and reports transitions: down after
+// ProbeMisses failures in a row (or at once for a refused host key, which
+// retrying does not fix), up after one success. Going down also ends every
+// watched step of the node as StepLost: horad cannot know their fate until
+// the node is back (then Reattach tells).
+func (h *host) probeLoop() {
+	defer h.e.wg.Done()
+	misses := 0
+	known, up := false, false
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.e.done:
+			return
+		case <-t.C:
+		}
+		err := h.probe(h.e.ctx)
+		select {
+		case <-h.e.done:
+			return
+		default:
+		}
+		var hk *HostKeyError
+		switch {
+		case err == nil:
+			misses = 0
+			if !known || !up {
+				known, up = true, true
+				h.mu.Lock()
+				h.down = false
+				h.mu.Unlock()
+				h.e.log.Info("node up", "node", h.node.Name)
+				h.event(NodeEvent{Node: h.node.Name, Up: true})
+			}
+		default:
+			misses++
+			if errors.As(err, &hk) {
+				misses = max(misses, h.e.cfg.ProbeMisses)
+			}
+			if misses >= h.e.cfg.ProbeMisses && (!known || up) {
+				known, up = true, false
+				h.e.log.Warn("node down", "node", h.node.Name, "err", err)
+				h.markDown(err)
+				h.event(NodeEvent{Node: h.node.Name, Up: false, Err: err})
+			}
+		}
+		t.Reset(h.e.cfg.ProbeInterval)
+	}
+}
+
+func (h *host) event(ev NodeEvent) {
+	select {
+	case h.e.events <- ev:
+	case <-h.e.done:
+	}
+}
+
+// markDown reports every watched step of the node as lost and drops the
+// connection, so that nothing waits on it.
+func (h *host) markDown(cause error) {
+	h.mu.Lock()
+	h.down = true
+	names := make([]string, 0, len(h.watched))
+	for n := range h.watched {
+		names = append(names, n)
+	}
+	c := h.client
+	h.mu.Unlock()
+	if c != nil {
+		h.drop(c)
+	}
+	for _, n := range names {
+		key, _ := parseStepName(n)
+		h.report(nodes.Status{Key: key, Node: h.node.Name, State: nodes.StepLost,
+			Err: fmt.Sprintf("node %s unreachable: %v", h.node.Name, cause)})
+	}
+}

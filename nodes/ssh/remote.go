@@ -1,0 +1,298 @@
+package ssh
+
+// The node-side half of the executor: POSIX sh run by /bin/sh on the node,
+// as root (or through sudo -n). Nothing is installed on a node; every
+// command carries the functions it needs. Arguments arrive as positional
+// parameters, each quoted by Quote, never spliced into the script text.
+//
+// Layout (mirrors nodes/local, see README.md): <state_dir>/<node>/<job>.<step>/
+//   shepherd    root  {"pid","start_ticks","uid","gid","started"} of the wrapper
+//   terminate   root  grace of a pending Terminate, in nanoseconds
+//   wrapper.err root  the wrapper's own stderr (diagnostics of a failed start)
+//   user/       the job's user, 0700
+//     run       root-generated: cd, exact environment, exec of the script
+//     script    the batch script, 0700
+//     pid       wrapper: the job's process group id
+//     timedout  wrapper: present once the time limit fired
+//     status    wrapper, atomically: {"exit_code","signal","timed_out","pid","started","ended","err"}
+
+// shLib holds the functions shared by the commands below.
+//
+// alive D: the wrapper named by D/shepherd still runs (same pid and start
+// time, not a zombie); sets wp and rec.
+// jobpg D WP: sets pg to the job's process group from D/user/pid, only if
+// the kernel confirms it is a group led by a child of WP (the file is the
+// user's to edit, so it is never trusted alone).
+// report D NAME ALL: one line per ended step, "E NAME <status json>" or
+// "L NAME <reason>"; with ALL=1 also "R NAME <pgid> <shepherd json>".
+const shLib = `
+alive() {
+	wp= rec=
+	[ -f "$1/shepherd" ] || return 1
+	IFS= read -r rec < "$1/shepherd" || [ -n "$rec" ] || return 1
+	_p=${rec#*\"pid\":}; _p=${_p%%[!0-9]*}
+	_t=${rec#*\"start_ticks\":}; _t=${_t%%[!0-9]*}
+	[ -n "$_p" ] && [ "$_p" -gt 1 ] || return 1
+	_s=
+	IFS= read -r _s 2>/dev/null < "/proc/$_p/stat" || [ -n "$_s" ] || return 1
+	_s=${_s##*") "}
+	set -- $_s
+	[ "$1" != Z ] && [ "${20}" = "$_t" ] || return 1
+	wp=$_p
+}
+jobpg() {
+	pg=
+	_f=$1/user/pid _w=$2
+	[ -f "$_f" ] && [ ! -L "$_f" ] || return 1
+	_q=$(dd if="$_f" iflag=nonblock,nofollow bs=32 count=1 2>/dev/null)
+	case $_q in ''|*[!0-9]*) return 1;; esac
+	[ "$_q" -gt 1 ] || return 1
+	_s=
+	IFS= read -r _s 2>/dev/null < "/proc/$_q/stat" || [ -n "$_s" ] || return 1
+	_s=${_s##*") "}
+	set -- $_s
+	[ "$2" = "$_w" ] && [ "$3" = "$_q" ] || return 1
+	pg=$_q
+}
+ended() {
+	[ -f "$1/user/status" ] && [ ! -L "$1/user/status" ] || return 1
+	printf 'E %s ' "$2"
+	dd if="$1/user/status" iflag=nonblock,nofollow bs=65536 count=1 2>/dev/null | tr '\n\r' '  '
+	echo
+}
+report() {
+	ended "$1" "$2" && return 0
+	if alive "$1"; then
+		[ "$3" = 1 ] || return 0
+		_r=$rec
+		jobpg "$1" "$wp" || pg=0
+		printf 'R %s %s %s\n' "$2" "$pg" "$_r"
+		return 0
+	fi
+	ended "$1" "$2" && return 0
+	if [ -e "$1/user/status" ]; then
+		echo "L $2 the status file is not a regular file"
+	elif [ -f "$1/shepherd" ]; then
+		echo "L $2 the step's wrapper ended without recording its exit status"
+	else
+		echo "L $2 no wrapper record"
+	fi
+}
+`
+
+// shLaunch prepares the step directory, writes the run file (first stdin
+// line, printf %b encoded) and the script (rest of stdin, through cat),
+// starts the wrapper in its own session as the job's user and waits for its
+// handshake. Args: NODEDIR NAME UID GID MODE UNIT STARTED WRAPPER, then the
+// wrapper's own arguments. Prints "launched PID" or "error: ...".
+const shLaunch = `
+nd=$1 name=$2 uid=$3 gid=$4 mode=$5 unit=$6 started=$7 W=$8
+shift 8
+d=$nd/$name u=$nd/$name/user
+umask 022
+if [ ! -d "$nd" ]; then
+	mkdir -p -- "$nd" && chmod 0755 -- "$nd" || { echo "error: cannot create $nd"; exit 1; }
+fi
+if [ -e "$d" ]; then
+	if [ ! -e "$u/status" ] && alive "$d"; then echo "error: step $name is already running (wrapper pid $wp)"; exit 4; fi
+	rm -rf -- "$d" || { echo "error: cannot remove the old $d"; exit 1; }
+fi
+mkdir -m 0755 -- "$d" && mkdir -m 0700 -- "$u" || { echo "error: cannot create $d"; exit 1; }
+hdr=
+IFS= read -r hdr || { echo "error: no run file on stdin"; rm -rf -- "$d"; exit 1; }
+printf '%b' "$hdr" > "$u/run" && cat > "$u/script" && chmod 0700 "$u/script" ||
+	{ echo "error: cannot write the script into $u"; rm -rf -- "$d"; exit 1; }
+if [ "$uid" != 0 ] || [ "$gid" != 0 ]; then
+	chown "$uid:$gid" "$u" "$u/run" "$u/script" || { echo "error: cannot give $u to $uid:$gid"; rm -rf -- "$d"; exit 1; }
+fi
+if [ "$mode" = auto ]; then
+	mode=setsid
+	[ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1 && mode=systemd
+fi
+exec 7>"$d/wrapper.err"
+hs=$(
+	if [ "$mode" = systemd ]; then
+		setsid systemd-run --scope --quiet --collect --unit="$unit" -- \
+			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" </dev/null 2>&7 7>&- &
+	else
+		setsid setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" </dev/null 2>&7 7>&- &
+	fi
+	p=$! t=0 s=
+	if IFS= read -r s 2>/dev/null < "/proc/$p/stat"; then s=${s##*") "}; set -- $s; t=${20}; fi
+	echo "pid $p $t"
+)
+exec 7>&-
+ok= p= t=0
+while read -r a b c; do
+	case $a in ok) ok=1;; pid) p=$b t=$c;; esac
+done <<HS
+$hs
+HS
+if [ -z "$ok" ] || [ -z "$p" ]; then
+	if jobpg "$d" "$p"; then kill -s KILL -- "-$pg" 2>/dev/null; fi
+	msg=$(head -c 2000 "$d/wrapper.err" 2>/dev/null | tr '\n' ' ')
+	rm -rf -- "$d"
+	echo "error: the step's wrapper did not start ($mode): ${msg:-no message}"
+	exit 1
+fi
+printf '{"pid":%d,"start_ticks":%s,"uid":%d,"gid":%d,"started":"%s"}\n' "$p" "${t:-0}" "$uid" "$gid" "$started" > "$d/shepherd.tmp" &&
+	mv -f "$d/shepherd.tmp" "$d/shepherd" || { echo "error: cannot record the wrapper"; exit 1; }
+echo "launched $p"
+`
+
+// shWrapper supervises one step as the job's user, like the shepherd of
+// nodes/local: it opens the job's files, starts the job in its own session,
+// says "ok" on stdout (the launcher's handshake pipe), enforces the time
+// limit and records how the job ended. Args: STEPDIR LIMIT KILLWAIT APPEND
+// OUT ERR IN WORKDIR (seconds, rounded up).
+const shWrapper = `
+d=$1 limit=$2 killwait=$3 append=$4 out=$5 err=$6 in=$7 wd=$8
+u=$d/user pid=0 timers= intr=0 ef=
+umask 022
+cd / || exit 1
+now() { date -u +%Y-%m-%dT%H:%M:%S.%NZ; }
+esc() { printf '%s' "$1" | tr '\n\r\t' '   ' | sed 's/\\/\\\\/g; s/"/\\"/g'; }
+record() {
+	_e=
+	[ -z "$4" ] || _e=$(esc "$4")
+	printf '{"exit_code":%d,"signal":%d,"timed_out":%s,"pid":%d,"started":"%s","ended":"%s","err":"%s"}\n' \
+		"$1" "$2" "$3" "$pid" "$started" "$(now)" "$_e" > "$u/status.tmp" &&
+		sync "$u/status.tmp" 2>/dev/null
+	mv -f "$u/status.tmp" "$u/status"
+}
+fail() {
+	[ -z "$ef" ] || printf 'hora: error: %s\n' "$1" >&4
+	record 1 0 false "$1"
+	echo ok
+	exit 0
+}
+why() {
+	if [ -d "$1" ]; then echo "is a directory"
+	elif [ ! -d "$(dirname -- "$1")" ]; then echo "no such file or directory"
+	else echo "permission denied"; fi
+}
+started=$(now)
+[ -n "$out" ] || out=/dev/null
+if [ "$append" = 1 ]; then command exec 3>>"$out"; else command exec 3>"$out"; fi ||
+	fail "cannot open output file $out: $(why "$out")"
+if [ -z "$err" ] || [ "$err" = "$out" ]; then
+	exec 4>&3
+elif [ "$append" = 1 ]; then command exec 4>>"$err"; else command exec 4>"$err"; fi ||
+	fail "cannot open error file $err: $(why "$err")"
+ef=1
+[ -n "$in" ] || in=/dev/null
+if ! command exec 5<"$in"; then
+	if [ -e "$in" ]; then fail "cannot open input file $in: permission denied"; fi
+	fail "cannot open input file $in: no such file or directory"
+fi
+if [ -n "$wd" ]; then
+	if [ ! -e "$wd" ]; then fail "cannot chdir to working directory $wd: no such file or directory"
+	elif [ ! -d "$wd" ]; then fail "cannot chdir to working directory $wd: not a directory"
+	elif [ ! -x "$wd" ]; then fail "cannot chdir to working directory $wd: permission denied"; fi
+fi
+setsid /bin/sh "$u/run" <&5 >&3 2>&4 3>&- 4>&- 5>&- &
+pid=$!
+exec 3>&- 4>&- 5>&-
+ef=
+printf '%s\n' "$pid" > "$u/pid" || { kill -s KILL -- "-$pid"; wait "$pid"; fail "cannot record the job's pid"; }
+echo ok
+exec >/dev/null
+# timer SECONDS ACTION runs ACTION after SECONDS unless stopped first.
+timer() {
+	( trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+	  sleep "$1" & sp=$!
+	  wait "$sp" || exit 0
+	  eval "$2" ) 2>/dev/null &
+	timers="$timers $!"
+}
+endjob() {
+	kill -s TERM -- "-$pid" 2>/dev/null
+	kill -s CONT -- "-$pid" 2>/dev/null
+	timer "$1" 'kill -s KILL -- "-$pid"'
+}
+trap 'intr=1; endjob "$killwait"' TERM
+trap '' HUP INT
+if [ "$limit" -gt 0 ]; then
+	timer "$limit" ': > "$u/timedout"; kill -s TERM -- "-$pid"; kill -s CONT -- "-$pid"; sleep "$killwait" & sp=$!; wait "$sp" || exit 0; kill -s KILL -- "-$pid"'
+fi
+while :; do
+	intr=0
+	wait "$pid"
+	rc=$?
+	[ "$intr" = 1 ] || break
+done
+for t in $timers; do kill -s TERM "$t" 2>/dev/null; done
+kill -s KILL -- "-$pid" 2>/dev/null
+sig=0
+if [ "$rc" -gt 128 ] && [ "$rc" -le 192 ]; then sig=$((rc - 128)) rc=0; fi
+to=false
+[ ! -e "$u/timedout" ] || to=true
+record "$rc" "$sig" "$to" ""
+`
+
+// shReport reports the ended or lost steps among NAMES (Exits polling).
+// Args: NODEDIR NAME...
+const shReport = `
+nd=$1
+shift
+for n in "$@"; do report "$nd/$n" "$n" 0; done
+`
+
+// shList reports every step of the node (Reattach). Args: NODEDIR.
+const shList = `
+nd=$1
+[ -d "$nd" ] || exit 0
+for d in "$nd"/*; do
+	[ -d "$d" ] || continue
+	report "$d" "${d##*/}" 1
+done
+`
+
+// shSignal sends SIG to the step's process group. Args: NODEDIR NAME SIG.
+// Exit 3: no such step; 4: not running; 5: no verified process group.
+const shSignal = `
+d=$1/$2
+[ -e "$d" ] || exit 3
+[ ! -e "$d/user/status" ] || exit 4
+alive "$d" || exit 4
+jobpg "$d" "$wp" || exit 5
+kill -s "$3" -- "-$pg"
+`
+
+// shTerminate records the grace, sends TERM (and CONT, so that a stopped
+// job acts on it) to the step's group and leaves a detached root timer that
+// sends KILL after the grace if the same step still runs, so the KILL
+// happens even if horad goes away. Args: NODEDIR NAME GRACE_NS GRACE_S LIB.
+// Exit 0 also when the step has already ended; 3: no such step; 4: lost.
+const shTerminate = `
+d=$1/$2
+[ -e "$d" ] || exit 3
+[ ! -e "$d/user/status" ] || exit 0
+alive "$d" || exit 4
+w=$wp
+printf '%s\n' "$3" > "$d/terminate.tmp" && mv -f "$d/terminate.tmp" "$d/terminate" || exit 1
+jobpg "$d" "$w" || exit 0
+kill -s TERM -- "-$pg" 2>/dev/null
+kill -s CONT -- "-$pg" 2>/dev/null
+setsid /bin/sh -c "$5"'
+sleep "$2"
+[ ! -e "$1/user/status" ] && alive "$1" && jobpg "$1" "$wp" && kill -s KILL -- "-$pg"
+' hora-killer "$d" "$4" </dev/null >/dev/null 2>&1 &
+exit 0
+`
+
+// shForget removes an ended step. Args: NODEDIR NAME. Exit 4: running.
+const shForget = `
+d=$1/$2
+[ -e "$d" ] || exit 0
+if [ ! -e "$d/user/status" ] && alive "$d"; then exit 4; fi
+rm -rf -- "$d"
+`
+
+// shProbe checks that a shell runs with the needed rights and that the
+// node's state directory is usable. Args: NODEDIR.
+const shProbe = `
+[ -d "$1" ] || { mkdir -p -- "$1" && chmod 0755 -- "$1"; } || { echo "cannot create $1"; exit 1; }
+[ -w "$1" ] || { echo "$1 is not writable"; exit 1; }
+echo hora-probe-ok
+`
