@@ -1,0 +1,2 @@
+#!/bin/sh
+#SBATCH -J last-line-no-newline

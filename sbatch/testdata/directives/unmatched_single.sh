@@ -1,0 +1,4 @@
+#!/bin/sh
+
+
+#SBATCH --x='a b
