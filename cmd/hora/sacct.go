@@ -1,0 +1,641 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"hora/api"
+	"hora/sbatch"
+)
+
+func init() { register("sacct", sacctMain) }
+
+var sacctOpts = []sbatch.Opt{
+	{Short: 'a', Long: "allusers", Arg: sbatch.NoArg, Key: "allusers"},
+	{Short: 'A', Long: "accounts", Arg: sbatch.RequiredArg, Key: "accounts"},
+	{Long: "array", Arg: sbatch.NoArg, Key: "array"},
+	{Short: 'b', Long: "brief", Arg: sbatch.NoArg, Key: "brief"},
+	{Short: 'D', Long: "duplicates", Arg: sbatch.NoArg, Key: "duplicates"},
+	{Long: "delimiter", Arg: sbatch.RequiredArg, Key: "delimiter"},
+	{Short: 'e', Long: "helpformat", Arg: sbatch.NoArg, Key: "helpformat"},
+	{Short: 'E', Long: "endtime", Arg: sbatch.RequiredArg, Key: "endtime"},
+	{Short: 'j', Long: "jobs", Arg: sbatch.RequiredArg, Key: "jobs"},
+	{Short: 'L', Long: "allclusters", Arg: sbatch.NoArg, Key: "allclusters"},
+	{Short: 'l', Long: "long", Arg: sbatch.NoArg, Key: "long"},
+	{Short: 'M', Long: "clusters", Arg: sbatch.RequiredArg, Key: "clusters"},
+	{Short: 'n', Long: "noheader", Arg: sbatch.NoArg, Key: "noheader"},
+	{Long: "name", Arg: sbatch.RequiredArg, Key: "name"},
+	{Short: 'o', Long: "format", Arg: sbatch.RequiredArg, Key: "format"},
+	{Short: 'p', Long: "parsable", Arg: sbatch.NoArg, Key: "parsable"},
+	{Short: 'P', Long: "parsable2", Arg: sbatch.NoArg, Key: "parsable2"},
+	{Short: 'r', Long: "partition", Arg: sbatch.RequiredArg, Key: "partition"},
+	{Short: 's', Long: "state", Arg: sbatch.RequiredArg, Key: "state"},
+	{Short: 'S', Long: "starttime", Arg: sbatch.RequiredArg, Key: "starttime"},
+	{Short: 'u', Long: "user", Arg: sbatch.RequiredArg, Key: "user"},
+	{Long: "uid", Arg: sbatch.RequiredArg, Key: "user"},
+	{Short: 'v', Long: "verbose", Arg: sbatch.NoArg, Key: "verbose"},
+	{Short: 'V', Long: "version", Arg: sbatch.NoArg, Key: "version"},
+	{Short: 'X', Long: "allocations", Arg: sbatch.NoArg, Key: "allocations"},
+	{Long: "help", Arg: sbatch.NoArg, Key: "help"},
+	{Long: "usage", Arg: sbatch.NoArg, Key: "usage"},
+}
+
+const (
+	sacctDefaultFields = "jobid,jobname,partition,account,alloccpus,state,exitcode"
+	sacctBriefFields   = "jobid,state,exitcode"
+	// sacctLongFields is the part of Slurm's -l list that horad can fill.
+	sacctLongFields = "jobid,jobidraw,jobname,partition,maxvmsize,maxrss,averss,avecpu,ntasks,alloccpus,elapsed,state,exitcode,reqmem,reqcpus,nnodes,nodelist"
+)
+
+// saRow is one sacct line: a job, its batch step, or one of its steps.
+type saRow struct {
+	job   *api.Job
+	kind  byte // 'j' job, 'b' batch step, 's' step
+	step  *api.Step
+	now   time.Time
+	tfmt  string
+	idTxt string
+}
+
+// saField is a sacct field: canonical name (the header), default width
+// (negative = left-justified, COMPAT.md §5.4) and its value.
+type saField struct {
+	name  string
+	width int
+	value func(r *saRow) string
+}
+
+func (r *saRow) start() int64 {
+	if r.kind == 's' {
+		return r.step.StartTime
+	}
+	return r.job.StartTime
+}
+
+func (r *saRow) end() int64 {
+	if r.kind == 's' {
+		return r.step.EndTime
+	}
+	return r.job.EndTime
+}
+
+func (r *saRow) elapsed() int64 {
+	s, e := r.start(), r.end()
+	if s == 0 {
+		return 0
+	}
+	if e == 0 {
+		e = r.now.Unix()
+	}
+	return max(e-s, 0)
+}
+
+func (r *saRow) jobOnly(s string) string {
+	if r.kind == 'j' {
+		return s
+	}
+	return ""
+}
+
+func (r *saRow) state() string {
+	j := r.job
+	switch r.kind {
+	case 's':
+		return string(r.step.State)
+	case 'b':
+		// The batch step of a job killed for its limit or by scancel was
+		// itself cancelled; it carries no "by <uid>".
+		if j.State == api.StateTimeout {
+			return string(api.StateCancelled)
+		}
+		return string(j.State)
+	}
+	if j.State == api.StateCancelled && j.CancelledBy >= 0 {
+		return "CANCELLED by " + strconv.FormatInt(j.CancelledBy, 10)
+	}
+	return string(j.State)
+}
+
+func (r *saRow) exitCode() string {
+	if r.kind == 's' {
+		return strconv.Itoa(r.step.ExitCode) + ":" + strconv.Itoa(r.step.Signal)
+	}
+	return strconv.Itoa(r.job.ExitCode) + ":" + strconv.Itoa(r.job.Signal)
+}
+
+func (r *saRow) nodeList() string {
+	if r.kind == 's' {
+		return orDefault(r.step.Node, "None assigned")
+	}
+	if len(r.job.Nodes) == 0 {
+		return "None assigned"
+	}
+	if r.kind == 'b' {
+		return r.job.Nodes[0]
+	}
+	return hostlist(r.job.Nodes)
+}
+
+func (r *saRow) nodes() int {
+	if r.kind != 'j' {
+		return 1
+	}
+	return jobNodeCount(r.job)
+}
+
+func (r *saRow) cpus() int {
+	switch r.kind {
+	case 's':
+		return max(r.job.Spec.CPUsPerTask, 1)
+	case 'b':
+		return max(jobCPUs(r.job)/r.nodes(), 1)
+	}
+	return jobCPUs(r.job)
+}
+
+func (r *saRow) ts(u int64) string { return fmtTime(u, r.tfmt, r.now) }
+
+// sacctFields lists the supported fields in the order abbreviations are
+// resolved (an abbreviation picks the first name it prefixes).
+var sacctFields = []saField{
+	{"JobID", -12, func(r *saRow) string { return r.idTxt }},
+	{"JobIDRaw", -12, func(r *saRow) string { return r.idTxt }},
+	{"JobName", 10, func(r *saRow) string {
+		if r.kind == 'b' {
+			return "batch"
+		}
+		return r.job.Spec.Name
+	}},
+	{"Partition", 10, func(r *saRow) string { return r.jobOnly(r.job.Spec.Partition) }},
+	{"Account", 10, func(r *saRow) string { return r.job.Spec.Account }},
+	{"AllocCPUS", 10, func(r *saRow) string { return strconv.Itoa(r.cpus()) }},
+	{"AllocNodes", 10, func(r *saRow) string { return strconv.Itoa(r.nodes()) }},
+	{"State", 10, (*saRow).state},
+	{"ExitCode", 8, (*saRow).exitCode},
+	{"DerivedExitCode", 10, func(r *saRow) string { return r.jobOnly(r.exitCode()) }},
+	{"Elapsed", 10, func(r *saRow) string { return sbatch.FormatLongDuration(r.elapsed()) }},
+	{"ElapsedRaw", 10, func(r *saRow) string { return strconv.FormatInt(r.elapsed(), 10) }},
+	{"CPUTime", 10, func(r *saRow) string { return sbatch.FormatLongDuration(r.elapsed() * int64(r.cpus())) }},
+	{"CPUTimeRAW", 10, func(r *saRow) string { return strconv.FormatInt(r.elapsed()*int64(r.cpus()), 10) }},
+	{"Start", 19, func(r *saRow) string { return r.ts(r.start()) }},
+	{"End", 19, func(r *saRow) string { return r.ts(r.end()) }},
+	{"Submit", 19, func(r *saRow) string {
+		if r.kind == 'j' {
+			return r.ts(r.job.SubmitTime)
+		}
+		return r.ts(r.start())
+	}},
+	{"Eligible", 19, func(r *saRow) string {
+		if r.kind != 'j' {
+			return "Unknown"
+		}
+		return r.ts(orInt(r.job.EligibleTime, r.job.SubmitTime))
+	}},
+	{"NodeList", 15, (*saRow).nodeList},
+	{"NNodes", 8, func(r *saRow) string { return strconv.Itoa(r.nodes()) }},
+	{"NCPUS", 10, func(r *saRow) string { return strconv.Itoa(r.cpus()) }},
+	{"NTasks", 8, func(r *saRow) string {
+		if r.kind == 'j' {
+			return ""
+		}
+		return "1"
+	}},
+	{"ReqCPUS", 8, func(r *saRow) string { return strconv.Itoa(jobCPUs(r.job)) }},
+	{"ReqMem", 10, func(r *saRow) string { return memText(r.job.Spec.MemMB) }},
+	{"ReqNodes", 8, func(r *saRow) string { return strconv.Itoa(max(r.job.Spec.Nodes, 1)) }},
+	{"Timelimit", 10, func(r *saRow) string { return r.jobOnly(timeLimitText(r.job.Spec.TimeLimit, true)) }},
+	{"TimelimitRaw", 10, func(r *saRow) string {
+		switch lim := r.job.Spec.TimeLimit; {
+		case r.kind != 'j':
+			return ""
+		case lim == api.NoLimit:
+			return "UNLIMITED"
+		case lim == 0:
+			return "Partition_Limit"
+		default:
+			return strconv.FormatInt((lim+59)/60, 10)
+		}
+	}},
+	{"User", 9, func(r *saRow) string { return r.jobOnly(r.job.User) }},
+	{"UID", 6, func(r *saRow) string { return r.jobOnly(strconv.FormatUint(uint64(r.job.UID), 10)) }},
+	{"Group", 9, func(r *saRow) string { return r.jobOnly(r.job.Group) }},
+	{"GID", 6, func(r *saRow) string { return r.jobOnly(strconv.FormatUint(uint64(r.job.GID), 10)) }},
+	{"WorkDir", 20, func(r *saRow) string { return r.jobOnly(r.job.Spec.WorkDir) }},
+	{"Reservation", 20, func(r *saRow) string { return r.jobOnly(r.job.Spec.Reservation) }},
+	{"QOS", 10, func(r *saRow) string { return r.jobOnly(r.job.Spec.QOS) }},
+	{"Priority", 10, func(r *saRow) string { return r.jobOnly(strconv.FormatInt(r.job.Priority, 10)) }},
+	{"Comment", 15, func(r *saRow) string { return r.jobOnly(r.job.Spec.Comment) }},
+	{"Reason", 20, func(r *saRow) string { return r.jobOnly(reasonText(r.job)) }},
+	{"Restarts", 8, func(r *saRow) string { return r.jobOnly(strconv.Itoa(r.job.Restarts)) }},
+	{"Cluster", 10, func(r *saRow) string { return "hora" }},
+	// Resource usage is not measured by horad yet: empty, as Slurm prints
+	// it for rows without accounting data.
+	{"MaxRSS", 10, func(r *saRow) string { return "" }},
+	{"MaxVMSize", 10, func(r *saRow) string { return "" }},
+	{"AveRSS", 10, func(r *saRow) string { return "" }},
+	{"AveCPU", 10, func(r *saRow) string { return "" }},
+	{"TotalCPU", 10, func(r *saRow) string { return "" }},
+}
+
+func orInt(a, b int64) int64 {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// saCol is a requested field with its effective width.
+type saCol struct {
+	f     *saField
+	width int
+}
+
+// parseSacctFormat resolves "-o name[%W],..." (names case-insensitive and
+// abbreviable). It returns the offending name on error.
+func parseSacctFormat(s string) ([]saCol, string) {
+	var cols []saCol
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, w, hasW := strings.Cut(item, "%")
+		f := findSacctField(name)
+		if f == nil {
+			return nil, name
+		}
+		c := saCol{f: f, width: f.width}
+		if hasW {
+			n, err := strconv.Atoi(w)
+			if err != nil {
+				return nil, item
+			}
+			c.width = n
+		}
+		cols = append(cols, c)
+	}
+	return cols, ""
+}
+
+func findSacctField(name string) *saField {
+	if name == "" {
+		return nil
+	}
+	for i := range sacctFields {
+		if strings.EqualFold(sacctFields[i].name, name) {
+			return &sacctFields[i]
+		}
+	}
+	for i := range sacctFields {
+		if len(name) <= len(sacctFields[i].name) && strings.EqualFold(sacctFields[i].name[:len(name)], name) {
+			return &sacctFields[i]
+		}
+	}
+	return nil
+}
+
+// sacctOut says how rows are laid out.
+type sacctOut struct {
+	cols      []saCol
+	header    bool
+	parsable  bool   // -p or -P
+	trailing  bool   // -p: delimiter after the last field too
+	delimiter string // default "|"
+}
+
+// sacctRows expands jobs to their rows: the job, then unless -X its batch
+// step (once started) and its steps (chunks of divisible jobs).
+func sacctRows(jobs []api.Job, allocations bool, now time.Time, tfmt string) []saRow {
+	var rows []saRow
+	for i := range jobs {
+		j := &jobs[i]
+		id := strconv.FormatInt(j.ID, 10)
+		rows = append(rows, saRow{job: j, kind: 'j', now: now, tfmt: tfmt, idTxt: id})
+		if allocations {
+			continue
+		}
+		if j.StartTime != 0 {
+			rows = append(rows, saRow{job: j, kind: 'b', now: now, tfmt: tfmt, idTxt: id + ".batch"})
+		}
+		for k := range j.Steps {
+			st := &j.Steps[k]
+			rows = append(rows, saRow{job: j, kind: 's', step: st, now: now, tfmt: tfmt,
+				idTxt: id + "." + strconv.Itoa(st.Index)})
+		}
+	}
+	return rows
+}
+
+// writeSacct prints the rows. Fixed-width mode follows print_fields.c: each
+// field padded to its width and followed by a space, a dashes line under the
+// header, and values too long cut with a trailing '+' (COMPAT.md §5.4).
+func writeSacct(w io.Writer, o *sacctOut, rows []saRow) error {
+	bw := bufio.NewWriter(w)
+	var line []byte
+	emit := func(val func(c saCol) string) {
+		line = line[:0]
+		for i, c := range o.cols {
+			v := val(c)
+			if o.parsable {
+				line = append(line, v...)
+				if o.trailing || i < len(o.cols)-1 {
+					line = append(line, o.delimiter...)
+				}
+				continue
+			}
+			wd, right := c.width, c.width > 0
+			if wd < 0 {
+				wd = -wd
+			}
+			if len(v) > wd && wd > 0 {
+				v = v[:wd-1] + "+"
+			}
+			line = appendCol(line, v, column{width: wd, right: right})
+			line = append(line, ' ')
+		}
+		line = append(line, '\n')
+		bw.Write(line)
+	}
+	if o.header {
+		emit(func(c saCol) string { return c.f.name })
+		if !o.parsable {
+			emit(func(c saCol) string { return strings.Repeat("-", max(c.width, -c.width)) })
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		emit(func(c saCol) string { return c.f.value(r) })
+	}
+	return bw.Flush()
+}
+
+// sacctWindow is the time window of COMPAT.md §5.4: with -j from the epoch,
+// with -s (and no -j) from now, otherwise from today's midnight; to now.
+func sacctWindow(startArg, endArg string, haveJobs, haveStates bool, now time.Time) (int64, int64, error) {
+	var start, end int64
+	switch {
+	case startArg != "":
+		t, err := sbatch.ParseSlurmTime(startArg, now)
+		if err != nil {
+			return 0, 0, fmt.Errorf("Invalid time specification (pos=0): %s", startArg)
+		}
+		start = t.Unix()
+	case haveJobs:
+		start = 0
+	case haveStates:
+		start = now.Unix()
+	default:
+		y, m, d := now.Date()
+		start = time.Date(y, m, d, 0, 0, 0, 0, now.Location()).Unix()
+	}
+	end = now.Unix()
+	if endArg != "" {
+		t, err := sbatch.ParseSlurmTime(endArg, now)
+		if err != nil {
+			return 0, 0, fmt.Errorf("Invalid time specification (pos=0): %s", endArg)
+		}
+		end = t.Unix()
+	}
+	return start, end, nil
+}
+
+// inWindow keeps jobs that existed during [start, end]; with a state list
+// a finished job must also have ended inside the window, as in Slurm.
+func inWindow(j *api.Job, start, end int64, states map[api.JobState]bool) bool {
+	if j.SubmitTime > end {
+		return false
+	}
+	if j.EndTime != 0 && j.EndTime < start {
+		return false
+	}
+	if states != nil {
+		if !states[j.State] {
+			return false
+		}
+		if j.State.Finished() && (j.EndTime < start || j.EndTime > end) {
+			return false
+		}
+	}
+	return true
+}
+
+// sacctMain reports jobs from horad's accounting (COMPAT.md §5.4).
+func sacctMain(ctx context.Context, env *Env, args []string) int {
+	p, err := sbatch.Getopt(sacctOpts, args, false)
+	if err != nil {
+		return usageError(env, err)
+	}
+	has := func(k string) bool { _, ok := p.Last(k); return ok }
+	last := func(k string) string { v, _ := p.Last(k); return v.Val }
+	switch {
+	case has("help"):
+		fmt.Fprint(env.Stdout, sacctHelp)
+		return 0
+	case has("usage"):
+		fmt.Fprint(env.Stdout, sacctHelp)
+		return 0
+	case has("version"):
+		return printVersion(env)
+	case has("helpformat"):
+		return sacctHelpFormat(env)
+	}
+	if len(p.Args) > 0 {
+		fmt.Fprintf(env.Stderr, "%s: error: Unknown arguments: %s\n", env.Prog, strings.Join(p.Args, " "))
+		return 1
+	}
+
+	format := sacctDefaultFields
+	switch {
+	case has("format"):
+		format = last("format")
+	case has("brief"):
+		format = sacctBriefFields
+	case has("long"):
+		format = sacctLongFields
+	case env.Getenv("SACCT_FORMAT") != "":
+		format = env.Getenv("SACCT_FORMAT")
+	}
+	cols, bad := parseSacctFormat(format)
+	if bad != "" {
+		fmt.Fprintf(env.Stderr, "%s: error: Invalid field requested: \"%s\"\n", env.Prog, bad)
+		return 1
+	}
+	out := &sacctOut{cols: cols, header: !has("noheader"), delimiter: "|"}
+	if has("parsable") || has("parsable2") {
+		out.parsable = true
+		// The last of -p / -P given decides the trailing delimiter.
+		for _, v := range p.Values {
+			switch v.Key {
+			case "parsable":
+				out.trailing = true
+			case "parsable2":
+				out.trailing = false
+			}
+		}
+	}
+	if has("delimiter") {
+		out.delimiter = last("delimiter")
+	}
+
+	var ids []int64
+	for _, a := range p.All("jobs") {
+		for _, s := range splitList(a) {
+			id, ok := parseJobID(s)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "%s: error: Invalid job id: %s\n", env.Prog, s)
+				return 1
+			}
+			ids = append(ids, id)
+		}
+	}
+	var states map[api.JobState]bool
+	if has("state") {
+		states = map[api.JobState]bool{}
+		for _, s := range splitList(last("state")) {
+			st, ok := api.ParseState(s)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "%s: error: Invalid state specified: %s\n", env.Prog, s)
+				return 1
+			}
+			states[st] = true
+		}
+	}
+	var users []string
+	switch {
+	case has("user"):
+		for _, u := range splitList(last("user")) {
+			name, ok := lookupUser(u)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "%s: error: Invalid user id: %s\n", env.Prog, u)
+				return 1
+			}
+			users = append(users, name)
+		}
+	case has("allusers"), len(ids) > 0:
+	default:
+		// Without -a a user sees their own jobs (root too, as in sacct).
+		users = []string{currentUID()}
+	}
+	now := nowFunc()
+	start, end, err := sacctWindow(last("starttime"), last("endtime"), len(ids) > 0, states != nil, now)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: error: %v\n", env.Prog, err)
+		return 1
+	}
+	var names, parts, accounts []string
+	if has("name") {
+		names = splitList(last("name"))
+	}
+	if has("partition") {
+		parts = splitList(last("partition"))
+	}
+	if has("accounts") {
+		accounts = splitList(last("accounts"))
+	}
+
+	cl := dial(env)
+	if cl == nil {
+		return 1
+	}
+	jobs, err := cl.Jobs(ctxOrBackground(ctx), api.JobFilter{IDs: ids, Users: users, Names: names,
+		Partitions: parts, All: true, History: true, Since: start})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Prog, apiErrText(err))
+		return 1
+	}
+	kept := jobs[:0]
+	for i := range jobs {
+		j := &jobs[i]
+		if !inWindow(j, start, end, states) ||
+			(len(ids) > 0 && !slices.Contains(ids, j.ID)) ||
+			(len(names) > 0 && !slices.Contains(names, j.Spec.Name)) ||
+			(len(parts) > 0 && !slices.Contains(parts, j.Spec.Partition)) ||
+			(len(accounts) > 0 && !slices.Contains(accounts, j.Spec.Account)) ||
+			(len(users) > 0 && !slices.Contains(users, j.User) && !slices.Contains(users, strconv.FormatUint(uint64(j.UID), 10))) {
+			continue
+		}
+		kept = append(kept, *j)
+	}
+	slices.SortStableFunc(kept, func(a, b api.Job) int { return cmpInt64(a.ID, b.ID) })
+	rows := sacctRows(kept, has("allocations"), now, timeFormat(env))
+	if err := writeSacct(env.Stdout, out, rows); err != nil {
+		return 1
+	}
+	return 0
+}
+
+func sacctHelpFormat(env *Env) int {
+	var b strings.Builder
+	for i, f := range sacctFields {
+		fmt.Fprintf(&b, "%-20s", f.name)
+		if i%4 == 3 || i == len(sacctFields)-1 {
+			b.WriteString("\n")
+		}
+	}
+	fmt.Fprint(env.Stdout, b.String())
+	return 0
+}
+
+const sacctHelp = `Usage: sacct [options]
+	Use --help for help
+Options:
+     -a, --allusers:
+	           Display jobs for all users. By default, only the
+                   current user's jobs are displayed.
+     -A, --accounts:
+	           Use this comma separated list of accounts to select jobs
+                   to display.
+     -b, --brief:
+	           Equivalent to '--format=jobstep,state,error'.
+     --delimiter:
+	           ASCII characters used to separate the fields when
+	           specifying the  -p  or  -P options. The default delimiter
+	           is a '|'. This options is ignored if -p or -P options
+	           are not specified.
+     -E, --endtime:
+                   Select jobs eligible before this time.
+     -e, --helpformat:
+	           Print a list of fields that can be specified with the
+	           '--format' option
+     -j, --jobs:
+	           Format is <job(.step)>. Display information about this
+                   job or comma-separated list of jobs. The default is all
+                   jobs. Adding .step will display the specific job step of
+                   that job. (A step id of 'batch' will display the
+                   information about the batch step.)
+     -l, --long:
+	           Equivalent to specifying long format fields.
+     --name:
+	           Display jobs that have any of these name(s).
+     -n, --noheader:
+	           No header will be added to the beginning of output.
+                   The default is to print a header.
+     -o, --format:
+	           Comma separated list of fields. (use "--helpformat"
+                   for a list of available fields).
+     -p, --parsable: output will be '|' delimited with a '|' at the end
+     -P, --parsable2: output will be '|' delimited without a '|' at the end
+     -r, --partition:
+	           Comma separated list of partitions to select jobs and
+                   job steps from. The default is all partitions.
+     -s, --state:
+	           Select jobs based on their current state or the state
+                   they were in during the time period given.
+     -S, --starttime:
+                   Select jobs eligible after this time.  Default is
+                   00:00:00 of the current day, unless the '-s' or '-j'
+                   options are specified.
+     -u, --user:
+	           Use this comma separated list of user names to select
+                   jobs to display.
+     -V, --version: Print version.
+     -X, --allocations:
+	           Only show statistics relevant to the job allocation
+	           itself, not taking steps into consideration.
+`

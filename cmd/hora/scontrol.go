@@ -1,0 +1,541 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"hora/api"
+	"hora/sbatch"
+)
+
+func init() { register("scontrol", scontrolMain) }
+
+var scontrolOpts = []sbatch.Opt{
+	{Short: 'a', Long: "all", Arg: sbatch.NoArg, Key: "all"},
+	{Short: 'd', Long: "details", Arg: sbatch.NoArg, Key: "details"},
+	{Long: "federation", Arg: sbatch.NoArg, Key: "federation"},
+	{Short: 'F', Long: "future", Arg: sbatch.NoArg, Key: "future"},
+	{Long: "hide", Arg: sbatch.NoArg, Key: "hide"},
+	{Long: "local", Arg: sbatch.NoArg, Key: "local"},
+	{Short: 'M', Long: "cluster", Arg: sbatch.RequiredArg, Key: "cluster"},
+	{Short: 'o', Long: "oneliner", Arg: sbatch.NoArg, Key: "oneliner"},
+	{Short: 'Q', Long: "quiet", Arg: sbatch.NoArg, Key: "quiet"},
+	{Long: "sibling", Arg: sbatch.NoArg, Key: "sibling"},
+	{Short: 'u', Long: "uid", Arg: sbatch.RequiredArg, Key: "uid"},
+	{Short: 'v', Long: "verbose", Arg: sbatch.NoArg, Key: "verbose"},
+	{Short: 'V', Long: "version", Arg: sbatch.NoArg, Key: "version"},
+	{Long: "help", Arg: sbatch.NoArg, Key: "help"},
+	{Long: "usage", Arg: sbatch.NoArg, Key: "usage"},
+}
+
+// record collects the lines of one scontrol record; oneliner joins them.
+type record struct{ lines []string }
+
+func (r *record) add(fields ...string) { r.lines = append(r.lines, strings.Join(fields, " ")) }
+
+// write prints a record: first line flush, continuation lines indented by
+// three spaces, a blank line after; with -o everything on one line.
+func (r *record) write(w io.Writer, oneliner bool) {
+	if oneliner {
+		fmt.Fprintln(w, strings.Join(r.lines, " "))
+		return
+	}
+	for i, l := range r.lines {
+		if i > 0 {
+			io.WriteString(w, "   ")
+		}
+		io.WriteString(w, l)
+		io.WriteString(w, "\n")
+	}
+	io.WriteString(w, "\n")
+}
+
+// jobRecord lays out `scontrol show job` as measured on 22.05.8 and
+// described in COMPAT.md §5.2.
+func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
+	t := func(u int64) string { return fmtTime(u, tfmt, now) }
+	r := &record{}
+	id := strconv.FormatInt(j.ID, 10)
+	r.add("JobId="+id, "JobName="+j.Spec.Name)
+	r.add(fmt.Sprintf("UserId=%s(%d)", j.User, j.UID), fmt.Sprintf("GroupId=%s(%d)", j.Group, j.GID), "MCS_label=N/A")
+	r.add("Priority="+strconv.FormatInt(j.Priority, 10), "Nice=0", "Account="+orNull(j.Spec.Account), "QOS="+orNull(j.Spec.QOS))
+	r.add("JobState="+string(j.State), "Reason="+reasonText(j), "Dependency=(null)")
+	// TODO(api): JobSpec.Requeue cannot tell --no-requeue from "not given";
+	// Slurm's default (JobRequeue=1, measured) is shown until it can.
+	r.add("Requeue=1", "Restarts="+strconv.Itoa(j.Restarts), "BatchFlag=1", "Reboot=0",
+		fmt.Sprintf("ExitCode=%d:%d", j.ExitCode, j.Signal))
+	timeMin := "N/A"
+	if j.Spec.TimeMin > 0 {
+		timeMin = sbatch.FormatLongDuration(j.Spec.TimeMin)
+	}
+	r.add("RunTime="+sbatch.FormatLongDuration(timeUsed(j, now.Unix())),
+		"TimeLimit="+timeLimitText(j.Spec.TimeLimit, true), "TimeMin="+timeMin)
+	eligible := j.EligibleTime
+	if eligible == 0 {
+		eligible = j.SubmitTime
+	}
+	r.add("SubmitTime="+t(j.SubmitTime), "EligibleTime="+t(eligible))
+	r.add("AccrueTime=" + t(eligible))
+	deadline := "N/A"
+	if j.Spec.Deadline != 0 {
+		deadline = t(j.Spec.Deadline)
+	}
+	r.add("StartTime="+t(j.StartTime), "EndTime="+t(endTime(j)), "Deadline="+deadline)
+	lastEval := j.StartTime
+	if lastEval == 0 {
+		lastEval = eligible
+	}
+	r.add("SuspendTime=None", "SecsPreSuspend=0", "LastSchedEval="+t(lastEval), "Scheduler=Main")
+	r.add("Partition="+j.Spec.Partition, "AllocNode:Sid="+orNull(j.Spec.SubmitHost)+":0")
+	r.add("ReqNodeList=(null)", "ExcNodeList=(null)")
+	r.add("NodeList=" + orNull(hostlist(j.Nodes)))
+	if len(j.Nodes) > 0 {
+		r.add("BatchHost=" + j.Nodes[0])
+	}
+	nodes, cpus := jobNodeCount(j), jobCPUs(j)
+	tasks := j.Spec.NTasks
+	if tasks <= 0 {
+		tasks = nodes
+	}
+	r.add("NumNodes="+strconv.Itoa(nodes), "NumCPUs="+strconv.Itoa(cpus), "NumTasks="+strconv.Itoa(tasks),
+		"CPUs/Task="+strconv.Itoa(max(j.Spec.CPUsPerTask, 1)), "ReqB:S:C:T=0:0:*:*")
+	tres := fmt.Sprintf("cpu=%d", cpus)
+	if j.Spec.MemMB > 0 {
+		tres += fmt.Sprintf(",mem=%dM", j.Spec.MemMB)
+	}
+	tres += fmt.Sprintf(",node=%d,billing=%d", nodes, cpus)
+	r.add("ReqTRES=" + tres)
+	if j.StartTime != 0 {
+		r.add("AllocTRES=" + tres)
+	} else {
+		r.add("AllocTRES=(null)")
+	}
+	r.add("Socks/Node=*", "NtasksPerN:B:S:C=0:0:*:*", "CoreSpec=*")
+	r.add("MinCPUsNode="+strconv.Itoa(max(j.Spec.CPUsPerTask, 1)),
+		fmt.Sprintf("MinMemoryNode=%s", memText(j.Spec.MemMB)), "MinTmpDiskNode=0")
+	r.add("Features=(null)", "DelayBoot=00:00:00")
+	if j.Spec.Reservation != "" {
+		r.add("Reservation=" + j.Spec.Reservation)
+	}
+	r.add("OverSubscribe=OK", "Contiguous=0", "Licenses=(null)", "Network=(null)")
+	r.add("Command=" + orNull(j.Spec.Command))
+	r.add("WorkDir=" + j.Spec.WorkDir)
+	if j.Spec.Comment != "" {
+		r.add("Comment=" + j.Spec.Comment)
+	}
+	out := j.StdoutPath
+	if out == "" {
+		out = strings.TrimSuffix(j.Spec.WorkDir, "/") + "/slurm-" + id + ".out"
+	}
+	errp := j.StderrPath
+	if errp == "" {
+		errp = out
+	}
+	in := j.Spec.Stdin
+	if in == "" {
+		in = "/dev/null"
+	}
+	r.add("StdErr=" + errp)
+	r.add("StdIn=" + in)
+	r.add("StdOut=" + out)
+	return r
+}
+
+func memText(mb int64) string {
+	if mb <= 0 {
+		return "0"
+	}
+	return strconv.FormatInt(mb, 10) + "M"
+}
+
+// nodeRecord lays out `scontrol show node`.
+func nodeRecord(n *api.Node, now time.Time) *record {
+	r := &record{}
+	st := strings.ToUpper(nodeState(n.State, true))
+	alloc := 0
+	switch strings.ToLower(n.State) {
+	case "allocated":
+		alloc = n.CPUs
+	}
+	// TODO(api): Node has no allocated CPU/memory counts nor topology.
+	r.add("NodeName="+n.Name, "Arch=x86_64", "CoresPerSocket=1")
+	r.add("CPUAlloc="+strconv.Itoa(alloc), "CPUEfctv="+strconv.Itoa(n.CPUs), "CPUTot="+strconv.Itoa(n.CPUs), "CPULoad=N/A")
+	r.add("AvailableFeatures=(null)")
+	r.add("ActiveFeatures=(null)")
+	r.add("Gres=(null)")
+	addr := n.Address
+	if addr == "" {
+		addr = n.Name
+	}
+	r.add("NodeAddr="+addr, "NodeHostName="+n.Name)
+	r.add("RealMemory="+strconv.FormatInt(n.MemoryMB, 10), "AllocMem=0", "FreeMem=N/A",
+		"Sockets="+strconv.Itoa(n.CPUs), "Boards=1")
+	r.add("State="+st, "ThreadsPerCore=1", "TmpDisk=0", "Weight=1", "Owner=N/A", "MCS_label=N/A")
+	r.add("Partitions=" + strings.Join(n.Partitions, ","))
+	r.add("BootTime=None", "SlurmdStartTime=None")
+	r.add(fmt.Sprintf("CfgTRES=cpu=%d,mem=%dM,billing=%d", n.CPUs, n.MemoryMB, n.CPUs))
+	r.add("AllocTRES=")
+	r.add("CapWatts=n/a")
+	r.add("CurrentWatts=0", "AveWatts=0")
+	r.add("ExtSensorsJoules=n/s", "ExtSensorsWatts=0", "ExtSensorsTemp=n/s")
+	if n.Reason != "" {
+		r.add("Reason=" + n.Reason)
+	}
+	return r
+}
+
+// partitionRecord lays out `scontrol show partition`; ReFrame reads
+// PartitionName= and Nodes= from it (COMPAT.md §7.7).
+func partitionRecord(p *api.Partition, nodes []api.Node) *record {
+	r := &record{}
+	lim := func(s int64, none string) string {
+		switch s {
+		case api.NoLimit:
+			return "UNLIMITED"
+		case 0:
+			return none
+		}
+		return sbatch.FormatLongDuration(s)
+	}
+	cpus := 0
+	for _, name := range p.Nodes {
+		for i := range nodes {
+			if nodes[i].Name == name {
+				cpus += nodes[i].CPUs
+			}
+		}
+	}
+	def := "NO"
+	if p.Default {
+		def = "YES"
+	}
+	r.add("PartitionName=" + p.Name)
+	r.add("AllowGroups=ALL", "AllowAccounts=ALL", "AllowQos=ALL")
+	r.add("AllocNodes=ALL", "Default="+def, "QoS=N/A")
+	defTime := "NONE"
+	if p.DefaultTime > 0 {
+		defTime = sbatch.FormatLongDuration(p.DefaultTime)
+	}
+	r.add("DefaultTime="+defTime, "DisableRootJobs=NO", "ExclusiveUser=NO", "GraceTime=0", "Hidden=NO")
+	r.add("MaxNodes=UNLIMITED", "MaxTime="+lim(p.MaxTime, "UNLIMITED"), "MinNodes=0", "LLN=NO", "MaxCPUsPerNode=UNLIMITED")
+	r.add("Nodes=" + orNull(hostlist(p.Nodes)))
+	r.add("PriorityJobFactor=1", "PriorityTier=1", "RootOnly=NO", "ReqResv=NO", "OverSubscribe=NO")
+	r.add("OverTimeLimit=NONE", "PreemptMode=OFF")
+	r.add("State="+strings.ToUpper(orDefault(p.State, "up")), "TotalCPUs="+strconv.Itoa(cpus),
+		"TotalNodes="+strconv.Itoa(len(p.Nodes)), "SelectTypeParameters=NONE")
+	r.add("JobDefaults=(null)")
+	r.add("DefMemPerNode=UNLIMITED", "MaxMemPerNode=UNLIMITED")
+	return r
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// scontrolMain implements the scontrol verbs that clients use: show
+// job/node/partition/hostnames/hostlist, hold, uhold, release.
+func scontrolMain(ctx context.Context, env *Env, args []string) int {
+	p, err := sbatch.Getopt(scontrolOpts, args, true)
+	if err != nil {
+		return usageError(env, err)
+	}
+	has := func(k string) bool { _, ok := p.Last(k); return ok }
+	switch {
+	case has("help"):
+		fmt.Fprint(env.Stdout, scontrolHelp)
+		return 0
+	case has("usage"):
+		fmt.Fprint(env.Stdout, scontrolHelp)
+		return 0
+	case has("version"):
+		return printVersion(env)
+	}
+	words := p.Args
+	if len(words) == 0 {
+		fmt.Fprintf(env.Stderr, "%s: error: interactive mode is not supported; give a command\n", env.Prog)
+		return 1
+	}
+	// Global options may also follow the verb ("scontrol show -o nodes").
+	oneliner := has("oneliner")
+	var rest []string
+	for _, w := range words {
+		switch w {
+		case "-o", "--oneliner":
+			oneliner = true
+		case "-a", "--all", "-d", "--details", "-Q", "--quiet", "-v", "--verbose":
+		default:
+			rest = append(rest, w)
+		}
+	}
+	words = rest
+	ctx = ctxOrBackground(ctx)
+	verb := strings.ToLower(words[0])
+	switch {
+	case verb == "show" || verb == "list":
+		if len(words) < 2 {
+			fmt.Fprintf(env.Stderr, "%s: error: too few arguments for keyword:%s\n", env.Prog, words[0])
+			return 1
+		}
+		return scontrolShow(ctx, env, words[1], words[2:], oneliner)
+	case verb == "hold" || verb == "uhold" || verb == "release":
+		return scontrolHold(ctx, env, verb, words[1:])
+	case verb == "version":
+		return printVersion(env)
+	case verb == "ping":
+		cl := dial(env)
+		if cl == nil {
+			return 1
+		}
+		pr, err := cl.Ping(ctx)
+		if err != nil {
+			fmt.Fprintf(env.Stdout, "Slurmctld(primary) at horad is DOWN\n")
+			return 1
+		}
+		fmt.Fprintf(env.Stdout, "Slurmctld(primary) at %s is UP\n", orDefault(pr.ClusterName, "horad"))
+		return 0
+	}
+	fmt.Fprintf(env.Stderr, "invalid keyword: %s\n", words[0])
+	return 1
+}
+
+// showEntity resolves scontrol's abbreviable entity names.
+func showEntity(s string) string {
+	s = strings.ToLower(s)
+	for _, e := range []string{"jobs", "nodes", "partitions", "hostnames", "hostlist", "hostlistsorted", "config"} {
+		if len(s) >= 3 && strings.HasPrefix(e, s) {
+			return strings.TrimSuffix(e, "s")
+		}
+	}
+	for pre, e := range map[string]string{"jobid=": "job", "nodename=": "node", "partitionname=": "partition"} {
+		if strings.HasPrefix(s, pre) {
+			return e
+		}
+	}
+	return ""
+}
+
+func scontrolShow(ctx context.Context, env *Env, what string, rest []string, oneliner bool) int {
+	entity := showEntity(what)
+	// "show JobId=5" carries the name in the entity word.
+	if _, val, ok := strings.Cut(what, "="); ok && val != "" {
+		rest = append([]string{val}, rest...)
+	}
+	name := ""
+	if len(rest) > 0 {
+		name = rest[0]
+	}
+	switch entity {
+	case "hostname", "hostlist", "hostlistsorted":
+		if name == "" {
+			fmt.Fprintf(env.Stderr, "%s: error: a host list is required\n", env.Prog)
+			return 1
+		}
+		hosts, err := sbatch.ExpandHostlist(name)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "%s: error: Invalid hostlist: %s\n", env.Prog, name)
+			return 1
+		}
+		if entity == "hostname" {
+			for _, h := range hosts {
+				fmt.Fprintln(env.Stdout, h)
+			}
+		} else {
+			fmt.Fprintln(env.Stdout, sbatch.CompressHostlist(hosts))
+		}
+		return 0
+	case "job":
+		return showJobs(ctx, env, name, oneliner)
+	case "node", "partition":
+		cl := dial(env)
+		if cl == nil {
+			return 1
+		}
+		nodes, err := cl.Nodes(ctx)
+		var parts []api.Partition
+		if err == nil && entity == "partition" {
+			parts, err = cl.Partitions(ctx)
+		}
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "slurm_load_%ss error: %s\n", entity, apiErrText(err))
+			return 1
+		}
+		return writeNodesParts(env, entity, name, nodes, parts, oneliner)
+	}
+	fmt.Fprintf(env.Stderr, "invalid entity:%s for keyword:show\n", what)
+	return 1
+}
+
+func writeNodesParts(env *Env, entity, name string, nodes []api.Node, parts []api.Partition, oneliner bool) int {
+	found := false
+	if entity == "node" {
+		var want []string
+		if name != "" {
+			want, _ = sbatch.ExpandHostlist(name)
+		}
+		for i := range nodes {
+			if name != "" && !containsStr(want, nodes[i].Name) {
+				continue
+			}
+			found = true
+			nodeRecord(&nodes[i], nowFunc()).write(env.Stdout, oneliner)
+		}
+		if !found {
+			if name != "" {
+				fmt.Fprintf(env.Stdout, "Node %s not found\n", name)
+				return 1
+			}
+			fmt.Fprintln(env.Stdout, "No nodes in the system")
+		}
+		return 0
+	}
+	for i := range parts {
+		if name != "" && parts[i].Name != name {
+			continue
+		}
+		found = true
+		partitionRecord(&parts[i], nodes).write(env.Stdout, oneliner)
+	}
+	if !found {
+		if name != "" {
+			fmt.Fprintf(env.Stdout, "Partition %s not found\n", name)
+			return 1
+		}
+		fmt.Fprintln(env.Stdout, "No partitions in the system")
+	}
+	return 0
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// showJobs prints `scontrol show job [id]`, including finished jobs horad
+// still remembers (as slurmctld does for MinJobAge).
+func showJobs(ctx context.Context, env *Env, name string, oneliner bool) int {
+	f := api.JobFilter{All: true, Full: true}
+	if name != "" {
+		id, ok := parseJobID(name)
+		if !ok {
+			fmt.Fprintln(env.Stderr, "scontrol_print_job error: Invalid job id specified")
+			return 1
+		}
+		f.IDs = []int64{id}
+	}
+	cl := dial(env)
+	if cl == nil {
+		return 1
+	}
+	jobs, err := cl.Jobs(ctx, f)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "slurm_load_jobs error: %s\n", apiErrText(err))
+		return 1
+	}
+	return writeJobs(env, jobs, name != "", oneliner)
+}
+
+func writeJobs(env *Env, jobs []api.Job, named, oneliner bool) int {
+	if len(jobs) == 0 {
+		if named {
+			fmt.Fprintln(env.Stderr, "slurm_load_jobs error: Invalid job id specified")
+			return 1
+		}
+		fmt.Fprintln(env.Stdout, "No jobs in the system")
+		return 0
+	}
+	now, tfmt := nowFunc(), timeFormat(env)
+	for i := range jobs {
+		jobRecord(&jobs[i], now, tfmt).write(env.Stdout, oneliner)
+	}
+	return 0
+}
+
+// scontrolHold implements hold, uhold and release with ids given as comma
+// or space separated lists.
+func scontrolHold(ctx context.Context, env *Env, verb string, words []string) int {
+	var ids []int64
+	for _, w := range words {
+		for _, s := range splitList(w) {
+			if v, ok := strings.CutPrefix(strings.ToLower(s), "jobid="); ok {
+				s = v
+			}
+			id, ok := parseJobID(s)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "Invalid job id specified for job %s\n", s)
+				return 1
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		fmt.Fprintf(env.Stderr, "%s: error: too few arguments for keyword:%s\n", env.Prog, verb)
+		return 1
+	}
+	cl := dial(env)
+	if cl == nil {
+		return 1
+	}
+	var resp *api.CancelResponse
+	var err error
+	if verb == "release" {
+		resp, err = cl.Release(ctx, ids)
+	} else {
+		// TODO(api): uhold and hold differ in Slurm (user vs admin hold,
+		// JobHeldUser vs JobHeldAdmin); horad offers one hold.
+		resp, err = cl.Hold(ctx, ids)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Prog, apiErrText(err))
+		return 1
+	}
+	code := 0
+	for _, r := range resp.Results {
+		if r.Error == "" && r.Code == "" {
+			continue
+		}
+		msg := r.Error
+		if msg == "" {
+			msg = codeText(r.Code)
+		}
+		fmt.Fprintf(env.Stderr, "%s for job %d\n", msg, r.ID)
+		code = 1
+	}
+	return code
+}
+
+const scontrolHelp = `Usage: scontrol [<OPTION>] [<COMMAND>]
+    Valid <OPTION> values are:
+     -a or --all: equivalent to "all" command
+     -d or --details: equivalent to "details" command
+     -h or --help: equivalent to "help" command
+     -o or --oneliner: equivalent to "oneliner" command
+     -Q or --quiet: equivalent to "quiet" command
+     -v or --verbose: equivalent to "verbose" command
+     -V or --version: equivalent to "version" command
+
+  <keyword> may be omitted from the execute line and scontrol will execute
+  in interactive mode (not supported by hora).
+
+    Valid <COMMAND> values are:
+     hold <job_list>          prevent specified job from starting.
+     ping                     print status of slurmctld daemons.
+     release <job_list>       permit specified job to start (see hold).
+     show <ENTITY> [<ID>]     display state of identified entity, default
+                              is all records. <ENTITY> is one of job, node,
+                              partition, hostnames, hostlist.
+     uhold <job_list>         place user hold on specified job (see hold).
+     version                  display tool version number.
+
+  <job_list> is a comma or space separated list of job ids.
+`

@@ -1,0 +1,556 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"hora/api"
+	"hora/sbatch"
+)
+
+func init() { register("sinfo", sinfoMain) }
+
+// sinfo's fixed layouts (COMPAT.md §5.1; -N -l measured on 22.05.8).
+const (
+	sinfoDefaultFormat = "%#P %.5a %.10l %.6D %.6t %N"
+	sinfoSummarize     = "%#P %.5a %.10l %.16F  %N"
+	sinfoLongFormat    = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %.11i %N"
+	sinfoNodeFormat    = "%#N %.6D %#P %6t"
+	sinfoNodeLong      = "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E"
+	sinfoReasonFormat  = "%20E %9u %19H %N"
+)
+
+var sinfoOpts = []sbatch.Opt{
+	{Short: 'a', Long: "all", Arg: sbatch.NoArg, Key: "all"},
+	{Short: 'd', Long: "dead", Arg: sbatch.NoArg, Key: "dead"},
+	{Short: 'e', Long: "exact", Arg: sbatch.NoArg, Key: "exact"},
+	{Short: 'h', Long: "noheader", Arg: sbatch.NoArg, Key: "noheader"},
+	{Short: 'i', Long: "iterate", Arg: sbatch.RequiredArg, Key: "iterate"},
+	{Short: 'l', Long: "long", Arg: sbatch.NoArg, Key: "long"},
+	{Short: 'M', Long: "clusters", Arg: sbatch.RequiredArg, Key: "clusters"},
+	{Short: 'n', Long: "nodes", Arg: sbatch.RequiredArg, Key: "nodes"},
+	{Short: 'N', Long: "Node", Arg: sbatch.NoArg, Key: "Node"},
+	{Short: 'o', Long: "format", Arg: sbatch.RequiredArg, Key: "format"},
+	{Short: 'p', Long: "partition", Arg: sbatch.RequiredArg, Key: "partition"},
+	{Short: 'r', Long: "responding", Arg: sbatch.NoArg, Key: "responding"},
+	{Short: 'R', Long: "list-reasons", Arg: sbatch.NoArg, Key: "list-reasons"},
+	{Short: 's', Long: "summarize", Arg: sbatch.NoArg, Key: "summarize"},
+	{Short: 'S', Long: "sort", Arg: sbatch.RequiredArg, Key: "sort"},
+	{Short: 't', Long: "states", Arg: sbatch.RequiredArg, Key: "states"},
+	{Short: 'v', Long: "verbose", Arg: sbatch.NoArg, Key: "verbose"},
+	{Short: 'V', Long: "version", Arg: sbatch.NoArg, Key: "version"},
+	{Long: "help", Arg: sbatch.NoArg, Key: "help"},
+	{Long: "usage", Arg: sbatch.NoArg, Key: "usage"},
+}
+
+// sinfoHeaders are the column titles per format letter.
+var sinfoHeaders = map[byte]string{
+	'P': "PARTITION", 'R': "PARTITION", 'a': "AVAIL", 'l': "TIMELIMIT", 'L': "DEFAULTTIME",
+	'D': "NODES", 't': "STATE", 'T': "STATE", 'N': "NODELIST", 'n': "HOSTNAMES",
+	'o': "NODE_ADDR", 'c': "CPUS", 'C': "CPUS(A/I/O/T)", 'm': "MEMORY", 'e': "FREE_MEM",
+	'O': "CPU_LOAD", 'G': "GRES", 'f': "AVAIL_FEATURES", 'b': "ACTIVE_FEATURES",
+	'E': "REASON", 's': "JOB_SIZE", 'r': "ROOT", 'h': "OVERSUBSCRIBE", 'g': "GROUPS",
+	'i': "RESERVATION", 'F': "NODES(A/I/O/T)", 'z': "S:C:T", 'd': "TMP_DISK",
+	'w': "WEIGHT", 'u': "USER", 'H': "TIMESTAMP", 'X': "SOCKETS", 'Y': "CORES", 'Z': "THREADS",
+}
+
+// sinfoAggregate lists the letters computed over a group of nodes rather
+// than per node; nodes are grouped on all the other displayed fields.
+const sinfoAggregate = "DNnoCF"
+
+// siField is one piece of an sinfo line.
+type siField struct {
+	kind   byte // 0 = literal
+	col    column
+	auto   bool // '#': width of the longest value (COMPAT.md §5.1)
+	suffix string
+	text   string
+}
+
+func parseSinfoFormat(f string) (fields []siField, bad []string) {
+	toks := strings.Split(f, "%")
+	if toks[0] != "" {
+		fields = append(fields, siField{text: toks[0]})
+	}
+	for _, t := range toks[1:] {
+		if t == "" {
+			continue
+		}
+		var fl siField
+		i := 0
+		if t[0] == '#' {
+			fl.auto = true
+			i++
+		}
+		if i < len(t) && t[i] == '.' {
+			fl.col.right = true
+			i++
+		}
+		for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+			fl.col.width = fl.col.width*10 + int(t[i]-'0')
+			i++
+		}
+		if i >= len(t) {
+			bad = append(bad, t)
+			continue
+		}
+		fl.kind, fl.suffix = t[i], t[i+1:]
+		if _, ok := sinfoHeaders[fl.kind]; !ok {
+			bad = append(bad, string(fl.kind))
+			if fl.suffix != "" {
+				fields = append(fields, siField{text: fl.suffix})
+			}
+			continue
+		}
+		// Time columns and node lists are padded, never cut (as squeue).
+		fl.col.trunc = !strings.ContainsRune("lLNnH", rune(fl.kind))
+		fields = append(fields, fl)
+	}
+	return fields, bad
+}
+
+// nodeStateNames maps horad's node states to sinfo's compact (%t) and long
+// (%T) spellings (COMPAT.md §5.1).
+var nodeStateNames = map[string][2]string{
+	"idle": {"idle", "idle"}, "allocated": {"alloc", "allocated"}, "mixed": {"mix", "mixed"},
+	"down": {"down", "down"}, "drained": {"drain", "drained"}, "draining": {"drng", "draining"},
+	"completing": {"comp", "completing"}, "fail": {"fail", "fail"}, "failing": {"failg", "failing"},
+	"future": {"futr", "future"}, "maint": {"maint", "maint"}, "reserved": {"resv", "reserved"},
+	"unknown": {"unk", "unknown"},
+}
+
+func nodeState(s string, long bool) string {
+	n, ok := nodeStateNames[strings.ToLower(s)]
+	if !ok {
+		return strings.ToLower(s)
+	}
+	if long {
+		return n[1]
+	}
+	return n[0]
+}
+
+// siGroup is one output line: a partition and the nodes sharing the
+// displayed attributes.
+type siGroup struct {
+	part  *api.Partition
+	nodes []*api.Node
+}
+
+// sinfoView is the data an sinfo run formats.
+type sinfoView struct {
+	parts []api.Partition
+	nodes []api.Node
+	now   time.Time
+}
+
+func partName(p *api.Partition) string {
+	if p.Default {
+		return p.Name + "*"
+	}
+	return p.Name
+}
+
+// nodeValue is a per-node or per-partition field.
+func (v *sinfoView) nodeValue(kind byte, p *api.Partition, n *api.Node) string {
+	switch kind {
+	case 'P':
+		if p == nil {
+			return ""
+		}
+		return partName(p)
+	case 'R':
+		if p == nil {
+			return ""
+		}
+		return p.Name
+	case 'a':
+		if p == nil || p.State == "" {
+			return "up"
+		}
+		return strings.ToLower(p.State)
+	case 'l', 'L':
+		if p == nil {
+			return "n/a"
+		}
+		lim := p.MaxTime
+		if kind == 'L' {
+			lim = p.DefaultTime
+		}
+		switch {
+		case lim == api.NoLimit:
+			return "infinite"
+		case lim == 0 && kind == 'L':
+			return "n/a"
+		}
+		return sbatch.FormatSqueueDuration(lim)
+	case 's':
+		return "1-infinite"
+	case 'r':
+		return "no"
+	case 'h':
+		return "NO"
+	case 'g':
+		return "all"
+	case 'i', 'b':
+		return ""
+	case 'u':
+		return "root"
+	case 'H':
+		return "Unknown"
+	}
+	if n == nil {
+		switch kind {
+		case 't', 'T':
+			return "n/a"
+		case 'E':
+			return "none"
+		}
+		return "0"
+	}
+	switch kind {
+	case 't':
+		return nodeState(n.State, false)
+	case 'T':
+		return nodeState(n.State, true)
+	case 'c':
+		return strconv.Itoa(n.CPUs)
+	case 'm':
+		return strconv.FormatInt(n.MemoryMB, 10)
+	case 'e', 'O':
+		return "N/A"
+	case 'G', 'f':
+		return "(null)"
+	case 'E':
+		if n.Reason == "" {
+			return "none"
+		}
+		return n.Reason
+	case 'z':
+		// TODO(api): horad reports no socket/core/thread layout; Slurm shows a
+		// node configured with CPUs only as CPUs sockets of one core.
+		return strconv.Itoa(n.CPUs) + ":1:1"
+	case 'X':
+		return strconv.Itoa(n.CPUs)
+	case 'Y', 'Z':
+		return "1"
+	case 'd':
+		return "0"
+	case 'w':
+		return "1"
+	}
+	return ""
+}
+
+// aggValue is a field computed over a group.
+func (v *sinfoView) aggValue(kind byte, g *siGroup) string {
+	switch kind {
+	case 'D':
+		return strconv.Itoa(len(g.nodes))
+	case 'N', 'n', 'o':
+		names := make([]string, len(g.nodes))
+		for i, n := range g.nodes {
+			names[i] = n.Name
+		}
+		return hostlist(names)
+	case 'C', 'F':
+		var a, i, o, t int
+		for _, n := range g.nodes {
+			w := 1
+			if kind == 'C' {
+				w = n.CPUs
+			}
+			t += w
+			switch strings.ToLower(n.State) {
+			case "allocated", "mixed", "completing":
+				a += w
+			case "idle":
+				i += w
+			default:
+				o += w
+			}
+		}
+		return fmt.Sprintf("%d/%d/%d/%d", a, i, o, t)
+	}
+	return ""
+}
+
+// groups builds the output lines: per partition (configuration order), the
+// nodes grouped on the displayed per-node fields; with perNode, one line per
+// node and partition (-N). Partitions without nodes still get a line.
+func (v *sinfoView) groups(fields []siField, perNode bool, onlyParts []string) []siGroup {
+	byName := map[string]*api.Node{}
+	for i := range v.nodes {
+		byName[v.nodes[i].Name] = &v.nodes[i]
+	}
+	var out []siGroup
+	if perNode {
+		for i := range v.nodes {
+			n := &v.nodes[i]
+			for _, pn := range n.Partitions {
+				p := v.findPart(pn)
+				if p == nil || (len(onlyParts) > 0 && !slices.Contains(onlyParts, p.Name)) {
+					continue
+				}
+				out = append(out, siGroup{p, []*api.Node{n}})
+			}
+		}
+		return out
+	}
+	for i := range v.parts {
+		p := &v.parts[i]
+		if len(onlyParts) > 0 && !slices.Contains(onlyParts, p.Name) {
+			continue
+		}
+		var gs []siGroup
+		var keys []string
+		for _, name := range p.Nodes {
+			n := byName[name]
+			if n == nil {
+				continue
+			}
+			var k strings.Builder
+			for _, f := range fields {
+				if f.kind != 0 && !strings.ContainsRune(sinfoAggregate, rune(f.kind)) {
+					k.WriteString(v.nodeValue(f.kind, p, n))
+					k.WriteByte(0)
+				}
+			}
+			idx := slices.Index(keys, k.String())
+			if idx < 0 {
+				keys = append(keys, k.String())
+				gs = append(gs, siGroup{part: p})
+				idx = len(gs) - 1
+			}
+			gs[idx].nodes = append(gs[idx].nodes, n)
+		}
+		if len(gs) == 0 {
+			gs = append(gs, siGroup{part: p})
+		}
+		out = append(out, gs...)
+	}
+	return out
+}
+
+func (v *sinfoView) findPart(name string) *api.Partition {
+	for i := range v.parts {
+		if v.parts[i].Name == name {
+			return &v.parts[i]
+		}
+	}
+	return nil
+}
+
+func (v *sinfoView) value(kind byte, g *siGroup) string {
+	if strings.ContainsRune(sinfoAggregate, rune(kind)) {
+		return v.aggValue(kind, g)
+	}
+	var n *api.Node
+	if len(g.nodes) > 0 {
+		n = g.nodes[0]
+	}
+	return v.nodeValue(kind, g.part, n)
+}
+
+// writeSinfo prints the groups. '#' columns get the width of their longest
+// value, at least 9 (the width of PARTITION), left-justified.
+func writeSinfo(w io.Writer, v *sinfoView, fields []siField, groups []siGroup, header bool) error {
+	rows := make([][]string, len(groups))
+	for gi := range groups {
+		rows[gi] = make([]string, len(fields))
+		for fi, f := range fields {
+			if f.kind != 0 {
+				rows[gi][fi] = v.value(f.kind, &groups[gi])
+			}
+		}
+	}
+	for fi := range fields {
+		f := &fields[fi]
+		if !f.auto {
+			continue
+		}
+		wd := 9
+		for _, r := range rows {
+			wd = max(wd, len(r[fi]))
+		}
+		f.col = column{width: wd, trunc: true}
+	}
+	bw := bufio.NewWriter(w)
+	var line []byte
+	emit := func(vals []string) {
+		line = line[:0]
+		for fi, f := range fields {
+			if f.kind == 0 {
+				line = append(line, f.text...)
+				continue
+			}
+			line = appendCol(line, vals[fi], f.col)
+			line = append(line, f.suffix...)
+		}
+		line = append(line, '\n')
+		bw.Write(line)
+	}
+	if header {
+		h := make([]string, len(fields))
+		for fi, f := range fields {
+			h[fi] = sinfoHeaders[f.kind]
+		}
+		emit(h)
+	}
+	for _, r := range rows {
+		emit(r)
+	}
+	return bw.Flush()
+}
+
+// reasonGroups builds the -R lines: nodes that are down, drained or
+// draining, or have a reason, grouped by reason.
+func (v *sinfoView) reasonGroups() []siGroup {
+	var out []siGroup
+	var reasons []string
+	for i := range v.nodes {
+		n := &v.nodes[i]
+		switch strings.ToLower(n.State) {
+		case "down", "drained", "draining", "fail", "failing":
+		default:
+			if n.Reason == "" {
+				continue
+			}
+		}
+		idx := slices.Index(reasons, n.Reason)
+		if idx < 0 {
+			reasons = append(reasons, n.Reason)
+			out = append(out, siGroup{})
+			idx = len(out) - 1
+		}
+		out[idx].nodes = append(out[idx].nodes, n)
+	}
+	return out
+}
+
+// sinfoMain reports partitions and nodes (COMPAT.md §5.1).
+func sinfoMain(ctx context.Context, env *Env, args []string) int {
+	p, err := sbatch.Getopt(sinfoOpts, args, false)
+	if err != nil {
+		return usageError(env, err)
+	}
+	has := func(k string) bool { _, ok := p.Last(k); return ok }
+	switch {
+	case has("help"):
+		fmt.Fprint(env.Stdout, sinfoHelp)
+		return 0
+	case has("usage"):
+		fmt.Fprint(env.Stdout, sinfoUsage)
+		return 0
+	case has("version"):
+		return printVersion(env)
+	}
+	if len(p.Args) > 0 {
+		fmt.Fprintf(env.Stderr, "%s: error: Unrecognized option: %s\n", env.Prog, p.Args[0])
+		fmt.Fprint(env.Stderr, sinfoUsage)
+		return 1
+	}
+	long, perNode := has("long"), has("Node")
+	format := sinfoDefaultFormat
+	switch {
+	case has("format"):
+		v, _ := p.Last("format")
+		format = v.Val
+	case env.Getenv("SINFO_FORMAT") != "":
+		format = env.Getenv("SINFO_FORMAT")
+	case has("list-reasons"):
+		format = sinfoReasonFormat
+	case has("summarize"):
+		format = sinfoSummarize
+	case perNode && long:
+		format = sinfoNodeLong
+	case perNode:
+		format = sinfoNodeFormat
+	case long:
+		format = sinfoLongFormat
+	}
+	fields, bad := parseSinfoFormat(format)
+	for _, b := range bad {
+		fmt.Fprintf(env.Stderr, "%s: error: Invalid node format specification: %s\n", env.Prog, b)
+	}
+	var onlyParts []string
+	if v, ok := p.Last("partition"); ok {
+		onlyParts = splitList(v.Val)
+	} else if s := env.Getenv("SINFO_PARTITION"); s != "" {
+		onlyParts = splitList(s)
+	}
+
+	cl := dial(env)
+	if cl == nil {
+		return 1
+	}
+	ctx = ctxOrBackground(ctx)
+	view := &sinfoView{now: nowFunc()}
+	if view.parts, err = cl.Partitions(ctx); err == nil {
+		view.nodes, err = cl.Nodes(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "slurm_load_partitions: %s\n", apiErrText(err))
+		return 1
+	}
+	if v, ok := p.Last("nodes"); ok {
+		names, err := sbatch.ExpandHostlist(v.Val)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "%s: error: Invalid node name specified: %s\n", env.Prog, v.Val)
+			return 1
+		}
+		view.nodes = slices.DeleteFunc(view.nodes, func(n api.Node) bool { return !slices.Contains(names, n.Name) })
+	}
+	var groups []siGroup
+	if has("list-reasons") && !has("format") {
+		groups = view.reasonGroups()
+	} else {
+		groups = view.groups(fields, perNode, onlyParts)
+	}
+	header := !has("noheader")
+	if header && long {
+		fmt.Fprintln(env.Stdout, ctimeLine(view.now))
+	}
+	if err := writeSinfo(env.Stdout, view, fields, groups, header); err != nil {
+		return 1
+	}
+	return 0
+}
+
+const sinfoUsage = `Usage: sinfo [-adelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]
+             [-S fields] [-o format] [-O Format] [--hide]
+`
+
+const sinfoHelp = `Usage: sinfo [OPTIONS]
+  -a, --all                  show all partitions (including hidden and those
+                             not accessible)
+  -d, --dead                 show only non-responding nodes
+  -e, --exact                group nodes only on exact match of configuration
+  -h, --noheader             no headers on output
+  -i, --iterate=seconds      specify an iteration period
+  -l, --long                 long output - displays more information
+  -M, --clusters=names       clusters to issue commands to.
+  -n, --nodes=NODES          report on specific node(s)
+  -N, --Node                 Node-centric format
+  -o, --format=format        format specification
+  -p, --partition=PARTITION  report on specific partition
+  -r, --responding           report only responding nodes
+  -R, --list-reasons         list reason nodes are down or drained
+  -s, --summarize            report state summary only
+  -S, --sort=fields          comma separated list of fields to sort on
+  -t, --states=node_state    specify the what states of nodes to view
+  -v, --verbose              verbosity level
+  -V, --version              output version information and exit
+
+Help options:
+  --help                     show this help message
+  --usage                    display brief usage message
+
+hora: -d, -e, -i, -r, -S, -t and -M are accepted and ignored.
+`

@@ -1,0 +1,31 @@
+package main
+
+import "testing"
+
+func TestSinfoGolden(t *testing.T) {
+	startFake(t)
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"default", nil, nil},
+		{"node", nil, []string{"-N"}},
+		{"node_long", nil, []string{"-N", "-l"}},
+		{"node_long_clustered", nil, []string{"-Nel"}},
+		{"long", nil, []string{"-l"}},
+		{"noheader", nil, []string{"-h"}},
+		{"snakemake_partitions", nil, []string{"-o", "%P"}},
+		{"format_letters", nil, []string{"-o", "%R|%a|%l|%L|%D|%t|%T|%N|%c|%C|%m|%e|%O|%G|%f"}},
+		{"partition", nil, []string{"-p", "batch"}},
+		{"summarize", nil, []string{"-s"}},
+		{"reasons", nil, []string{"-R"}},
+		{"nodes", nil, []string{"-n", "n[3-4]", "-N"}},
+		{"bad_letter", nil, []string{"-o", "%P %q"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			runGolden(t, sinfoMain, "sinfo", "sinfo_"+c.name, c.env, c.args...)
+		})
+	}
+}

@@ -1,0 +1,882 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"hora/api"
+	"hora/sbatch"
+)
+
+func init() { register("squeue", squeueMain) }
+
+// Formats of squeue's fixed layouts (COMPAT.md §3.1, measured on 22.05.8).
+const (
+	squeueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+	squeueLongFormat    = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+	squeueStartFormat   = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+	squeueDefaultSort   = "P,t,-p"
+)
+
+var squeueOpts = []sbatch.Opt{
+	{Short: 'A', Long: "account", Arg: sbatch.RequiredArg, Key: "account"},
+	{Short: 'a', Long: "all", Arg: sbatch.NoArg, Key: "all"},
+	{Short: 'h', Long: "noheader", Arg: sbatch.NoArg, Key: "noheader"},
+	{Short: 'i', Long: "iterate", Arg: sbatch.RequiredArg, Key: "iterate"},
+	{Short: 'j', Long: "jobs", Arg: sbatch.OptionalArg, Key: "jobs"},
+	{Short: 'l', Long: "long", Arg: sbatch.NoArg, Key: "long"},
+	{Short: 'M', Long: "clusters", Arg: sbatch.RequiredArg, Key: "clusters"},
+	{Long: "me", Arg: sbatch.NoArg, Key: "me"},
+	{Short: 'n', Long: "name", Arg: sbatch.RequiredArg, Key: "name"},
+	{Long: "noconvert", Arg: sbatch.NoArg, Key: "noconvert"},
+	{Short: 'o', Long: "format", Arg: sbatch.RequiredArg, Key: "format"},
+	{Short: 'O', Long: "Format", Arg: sbatch.RequiredArg, Key: "Format"},
+	{Short: 'p', Long: "partition", Arg: sbatch.RequiredArg, Key: "partition"},
+	{Short: 'q', Long: "qos", Arg: sbatch.RequiredArg, Key: "qos"},
+	{Short: 'R', Long: "reservation", Arg: sbatch.RequiredArg, Key: "reservation"},
+	{Short: 'r', Long: "array", Arg: sbatch.NoArg, Key: "array"},
+	{Short: 'S', Long: "sort", Arg: sbatch.RequiredArg, Key: "sort"},
+	{Long: "start", Arg: sbatch.NoArg, Key: "start"},
+	{Short: 't', Long: "states", Arg: sbatch.RequiredArg, Key: "states"},
+	{Short: 'u', Long: "user", Arg: sbatch.RequiredArg, Key: "user"},
+	{Short: 'v', Long: "verbose", Arg: sbatch.NoArg, Key: "verbose"},
+	{Short: 'V', Long: "version", Arg: sbatch.NoArg, Key: "version"},
+	{Short: 'w', Long: "nodelist", Arg: sbatch.RequiredArg, Key: "nodelist"},
+	{Long: "help", Arg: sbatch.NoArg, Key: "help"},
+	{Long: "usage", Arg: sbatch.NoArg, Key: "usage"},
+}
+
+// Internal field kinds for -O names that have no -o letter. They sit above
+// the ASCII letters so they cannot collide with one.
+const (
+	sqDeadline byte = 200 + iota
+	sqStdout
+	sqStderr
+	sqStdin
+	sqExitCode
+	sqCPUsPerTask
+	sqNumTasks
+	sqLiteral byte = 0
+)
+
+// squeueHeaders maps a field kind to its header (HEAD table in opts.c, as
+// listed in COMPAT.md §3.3, plus the -O-only fields of §3.4).
+var squeueHeaders = map[byte]string{
+	'i': "JOBID", 'A': "JOBID", 'F': "ARRAY_JOB_ID", 'K': "ARRAY_TASK_ID",
+	'j': "NAME", 'u': "USER", 'U': "UID", 'g': "GROUP", 'G': "GID",
+	't': "ST", 'T': "STATE", 'M': "TIME", 'l': "TIME_LIMIT", 'L': "TIME_LEFT",
+	'D': "NODES", 'C': "CPUS", 'R': "NODELIST(REASON)", 'r': "REASON",
+	'N': "NODELIST", 'P': "PARTITION", 'S': "START_TIME", 'e': "END_TIME",
+	'V': "SUBMIT_TIME", 'Q': "PRIORITY", 'p': "PRIORITY", 'q': "QOS",
+	'a': "ACCOUNT", 'v': "RESERVATION", 'Z': "WORK_DIR", 'E': "DEPENDENCY",
+	'o': "COMMAND", 'k': "COMMENT", 'm': "MIN_MEMORY", 'c': "MIN_CPUS",
+	'd': "MIN_TMP_DISK", 'f': "FEATURES", 'B': "EXEC_HOST", 'Y': "SCHEDNODES",
+	'y': "NICE", 'x': "EXC_NODES", 'n': "REQ_NODES", 'w': "WCKEY", 'W': "LICENSES",
+	sqDeadline: "DEADLINE", sqStdout: "STDOUT", sqStderr: "STDERR", sqStdin: "STDIN",
+	sqExitCode: "EXIT_CODE", sqCPUsPerTask: "CPUS_PER_TASK", sqNumTasks: "TASKS",
+}
+
+// squeueLongNames maps -O names (lower case) to field kinds (COMPAT.md §3.4).
+var squeueLongNames = map[string]byte{
+	"jobid": 'A', "jobarrayid": 'i', "arrayjobid": 'F', "arraytaskid": 'K',
+	"name": 'j', "username": 'u', "userid": 'U', "groupname": 'g', "groupid": 'G',
+	"state": 'T', "statecompact": 't', "reason": 'r', "reasonlist": 'R',
+	"timeused": 'M', "timelimit": 'l', "timeleft": 'L', "numnodes": 'D',
+	"numcpus": 'C', "nodelist": 'N', "partition": 'P', "submittime": 'V',
+	"starttime": 'S', "endtime": 'e', "deadline": sqDeadline,
+	"reservation": 'v', "workdir": 'Z', "stdout": sqStdout, "stderr": sqStderr,
+	"stdin": sqStdin, "dependency": 'E', "qos": 'q', "account": 'a',
+	"prioritylong": 'Q', "priority": 'p', "exit_code": sqExitCode,
+	"cpus-per-task": sqCPUsPerTask, "numtasks": sqNumTasks, "command": 'o',
+	"comment": 'k', "minmemory": 'm', "mincpus": 'c', "mintmpdisk": 'd',
+	"feature": 'f', "batchhost": 'B', "schednodes": 'Y', "nice": 'y',
+	"excnodes": 'x', "reqnodes": 'n', "wckey": 'w', "licenses": 'W',
+}
+
+// sqField is one piece of an output line: a job field or literal text.
+type sqField struct {
+	kind   byte
+	col    column
+	suffix string // literal text printed after the field
+	text   string // the literal itself (kind sqLiteral)
+}
+
+// noTrunc lists the kinds squeue pads but never cuts (time columns and
+// node lists, COMPAT.md §3.1): a cut time or host name would mislead.
+func noTrunc(kind byte) bool {
+	switch kind {
+	case 'M', 'l', 'L', 'S', 'e', 'V', 'N', 'R', sqDeadline:
+		return false
+	}
+	return true
+}
+
+// parseSqueueFormat parses an -o string. Like Slurm, which tokenises on '%'
+// with strtok, text before the first '%' is a literal prefix, text after the
+// type letter is the field's suffix, and runs of '%' collapse ("%%i" is
+// "%i", which ReFrame relies on). Unknown letters are returned so that the
+// caller can complain; their suffix is kept as literal text.
+func parseSqueueFormat(f string) (fields []sqField, bad []string) {
+	if f == "%all" {
+		var b strings.Builder
+		for i, k := range "ABCDEFGKLMNPQRSTUVWYZacdefgijklmnopqrtuvwxy" {
+			if i > 0 {
+				b.WriteByte('|')
+			}
+			b.WriteByte('%')
+			b.WriteRune(k)
+		}
+		f = b.String()
+	}
+	toks := strings.Split(f, "%")
+	if toks[0] != "" {
+		fields = append(fields, sqField{kind: sqLiteral, text: toks[0]})
+	}
+	for _, t := range toks[1:] {
+		if t == "" {
+			continue
+		}
+		var c column
+		i := 0
+		if t[0] == '.' {
+			c.right = true
+			i++
+		}
+		for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+			c.width = c.width*10 + int(t[i]-'0')
+			i++
+		}
+		if i >= len(t) {
+			bad = append(bad, t)
+			continue
+		}
+		kind := t[i]
+		suffix := t[i+1:]
+		if _, ok := squeueHeaders[kind]; !ok || kind >= 128 {
+			bad = append(bad, string(kind))
+			if suffix != "" {
+				fields = append(fields, sqField{kind: sqLiteral, text: suffix})
+			}
+			continue
+		}
+		c.trunc = noTrunc(kind)
+		fields = append(fields, sqField{kind: kind, col: c, suffix: suffix})
+	}
+	return fields, bad
+}
+
+// parseSqueueFormat2 parses an -O list: "name[:[.][size][suffix]]",
+// comma separated, names case-insensitive, default width 20 left-justified
+// (COMPAT.md §3.4).
+func parseSqueueFormat2(f string) (fields []sqField, bad []string) {
+	for _, item := range strings.Split(f, ",") {
+		if item == "" {
+			continue
+		}
+		name, spec, hasSpec := strings.Cut(item, ":")
+		kind, ok := squeueLongNames[strings.ToLower(strings.TrimSpace(name))]
+		if !ok {
+			bad = append(bad, name)
+			continue
+		}
+		c := column{width: 20}
+		suffix := ""
+		if hasSpec {
+			i := 0
+			if i < len(spec) && spec[i] == '.' {
+				c.right = true
+				i++
+			}
+			if i < len(spec) && spec[i] >= '0' && spec[i] <= '9' {
+				c.width = 0
+				for i < len(spec) && spec[i] >= '0' && spec[i] <= '9' {
+					c.width = c.width*10 + int(spec[i]-'0')
+					i++
+				}
+			}
+			suffix = spec[i:]
+		}
+		c.trunc = noTrunc(kind)
+		fields = append(fields, sqField{kind: kind, col: c, suffix: suffix})
+	}
+	return fields, bad
+}
+
+// sqCtx is what a row needs beside the job: the clock and time format.
+type sqCtx struct {
+	now    time.Time
+	nowU   int64
+	tfmt   string
+	numBuf []byte
+}
+
+// sqTime prints a squeue time stamp: N/A when unset (unlike scontrol's
+// Unknown, COMPAT.md §3.3).
+func (c *sqCtx) sqTime(u int64) string {
+	if u == 0 {
+		return "N/A"
+	}
+	return fmtTime(u, c.tfmt, c.now)
+}
+
+// showsReason is the %R rule of print.c (COMPAT.md §3.3): waiting and
+// failed jobs show "(reason)", the others their nodes.
+func showsReason(s api.JobState) bool {
+	switch s {
+	case api.StatePending, api.StateTimeout, api.StateOOM, api.StateDeadline, api.StateFailed:
+		return true
+	}
+	return false
+}
+
+func reasonText(j *api.Job) string {
+	if j.Reason == "" {
+		return "None"
+	}
+	return j.Reason
+}
+
+// appendValue appends field f of job j, laid out in its column.
+func (c *sqCtx) appendValue(b []byte, f *sqField, j *api.Job) []byte {
+	var s string
+	switch f.kind {
+	case sqLiteral:
+		return append(b, f.text...)
+	case 'i', 'A', 'F':
+		c.numBuf = strconv.AppendInt(c.numBuf[:0], j.ID, 10)
+		return appendCol(b, string(c.numBuf), f.col)
+	case 'K':
+		s = "N/A"
+	case 'j':
+		s = j.Spec.Name
+	case 'u':
+		s = j.User
+	case 'U':
+		s = strconv.FormatUint(uint64(j.UID), 10)
+	case 'g':
+		s = j.Group
+	case 'G':
+		s = strconv.FormatUint(uint64(j.GID), 10)
+	case 't':
+		s = j.State.Compact()
+	case 'T':
+		s = string(j.State)
+	case 'M':
+		s = sbatch.FormatSqueueDuration(timeUsed(j, c.nowU))
+	case 'l':
+		s = timeLimitText(j.Spec.TimeLimit, false)
+	case 'L':
+		switch lim := j.Spec.TimeLimit; {
+		case lim == api.NoLimit:
+			s = "UNLIMITED"
+		case lim == 0:
+			s = "NOT_SET"
+		default:
+			s = sbatch.FormatSqueueDuration(lim - timeUsed(j, c.nowU))
+		}
+	case 'D':
+		s = strconv.Itoa(jobNodeCount(j))
+	case 'C':
+		s = strconv.Itoa(jobCPUs(j))
+	case 'R':
+		if showsReason(j.State) {
+			return appendCol(b, "("+reasonText(j)+")", f.col)
+		}
+		s = hostlist(j.Nodes)
+	case 'r':
+		s = reasonText(j)
+	case 'N':
+		s = hostlist(j.Nodes)
+	case 'P':
+		s = j.Spec.Partition
+	case 'S':
+		s = c.sqTime(j.StartTime)
+	case 'e':
+		if j.EndTime == 0 && j.StartTime != 0 && j.Spec.TimeLimit == api.NoLimit {
+			s = "NONE"
+		} else {
+			s = c.sqTime(endTime(j))
+		}
+	case 'V':
+		s = c.sqTime(j.SubmitTime)
+	case sqDeadline:
+		s = c.sqTime(j.Spec.Deadline)
+	case 'Q':
+		s = strconv.FormatInt(j.Priority, 10)
+	case 'p':
+		s = strconv.FormatFloat(float64(j.Priority)/4294967295, 'f', 8, 64)
+	case 'q':
+		s = orNull(j.Spec.QOS)
+	case 'a':
+		s = orNull(j.Spec.Account)
+	case 'v':
+		s = orNull(j.Spec.Reservation)
+	case 'Z':
+		s = j.Spec.WorkDir
+	case 'E', 'f', 'Y', 'w', 'W':
+		s = "(null)"
+	case 'o':
+		s = orNull(j.Spec.Command)
+	case 'k':
+		s = orNull(j.Spec.Comment)
+	case 'm':
+		s = strconv.FormatInt(j.Spec.MemMB, 10) + "M"
+	case 'c', sqCPUsPerTask:
+		s = strconv.Itoa(max(j.Spec.CPUsPerTask, 1))
+	case sqNumTasks:
+		s = strconv.Itoa(max(j.Spec.NTasks, 1))
+	case 'd', 'y':
+		s = "0"
+	case 'B':
+		if len(j.Nodes) > 0 {
+			s = j.Nodes[0]
+		} else {
+			s = "n/a"
+		}
+	case 'x', 'n':
+		s = ""
+	case sqStdout:
+		s = j.StdoutPath
+	case sqStderr:
+		s = j.StderrPath
+		if s == "" {
+			s = j.StdoutPath
+		}
+	case sqStdin:
+		s = j.Spec.Stdin
+		if s == "" {
+			s = "/dev/null"
+		}
+	case sqExitCode:
+		s = strconv.Itoa(j.ExitCode) + ":" + strconv.Itoa(j.Signal)
+	}
+	return appendCol(b, s, f.col)
+}
+
+// appendHeader appends the header line of a format.
+func appendHeader(b []byte, fields []sqField) []byte {
+	for i := range fields {
+		f := &fields[i]
+		if f.kind == sqLiteral {
+			b = append(b, f.text...)
+			continue
+		}
+		b = appendCol(b, squeueHeaders[f.kind], f.col)
+		b = append(b, f.suffix...)
+	}
+	return append(b, '\n')
+}
+
+// writeSqueue prints jobs (already filtered and sorted) in the given format.
+// It is the hot loop of `squeue` on a long queue: rows are built with
+// append into one reused buffer and written through a bufio.Writer.
+func writeSqueue(w io.Writer, jobs []api.Job, fields []sqField, header bool, now time.Time, tfmt string) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	c := &sqCtx{now: now, nowU: now.Unix(), tfmt: tfmt, numBuf: make([]byte, 0, 24)}
+	line := make([]byte, 0, 256)
+	if header {
+		line = appendHeader(line, fields)
+		bw.Write(line)
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		line = line[:0]
+		for k := range fields {
+			f := &fields[k]
+			line = c.appendValue(line, f, j)
+			if f.kind != sqLiteral {
+				line = append(line, f.suffix...)
+			}
+		}
+		line = append(line, '\n')
+		bw.Write(line)
+	}
+	return bw.Flush()
+}
+
+// stateRank orders states for the 't'/'T' sort keys. Measured on 22.05.8
+// (COMPAT.md): with the default sort a running job is listed above a pending
+// one of the same partition, so active states rank first.
+func stateRank(s api.JobState) int {
+	switch s {
+	case api.StateRunning:
+		return 0
+	case api.StateCompleting:
+		return 1
+	case api.StateSuspended:
+		return 2
+	case api.StatePending:
+		return 3
+	}
+	return 4 + slices.Index(api.AllStates, s)
+}
+
+// sortKey is one -S key: a field letter, descending when prefixed by '-'.
+type sortKey struct {
+	kind byte
+	desc bool
+}
+
+// parseSort reads an -S list ("P,t,-p"); the first key is the primary one.
+func parseSort(s string) ([]sortKey, error) {
+	var keys []sortKey
+	desc := false
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; ch {
+		case ',', '+':
+			desc = false
+		case '-':
+			desc = true
+		default:
+			if !strings.ContainsRune("iAPtTpQjuUMlSeVDCN", rune(ch)) {
+				return nil, fmt.Errorf("Invalid sort specification: %c", ch)
+			}
+			keys = append(keys, sortKey{ch, desc})
+			desc = false
+		}
+	}
+	return keys, nil
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// sortJobs orders jobs by the keys, with the job id as the final tie-break so
+// that the output never depends on the order horad sent.
+func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
+	slices.SortStableFunc(jobs, func(a, b api.Job) int {
+		for _, k := range keys {
+			var d int
+			switch k.kind {
+			case 'i', 'A':
+				d = cmpInt64(a.ID, b.ID)
+			case 'P':
+				d = strings.Compare(a.Spec.Partition, b.Spec.Partition)
+			case 't', 'T':
+				d = stateRank(a.State) - stateRank(b.State)
+			case 'p', 'Q':
+				d = cmpInt64(a.Priority, b.Priority)
+			case 'j':
+				d = strings.Compare(a.Spec.Name, b.Spec.Name)
+			case 'u':
+				d = strings.Compare(a.User, b.User)
+			case 'U':
+				d = cmpInt64(int64(a.UID), int64(b.UID))
+			case 'M':
+				d = cmpInt64(timeUsed(&a, now), timeUsed(&b, now))
+			case 'l':
+				d = cmpInt64(a.Spec.TimeLimit, b.Spec.TimeLimit)
+			case 'S':
+				d = cmpInt64(startKey(&a, now), startKey(&b, now))
+			case 'e':
+				d = cmpInt64(endTime(&a), endTime(&b))
+			case 'V':
+				d = cmpInt64(a.SubmitTime, b.SubmitTime)
+			case 'D':
+				d = jobNodeCount(&a) - jobNodeCount(&b)
+			case 'C':
+				d = jobCPUs(&a) - jobCPUs(&b)
+			case 'N':
+				d = strings.Compare(hostlist(a.Nodes), hostlist(b.Nodes))
+			}
+			if k.desc {
+				d = -d
+			}
+			if d != 0 {
+				return d
+			}
+		}
+		return cmpInt64(a.ID, b.ID)
+	})
+}
+
+// startKey puts jobs without a start time after all others (squeue sorts
+// "unknown" as the future).
+func startKey(j *api.Job, now int64) int64 {
+	if j.StartTime == 0 {
+		return now + 100
+	}
+	return j.StartTime
+}
+
+// squeueQuery is the parsed selection of jobs.
+type squeueQuery struct {
+	ids        []int64
+	users      []string
+	states     map[api.JobState]bool // nil = the default active states
+	partitions []string
+	names      []string
+	accounts   []string
+	qos        []string
+	resv       []string
+	nodes      map[string]bool
+}
+
+// match applies the selection client-side too, so a horad that ignores a
+// filter parameter cannot make squeue show the wrong jobs.
+func (q *squeueQuery) match(j *api.Job) bool {
+	if q.states != nil {
+		if !q.states[j.State] {
+			return false
+		}
+	} else if len(q.ids) == 0 && j.State.Finished() {
+		// Without -t, finished jobs show only when named by -j.
+		return false
+	}
+	if len(q.ids) > 0 && !slices.Contains(q.ids, j.ID) {
+		return false
+	}
+	if len(q.users) > 0 && !slices.Contains(q.users, j.User) &&
+		!slices.Contains(q.users, strconv.FormatUint(uint64(j.UID), 10)) {
+		return false
+	}
+	if len(q.partitions) > 0 && !slices.Contains(q.partitions, j.Spec.Partition) {
+		return false
+	}
+	if len(q.names) > 0 && !slices.Contains(q.names, j.Spec.Name) {
+		return false
+	}
+	if len(q.accounts) > 0 && !slices.Contains(q.accounts, j.Spec.Account) {
+		return false
+	}
+	if len(q.qos) > 0 && !slices.Contains(q.qos, j.Spec.QOS) {
+		return false
+	}
+	if len(q.resv) > 0 && !slices.Contains(q.resv, j.Spec.Reservation) {
+		return false
+	}
+	if q.nodes != nil {
+		hit := false
+		for _, n := range j.Nodes {
+			hit = hit || q.nodes[n]
+		}
+		if !hit {
+			return false
+		}
+	}
+	return true
+}
+
+// filter returns what horad is asked for: finished jobs only when a
+// finished state or an id was named.
+func (q *squeueQuery) filter() api.JobFilter {
+	f := api.JobFilter{IDs: q.ids, Users: q.users, Partitions: q.partitions, Names: q.names}
+	if len(q.ids) > 0 {
+		f.All = true
+	}
+	for s := range q.states {
+		f.All = f.All || s.Finished()
+	}
+	// With ids the state filter stays client-side: a known job hidden by -t
+	// must not look unknown (header only, exit 0; COMPAT.md §3.2).
+	if q.states != nil && len(q.states) < len(api.AllStates) && len(q.ids) == 0 {
+		for _, s := range api.AllStates {
+			if q.states[s] {
+				f.States = append(f.States, s)
+			}
+		}
+	}
+	return f
+}
+
+// parseStates reads a -t list; "all" selects every state.
+func parseStates(s string) (map[api.JobState]bool, string) {
+	m := map[api.JobState]bool{}
+	for _, p := range splitList(s) {
+		if strings.EqualFold(p, "all") {
+			for _, st := range api.AllStates {
+				m[st] = true
+			}
+			continue
+		}
+		st, ok := api.ParseState(p)
+		if !ok {
+			return nil, p
+		}
+		m[st] = true
+	}
+	return m, ""
+}
+
+func validStatesText() string {
+	names := make([]string, len(api.AllStates))
+	for i, s := range api.AllStates {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ",")
+}
+
+// squeueJobsArg implements the optional argument of -j/--jobs (COMPAT.md
+// §3.2): squeue also takes the next word as the list when it does not look
+// like an option, which getopt_long alone would not.
+func squeueJobsArg(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		isJ := a == "-j" || (len(a) > 3 && strings.HasPrefix("--jobs", a) && !strings.Contains(a, "="))
+		if isJ && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			out = append(out, "--jobs="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// squeueMain lists jobs as Slurm's squeue does (COMPAT.md §3).
+func squeueMain(ctx context.Context, env *Env, args []string) int {
+	p, err := sbatch.Getopt(squeueOpts, squeueJobsArg(args), false)
+	if err != nil {
+		return usageError(env, err)
+	}
+	if _, ok := p.Last("help"); ok {
+		fmt.Fprint(env.Stdout, squeueHelp)
+		return 0
+	}
+	if _, ok := p.Last("usage"); ok {
+		fmt.Fprint(env.Stdout, squeueUsage)
+		return 0
+	}
+	if _, ok := p.Last("version"); ok {
+		return printVersion(env)
+	}
+	if len(p.Args) > 0 {
+		fmt.Fprintf(env.Stderr, "%s: error: Unrecognized option: %s\n", env.Prog, p.Args[0])
+		fmt.Fprint(env.Stderr, squeueUsage)
+		return 1
+	}
+	has := func(k string) bool { _, ok := p.Last(k); return ok }
+	val := func(k, envName string) (string, bool) {
+		if v, ok := p.Last(k); ok {
+			return v.Val, true
+		}
+		if envName != "" {
+			if v := env.Getenv(envName); v != "" {
+				return v, true
+			}
+		}
+		return "", false
+	}
+
+	q := &squeueQuery{}
+	oneID := false
+	if v, ok := p.Last("jobs"); ok && v.Set {
+		var spelled []string
+		for _, a := range p.All("jobs") {
+			spelled = append(spelled, splitList(a)...)
+		}
+		for _, s := range spelled {
+			id, ok := parseJobID(s)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "%s: error: Invalid job id: %s\n", env.Prog, s)
+				return 1
+			}
+			if !slices.Contains(q.ids, id) {
+				q.ids = append(q.ids, id)
+			}
+		}
+		oneID = len(q.ids) == 1
+	}
+	if has("me") {
+		q.users = append(q.users, currentUID())
+	} else if v, ok := val("user", "SQUEUE_USERS"); ok {
+		for _, u := range splitList(v) {
+			name, ok := lookupUser(u)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "%s: error: Invalid user: %s\n", env.Prog, u)
+				return 1
+			}
+			q.users = append(q.users, name)
+		}
+	}
+	if v, ok := val("states", "SQUEUE_STATES"); ok {
+		st, bad := parseStates(v)
+		if st == nil {
+			fmt.Fprintf(env.Stderr, "%s: error: Invalid job state specified: %s\n", env.Prog, bad)
+			fmt.Fprintf(env.Stderr, "%s: error: Valid job states include: %s\n", env.Prog, validStatesText())
+			return 1
+		}
+		q.states = st
+	}
+	if v, ok := val("partition", "SQUEUE_PARTITION"); ok {
+		q.partitions = splitList(v)
+	}
+	if v, ok := val("name", ""); ok {
+		q.names = splitList(v)
+	}
+	if v, ok := val("account", "SQUEUE_ACCOUNT"); ok {
+		q.accounts = splitList(v)
+	}
+	if v, ok := val("qos", "SQUEUE_QOS"); ok {
+		q.qos = splitList(v)
+	}
+	if v, ok := val("reservation", ""); ok {
+		q.resv = splitList(v)
+	}
+	if v, ok := val("nodelist", ""); ok {
+		names, err := sbatch.ExpandHostlist(v)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "%s: error: Invalid node list: %s\n", env.Prog, v)
+			return 1
+		}
+		q.nodes = map[string]bool{}
+		for _, n := range names {
+			q.nodes[n] = true
+		}
+	}
+
+	// Output format: -o, -O, -l, --start, then the environment, then the default.
+	format, sortSpec := squeueDefaultFormat, squeueDefaultSort
+	var fields []sqField
+	var bad []string
+	long := has("long")
+	switch {
+	case has("format"):
+		v, _ := p.Last("format")
+		fields, bad = parseSqueueFormat(v.Val)
+	case has("Format"):
+		v, _ := p.Last("Format")
+		fields, bad = parseSqueueFormat2(v.Val)
+	case has("start"):
+		format, sortSpec = squeueStartFormat, "S"
+		if q.states == nil {
+			q.states = map[api.JobState]bool{api.StatePending: true}
+		}
+	case long:
+		format = squeueLongFormat
+	case env.Getenv("SQUEUE_FORMAT") != "":
+		fields, bad = parseSqueueFormat(env.Getenv("SQUEUE_FORMAT"))
+	case env.Getenv("SQUEUE_FORMAT2") != "":
+		fields, bad = parseSqueueFormat2(env.Getenv("SQUEUE_FORMAT2"))
+	}
+	if fields == nil && bad == nil {
+		fields, _ = parseSqueueFormat(format)
+	}
+	for _, b := range bad {
+		// Slurm complains and goes on printing the valid fields.
+		fmt.Fprintf(env.Stderr, "%s: error: Invalid job format specification: %s\n", env.Prog, b)
+	}
+	if v, ok := val("sort", "SQUEUE_SORT"); ok {
+		sortSpec = v
+	}
+	keys, err := parseSort(sortSpec)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: error: %v\n", env.Prog, err)
+		return 1
+	}
+
+	var every time.Duration
+	if v, ok := p.Last("iterate"); ok {
+		n, err := strconv.Atoi(v.Val)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(env.Stderr, "%s: error: --iterate=%s: must be a positive number of seconds\n", env.Prog, v.Val)
+			return 1
+		}
+		every = time.Duration(n) * time.Second
+	}
+
+	cl := dial(env)
+	if cl == nil {
+		return 1
+	}
+	ctx = ctxOrBackground(ctx)
+	for {
+		jobs, err := cl.Jobs(ctx, q.filter())
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "slurm_load_jobs error: %s\n", apiErrText(err))
+			return 1
+		}
+		// A single unknown id is an error; several ids, or a known job that
+		// the state filter hides, just print the header (COMPAT.md §3.2).
+		if oneID && !slices.ContainsFunc(jobs, func(j api.Job) bool { return j.ID == q.ids[0] }) {
+			fmt.Fprintln(env.Stderr, "slurm_load_jobs error: Invalid job id specified")
+			return 1
+		}
+		now := nowFunc()
+		kept := jobs[:0]
+		for i := range jobs {
+			if q.match(&jobs[i]) {
+				kept = append(kept, jobs[i])
+			}
+		}
+		sortJobs(kept, keys, now.Unix())
+		header := !has("noheader")
+		if header && (long || every > 0 || has("verbose")) {
+			fmt.Fprintln(env.Stdout, ctimeLine(now))
+		}
+		if err := writeSqueue(env.Stdout, kept, fields, header, now, timeFormat(env)); err != nil {
+			return 1
+		}
+		if every == 0 {
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(every):
+		}
+		fmt.Fprintln(env.Stdout)
+	}
+}
+
+const squeueUsage = `Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
+              [-n name] [-o format] [--only-job-state] [-p partitions]
+              [--qos qos] [--reservation reservation] [--sort fields] [--start]
+              [--step step_id] [-t states] [-u user_name] [--usage]
+              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]
+	      [--json] [--yaml] [-ahjlrsv]
+`
+
+const squeueHelp = `Usage: squeue [OPTIONS]
+  -A, --account=account(s)        comma separated list of accounts
+                                  to view, default is all accounts
+  -a, --all                       display jobs in hidden partitions
+  -h, --noheader                  no headers on output
+  -i, --iterate=seconds           specify an interation period
+  -j, --job=job(s)                comma separated list of jobs IDs
+                                  to view, default is all
+  -l, --long                      long report
+      --me                        equivalent to --user=<my username>
+  -n, --name=job_name(s)          comma separated list of job names to view
+  -o, --format=format             format specification
+  -O, --Format=format             format specification
+  -p, --partition=partition(s)    comma separated list of partitions
+                                  to view, default is all partitions
+  -q, --qos=qos(s)                comma separated list of qos's
+                                  to view, default is all qos's
+  -R, --reservation=name          reservation to view, default is all
+  -S, --sort=fields               comma separated list of fields to sort on
+      --start                     print expected start times of pending jobs
+  -t, --states=states             comma separated list of states to view,
+                                  default is pending and running,
+                                  '--states=all' reports all states
+  -u, --user=user_name(s)         comma separated list of users to view
+  -v, --verbose                   verbosity level
+  -V, --version                   output version information and exit
+  -w, --nodelist=hostlist         list of nodes to view, default is
+                                  all nodes
+
+Help options:
+  --help                          show this help message
+  --usage                         display a brief summary of squeue options
+
+hora: array (-r), steps (-s), clusters (-M) and --json/--yaml are not supported.
+`

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"hora/api"
+)
+
+func TestSqueueGolden(t *testing.T) {
+	startFake(t)
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"default", nil, nil},
+		{"all_letters", nil, []string{"-t", "all", "-o", "%i %t %T %j %u %M %l %D %R %P %S %e %V %r %C %Q"}},
+		{"long", nil, []string{"-l"}},
+		{"noheader_nextflow", nil, []string{"--noheader", "-o", "%i %t", "-t", "all", "-p", "debug", "-u", "alice"}},
+		{"prefix_suffix", nil, []string{"-o", "job:%i %%T|%.3j|%5u.", "-S", "i"}},
+		{"reframe_double_percent", nil, []string{"-h", "-j", "101,106", "-o", "%%i|%%T|%%N|%%r"}},
+		{"Format_psij", nil, []string{"-O", "JobArrayID,StateCompact,Reason", "-t", "all", "-j", "101,104"}},
+		{"Format_sizes", nil, []string{"--Format=jobid:.6,name:10|,timeused,exit_code:4", "-t", "all"}},
+		{"start", nil, []string{"--start"}},
+		{"sort_id_desc", nil, []string{"-S", "-i", "-t", "all"}},
+		{"states_list", nil, []string{"-t", "cd,F,cancelled", "-o", "%i %T %R"}},
+		{"states_bad", nil, []string{"-t", "running,bogus"}},
+		{"one_unknown_id", nil, []string{"-j", "999"}},
+		{"two_unknown_ids", nil, []string{"-j", "999,998"}},
+		{"known_id_filtered_out", nil, []string{"-j", "104", "-t", "R"}},
+		{"finished_id", nil, []string{"--jobs", "104"}},
+		{"jobs_attached", nil, []string{"-j101", "-h"}},
+		{"me", nil, []string{"--me", "-h", "-o", "%i %u"}},
+		{"name", nil, []string{"-n", "wait,compute", "-h", "-o", "%i %j"}},
+		{"time_format_epoch", map[string]string{"SLURM_TIME_FORMAT": "%s"}, []string{"-o", "%i %S %e %V", "-t", "all"}},
+		{"env_format", map[string]string{"SQUEUE_FORMAT": "%i:%t", "SQUEUE_STATES": "all", "SQUEUE_USERS": "bob"}, nil},
+		{"env_format2", map[string]string{"SQUEUE_FORMAT2": "jobid:5,state", "SQUEUE_PARTITION": "batch"}, nil},
+		{"bad_letter", nil, []string{"-o", "%i %z|%t"}},
+		{"bad_user", nil, []string{"-u", "nosuchuser"}},
+		{"misc_letters", nil, []string{"-t", "all", "-S", "i", "-o", "%A %F %K %U %g %G %L %N %q %a %v %Z %E %o %k %m %c %d %f %B %Y %y %w %W %p"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			runGolden(t, squeueMain, "squeue", "squeue_"+c.name, c.env, c.args...)
+		})
+	}
+}
+
+// TestSqueueRequests checks what squeue asks horad for: finished jobs only
+// when -t names a finished state (or all) or ids are given.
+func TestSqueueRequests(t *testing.T) {
+	f := startFake(t)
+	runCmd(t, squeueMain, "squeue", nil)
+	runCmd(t, squeueMain, "squeue", nil, "-t", "all")
+	runCmd(t, squeueMain, "squeue", nil, "-t", "PD,R", "-u", "alice")
+	runCmd(t, squeueMain, "squeue", nil, "-j", "5")
+	want := []string{"", "all=1", "state=PENDING&state=RUNNING&user=alice", "all=1&id=5"}
+	if fmt.Sprint(f.queries) != fmt.Sprint(want) {
+		t.Errorf("queries %q, want %q", f.queries, want)
+	}
+}
+
+func TestSqueueFormatParse(t *testing.T) {
+	fields, bad := parseSqueueFormat("x%%i|%.5t%20j")
+	if len(bad) != 0 || len(fields) != 4 || fields[0].text != "x" || fields[1].kind != 'i' ||
+		fields[1].suffix != "|" || !fields[2].col.right || fields[2].col.width != 5 || fields[3].col.width != 20 {
+		t.Errorf("parse: %+v %v", fields, bad)
+	}
+	if _, bad := parseSqueueFormat2("jobid,nosuch"); len(bad) != 1 || bad[0] != "nosuch" {
+		t.Errorf("bad -O names: %v", bad)
+	}
+}
+
+// benchJobs is a queue of n pending jobs, as in the performance target
+// (squeue on 10,000 pending jobs).
+func benchJobs(n int) []api.Job {
+	jobs := make([]api.Job, n)
+	for i := range jobs {
+		jobs[i] = api.Job{ID: int64(1000 + i), User: "alice", UID: 1000, State: api.StatePending,
+			Reason: "Priority", Priority: int64(n - i), SubmitTime: testNow.Unix() - 60,
+			Spec: api.JobSpec{Name: "job" + fmt.Sprint(i), Partition: "debug", TimeLimit: 3600}}
+	}
+	return jobs
+}
+
+func TestSqueueManyPendingRowCount(t *testing.T) {
+	jobs := benchJobs(10000)
+	fields, _ := parseSqueueFormat(squeueDefaultFormat)
+	keys, _ := parseSort(squeueDefaultSort)
+	sortJobs(jobs, keys, testNow.Unix())
+	var b bytes.Buffer
+	if err := writeSqueue(&b, jobs, fields, true, testNow, ""); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if len(lines) != 10002 || lines[1] != "              1000     debug     job0    alice PD       0:00      1 (Priority)" {
+		t.Errorf("%d lines, first row %q", len(lines), lines[1])
+	}
+}
+
+func BenchmarkSqueue10000Pending(b *testing.B) {
+	jobs := benchJobs(10000)
+	fields, _ := parseSqueueFormat(squeueDefaultFormat)
+	keys, _ := parseSort(squeueDefaultSort)
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		work := append([]api.Job(nil), jobs...)
+		sortJobs(work, keys, testNow.Unix())
+		writeSqueue(&buf, work, fields, true, testNow, "")
+	}
+}
