@@ -216,7 +216,13 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 		if msg := st.apply(s); msg != "" {
 			e := &Error{Msg: "error: " + msg, Exit: exitOption}
 			if s.where != "" {
-				e.Msg += "\nerror: at " + s.where + ": " + s.name + "=" + s.val
+				// Slurm names no place; hora adds one so that a bad
+				// value in a long script can be found.
+				sep := "="
+				if !strings.HasPrefix(s.name, "--") {
+					sep = " "
+				}
+				e.Msg += "\nerror: at " + s.where + ": " + s.name + sep + s.val
 			}
 			return nil, nil, e
 		}
