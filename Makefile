@@ -53,3 +53,8 @@ soak: build
 
 clean:
 	rm -rf $(BIN)
+
+# Regenerates docs/reproductions/ from fixed seeds (a few minutes on 2 cores).
+.PHONY: reproduce
+reproduce:
+	$(GO) run ./replay/cmd/reproduce -out docs/reproductions

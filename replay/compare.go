@@ -247,7 +247,7 @@ func WriteCompareMarkdown(w io.Writer, runs []Run) error {
 	bw := bufio.NewWriter(w)
 	if len(runs) > 0 {
 		s := runs[0].Summary
-		fmt.Fprintf(bw, "## hora compare: %s\n\n%d processors (%d nodes × %d cores); utilization is the busy share from the first to the last submission.\n\n",
+		fmt.Fprintf(bw, "## hora compare: %s\n\n%d processors (%d nodes × %d cores); utilization is the busy share between the first submission (after the generator's booking horizon) and the last.\n\n",
 			filepath.Base(s.Workload), s.Procs, s.Nodes, s.CoresPerNode)
 	}
 	fmt.Fprint(bw, "| policy | load |")
@@ -311,7 +311,7 @@ var comparePlots = []struct {
 }{
 	{"reject-ratio.svg", "Reject ratio", func(s *Summary) float64 { return s.RejectRatio }},
 	{"job-loss.svg", "Job loss rate (rejected, ended or late)", func(s *Summary) float64 { return s.JobLossRate }},
-	{"utilization.svg", "Utilization (first to last arrival)", func(s *Summary) float64 { return s.UtilizationArrivals }},
+	{"utilization.svg", "Utilization (steady state, arrivals window)", func(s *Summary) float64 { return s.UtilizationArrivals }},
 	{"delay.svg", "Average delay beyond the ready time (s)", func(s *Summary) float64 { return s.AvgDelay }},
 	{"large-job-loss.svg", "Loss rate of the 10% largest jobs", func(s *Summary) float64 { return s.LargeJobLoss }},
 	{"avg-wait.svg", "Average wait (min)", func(s *Summary) float64 { return s.AvgWait / 60 }},

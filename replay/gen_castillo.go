@@ -89,7 +89,7 @@ func (castilloCh3) Generate(rng *rand.Rand, m map[string]string) (*Workload, err
 	}
 	bp := ParetoWithMean(1, 50, mean)
 	lambda := load * float64(n) / mean // arrivals per unit
-	w := &Workload{Name: "castillo-ch3", Procs: n, Offered: load, Doc: castilloCh3{}.Doc()}
+	w := &Workload{Name: "castillo-ch3", Procs: n, Offered: load, Doc: castilloCh3{}.Doc(), Ramp: horizon * castilloUnit}
 	w.Cluster = reserveCluster("ar", make([]float64, n), strategy)
 	a := 0.0
 	for i := range jobs {
@@ -165,7 +165,7 @@ func (castilloCh4) Generate(rng *rand.Rand, m map[string]string) (*Workload, err
 	}
 	lambda := load * total / mean
 	w := &Workload{Name: "castillo-ch4", Procs: n, Offered: load,
-		Doc: castilloCh4{}.Doc() + fmt.Sprintf(", level %d", level)}
+		Doc: castilloCh4{}.Doc() + fmt.Sprintf(", level %d", level), Ramp: 14*24*h + 36*h + q}
 	w.Cluster = reserveCluster("ar", rates, strategy)
 	a := 0.0
 	for i := range jobs {

@@ -55,9 +55,9 @@ type Summary struct {
 	AvgBsld     float64 `json:"avg_bsld"`
 	MaxBsld     float64 `json:"max_bsld"`
 	Utilization float64 `json:"utilization"`
-	// UtilizationArrivals is the busy share between the first and the last
-	// submission: the steady-state utilization of a synthetic run, without
-	// the drain after the last arrival.
+	// UtilizationArrivals is the busy share between the first submission
+	// (plus the workload's Ramp) and the last: the steady-state utilization
+	// of a synthetic run, without the ramp-up and the drain.
 	UtilizationArrivals float64 `json:"utilization_arrivals"`
 	Makespan            float64 `json:"makespan_s"`
 
@@ -209,6 +209,9 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 	}
 	if n := len(w.Jobs); n > 1 {
 		lo, hi := first, w.Jobs[n-1].Submit
+		if lo+w.Ramp < hi {
+			lo += w.Ramp
+		}
 		var in float64
 		for i := range w.Jobs {
 			r := &o.Results[i]

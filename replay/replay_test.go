@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -52,8 +51,6 @@ func TestAsRecorded(t *testing.T) {
 		})
 	}
 }
-
-func f0(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) }
 
 // TestEasyKTHPublished: EASY on the KTH log lands in the published range
 // (Tsafrir et al. 114.2 min / 89.9; AccaSim 101.6 min / 81.2), FCFS far worse.

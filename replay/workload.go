@@ -62,6 +62,10 @@ type Workload struct {
 	// how the workload was made, for reports.
 	Offered float64
 	Doc     string
+	// Ramp is how far ahead of its submission a job may be booked (a
+	// generator's horizon): steady-state utilization is measured from the
+	// first submission + Ramp to the last submission.
+	Ramp float64
 }
 
 // FromSWF converts a parsed log's records to a workload, sorted by (submit,

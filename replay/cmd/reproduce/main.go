@@ -1,0 +1,25 @@
+// Command reproduce regenerates docs/reproductions/ (`make reproduce`):
+// see replay.Reproduce.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"hora/replay"
+)
+
+func main() {
+	out := flag.String("out", "docs/reproductions", "output directory")
+	data := flag.String("data", "/work/shared/data/swf", "directory of the SWF logs (with easy-reference/)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := replay.Reproduce(ctx, *out, *data, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "reproduce:", err)
+		os.Exit(1)
+	}
+}
