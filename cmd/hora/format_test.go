@@ -164,6 +164,7 @@ type fakeHorad struct {
 	queries  []string
 	cancels  []api.CancelRequest
 	controls []string
+	fail     *api.Error // answer every job listing with this error
 }
 
 func startFake(t *testing.T) *fakeHorad {
@@ -192,6 +193,11 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reply := func(v any) { json.NewEncoder(w).Encode(v) }
 	switch r.URL.Path {
 	case api.PathJobs:
+		if f.fail != nil {
+			w.WriteHeader(http.StatusInternalServerError)
+			reply(f.fail)
+			return
+		}
 		q := r.URL.Query()
 		f.queries = append(f.queries, q.Encode())
 		var out []api.Job
@@ -357,4 +363,22 @@ func runGolden(t *testing.T, cmd Command, prog, name string, envv map[string]str
 	t.Helper()
 	out, errs, code := runCmd(t, cmd, prog, envv, args...)
 	golden(t, name, fmt.Sprintf("$ %s %s\nexit %d\n--- stdout\n%s--- stderr\n%s", prog, strings.Join(args, " "), code, out, errs))
+}
+
+// TestDaemonErrors checks that an error answer from horad is printed with
+// Slurm's wording and exit 1, through both job-listing paths.
+func TestDaemonErrors(t *testing.T) {
+	f := startFake(t)
+	f.fail = &api.Error{Message: "Unable to contact slurm controller (connect failure)", Code: api.CodeInternal}
+	for name, cmd := range map[string]Command{"squeue": squeueMain, "scontrol": scontrolMain} {
+		args := []string{}
+		if name == "scontrol" {
+			args = []string{"show", "job"}
+		}
+		out, errs, code := runCmd(t, cmd, name, nil, args...)
+		want := "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"
+		if code != 1 || out != "" || errs != want {
+			t.Errorf("%s: code %d, stdout %q, stderr %q", name, code, out, errs)
+		}
+	}
 }

@@ -206,13 +206,14 @@ func (v *sinfoView) nodeValue(kind byte, p *api.Partition, n *api.Node) string {
 		return "Unknown"
 	}
 	if n == nil {
+		// A partition without nodes still gets a line (Slurm prints n/a).
 		switch kind {
 		case 't', 'T':
 			return "n/a"
 		case 'E':
 			return "none"
 		}
-		return "0"
+		n = &api.Node{}
 	}
 	switch kind {
 	case 't':
