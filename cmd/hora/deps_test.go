@@ -1,0 +1,28 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestClientDependencies keeps the client small and safe to install on every
+// login node: it must link neither SQLite nor SSH code (STYLE.md, tailscale).
+func TestClientDependencies(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "hora/cmd/hora").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("implausibly short dependency list: %v", deps)
+	}
+	forbidden := []string{"modernc.org/sqlite", "modernc.org/libc", "golang.org/x/crypto/ssh", "hora/store", "hora/nodes/ssh", "hora/controller"}
+	for _, d := range deps {
+		for _, f := range forbidden {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				t.Errorf("the client binary depends on %s", d)
+			}
+		}
+	}
+}

@@ -1,0 +1,14 @@
+package main
+
+import (
+	"context"
+
+	"hora/replay"
+)
+
+// hora replay: the same scheduler code in simulated time over SWF logs.
+func init() {
+	register("replay", func(ctx context.Context, env *Env, args []string) int {
+		return replay.Main(ctx, args, env.Stdout, env.Stderr)
+	})
+}

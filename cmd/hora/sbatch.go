@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"hora/api"
+	"hora/sbatch"
+)
+
+func init() { register("sbatch", sbatchMain) }
+
+// sbatchMain submits a batch script, printing exactly what Slurm's sbatch
+// prints: workflow tools parse "Submitted batch job N" (COMPAT.md §9.1).
+func sbatchMain(ctx context.Context, env *Env, args []string) int {
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "--usage") {
+		fmt.Fprint(env.Stdout, sbatchHelp())
+		return 0
+	}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-V") {
+		fmt.Fprintln(env.Stdout, versionLine())
+		return 0
+	}
+	cwd, err := env.Getwd()
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sbatch: error: getcwd failed: %v\n", err)
+		return 1
+	}
+	host, _ := os.Hostname()
+	spec, flags, err := sbatch.BuildSpec(sbatch.Input{
+		Argv: args, Env: env.Environ(), Cwd: cwd, Stdin: env.Stdin,
+		ReadFile: os.ReadFile, Now: time.Now(), Hostname: host,
+	})
+	if err != nil {
+		return printSbatchError(env, err)
+	}
+	for _, w := range flags.Warnings {
+		fmt.Fprintf(env.Stderr, "sbatch: %s\n", w)
+	}
+	cl, err := api.Dial()
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sbatch: error: %v\n", err)
+		return exitError(env)
+	}
+	resp, err := cl.Submit(ctx, api.SubmitRequest{Spec: *spec, TestOnly: flags.TestOnly})
+	if err != nil {
+		var ae *api.Error
+		if errors.As(err, &ae) {
+			msg := ae.Message
+			if ae.Earliest > 0 {
+				msg += " (earliest guaranteed deadline " + sbatch.FormatTimestamp(ae.Earliest, "", time.Now()) + ")"
+			}
+			if flags.TestOnly {
+				fmt.Fprintf(env.Stderr, "allocation failure: %s\n", msg)
+			} else {
+				fmt.Fprintf(env.Stderr, "sbatch: error: Batch job submission failed: %s\n", msg)
+			}
+		} else {
+			fmt.Fprintf(env.Stderr, "sbatch: error: Batch job submission failed: %v\n", err)
+		}
+		return exitError(env)
+	}
+	if flags.TestOnly {
+		fmt.Fprintf(env.Stderr, "sbatch: Job %d to start at %s using %d processors on nodes %s in partition %s\n",
+			resp.JobID, sbatch.FormatTimestamp(resp.StartTime, "", time.Now()), resp.CPUs,
+			sbatch.CompressHostlist(resp.Nodes), resp.Partition)
+		return 0
+	}
+	switch {
+	case flags.Parsable:
+		fmt.Fprintf(env.Stdout, "%d\n", resp.JobID)
+	case !flags.Quiet:
+		fmt.Fprintf(env.Stdout, "Submitted batch job %d\n", resp.JobID)
+	}
+	if flags.Wait {
+		return waitJob(ctx, env, cl, resp.JobID)
+	}
+	return 0
+}
+
+// printSbatchError prints a parse error the way sbatch does: the first line
+// behind the program name, the following ones (the "Try ..." hint) bare.
+func printSbatchError(env *Env, err error) int {
+	var se *sbatch.Error
+	if !errors.As(err, &se) {
+		fmt.Fprintf(env.Stderr, "sbatch: error: %v\n", err)
+		return 1
+	}
+	lines := strings.Split(strings.TrimRight(se.Msg, "\n"), "\n")
+	for i, l := range lines {
+		if i == 0 || strings.HasPrefix(l, "error: ") {
+			fmt.Fprintf(env.Stderr, "sbatch: %s\n", l)
+		} else {
+			fmt.Fprintln(env.Stderr, l)
+		}
+	}
+	if se.Exit == 1 {
+		return exitError(env)
+	}
+	return se.Exit
+}
+
+// exitError is Slurm's error_exit: 1 unless $SLURM_EXIT_ERROR says otherwise.
+func exitError(env *Env) int {
+	if v := env.Getenv("SLURM_EXIT_ERROR"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return 1
+}
+
+// waitJob implements -W/--wait: poll until the job ends and return its exit
+// code (1 when it was killed by a signal), as sbatch does.
+func waitJob(ctx context.Context, env *Env, cl *api.Client, id int64) int {
+	delay := 100 * time.Millisecond
+	for {
+		jobs, err := cl.Jobs(ctx, api.JobFilter{IDs: []int64{id}, History: true})
+		if err == nil && len(jobs) == 1 && jobs[0].State.Finished() {
+			j := jobs[0]
+			if j.Signal != 0 || j.State == api.StateCancelled || j.State == api.StateTimeout {
+				if j.ExitCode == 0 {
+					return 1
+				}
+			}
+			return j.ExitCode
+		}
+		select {
+		case <-ctx.Done():
+			return 1
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 2*time.Second)
+	}
+}
+
+func versionLine() string { return "hora " + version + " (slurm 22.05 compatible)" }
+
+// version is set by the build (-ldflags -X main.version=...).
+var version = "0.1.0-dev"
+
+func sbatchHelp() string {
+	var b strings.Builder
+	b.WriteString("Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n\nParallel run options:\n")
+	for _, o := range sbatch.SbatchOptions {
+		short := "    "
+		if o.Short != 0 {
+			short = "  -" + string(o.Short) + ","
+		}
+		arg := ""
+		switch o.Arg {
+		case sbatch.RequiredArg:
+			arg = "=<value>"
+		case sbatch.OptionalArg:
+			arg = "[=<value>]"
+		}
+		fmt.Fprintf(&b, "%s --%s%s\n", short, o.Long, arg)
+	}
+	b.WriteString("\nhora additions: --load=SIZE (divisible load), --deadline guaranteed at submit on real-time partitions.\n")
+	return b.String()
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The end-to-end test builds the real binaries, starts a real horad on a
+// temporary socket and SQLite file, and drives it with the real client
+// commands, as a user would.
+
+type cluster struct {
+	t      testing.TB
+	dir    string // binaries and state, world-readable so `nobody` can run the client
+	bin    string
+	sock   string
+	varDir string
+	daemon *exec.Cmd
+	log    *bytes.Buffer
+}
+
+func buildBinaries(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "bin")
+	for _, p := range []string{"hora", "horad"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, p), "hora/cmd/"+p)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", p, err, out)
+		}
+	}
+	for _, c := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct"} {
+		if err := os.Symlink("hora", filepath.Join(bin, c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+func newCluster(t testing.TB) *cluster {
+	dir, err := os.MkdirTemp("", "hora-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, dir: dir, sock: filepath.Join(dir, "horad.sock"), varDir: filepath.Join(dir, "var")}
+	c.bin = buildBinaries(t, dir)
+	c.start()
+	t.Cleanup(c.stop)
+	return c
+}
+
+func (c *cluster) start() {
+	c.t.Helper()
+	c.log = &bytes.Buffer{}
+	c.daemon = exec.Command(filepath.Join(c.bin, "horad"), "--state-dir", c.varDir, "--socket", c.sock, "--log-level", "debug")
+	c.daemon.Stderr = c.log
+	c.daemon.Dir = c.dir
+	if err := c.daemon.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if conn, err := net.Dial("unix", c.sock); err == nil {
+			conn.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatalf("horad did not come up:\n%s", c.log)
+}
+
+func (c *cluster) kill9() {
+	c.daemon.Process.Signal(syscall.SIGKILL)
+	c.daemon.Wait()
+}
+
+func (c *cluster) stop() {
+	if c.daemon.ProcessState == nil {
+		c.daemon.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { c.daemon.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			c.t.Errorf("horad did not stop on SIGTERM within 10 s")
+			c.kill9()
+		}
+	}
+	if c.t.Failed() {
+		c.t.Logf("horad log:\n%s", c.log)
+	}
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run calls a client command by path (a real Slurm may be on PATH too).
+func (c *cluster) run(uid int, dir, name string, args ...string) result {
+	c.t.Helper()
+	cmd := exec.Command(filepath.Join(c.bin, name), args...)
+	cmd.Env = append(os.Environ(), "HORA_SOCKET="+c.sock, "TZ=UTC")
+	cmd.Dir = dir
+	if uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatalf("%s %q: %v", name, args, err)
+	}
+	return result{o.String(), e.String(), code}
+}
+
+var submitted = regexp.MustCompile(`^Submitted batch job (\d+)\n$`)
+
+func (c *cluster) submit(dir string, args ...string) string {
+	c.t.Helper()
+	r := c.run(0, dir, "sbatch", args...)
+	m := submitted.FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		c.t.Fatalf("sbatch %q: exit %d stdout %q stderr %q", args, r.code, r.stdout, r.stderr)
+	}
+	return m[1]
+}
+
+// state asks squeue (with -t all, so finished jobs show) for a job's state.
+func (c *cluster) state(id string) string {
+	r := c.run(0, c.dir, "squeue", "-h", "-t", "all", "-j", id, "-o", "%T")
+	return strings.TrimSpace(r.stdout)
+}
+
+func (c *cluster) waitState(id string, want ...string) string {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var got string
+	for time.Now().Before(deadline) {
+		got = c.state(id)
+		for _, w := range want {
+			if got == w {
+				return got
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("job %s: state %q, want one of %v", id, got, want)
+	return ""
+}
+
+func writeScript(t testing.TB, dir, name, body string) string {
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestEndToEnd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the end-to-end test runs jobs as other users and must run as root (CI does)")
+	}
+	c := newCluster(t)
+	work := filepath.Join(c.dir, "work")
+	os.MkdirAll(work, 0o777)
+
+	// 1. A job runs to completion; squeue and sacct say so; its output file
+	// is where Slurm would put it, with the Slurm environment inside.
+	script := writeScript(t, work, "hello.sh", "#!/bin/sh\n#SBATCH -J greet\n#SBATCH -N 2\necho \"job=$SLURM_JOB_ID name=$SLURM_JOB_NAME nodes=$SLURM_JOB_NODELIST n=$SLURM_JOB_NUM_NODES\"\necho err >&2\nexit 0\n")
+	id := c.submit(work, script)
+	c.waitState(id, "COMPLETED")
+	r := c.run(0, work, "sacct", "-j", id, "-X", "-P", "-n", "-o", "JobID,JobName,State,ExitCode")
+	if want := id + "|greet|COMPLETED|0:0\n"; r.stdout != want {
+		t.Errorf("sacct = %q, want %q (stderr %q)", r.stdout, want, r.stderr)
+	}
+	out, err := os.ReadFile(filepath.Join(work, "slurm-"+id+".out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^job=` + id + ` name=greet nodes=local\[1-2\] n=2\nerr\n$`).Match(out) {
+		t.Errorf("output file: %q", out)
+	}
+
+	// 2. A failing job is FAILED with its exit code.
+	id = c.submit(work, "--wrap", "exit 3")
+	c.waitState(id, "FAILED")
+	r = c.run(0, work, "sacct", "-j", id, "-X", "-P", "-n", "-o", "State,ExitCode")
+	if r.stdout != "FAILED|3:0\n" {
+		t.Errorf("failed job sacct = %q", r.stdout)
+	}
+
+	// 3. Another user cannot cancel a running job; the owner can.
+	id = c.submit(work, "--wrap", "sleep 300")
+	c.waitState(id, "RUNNING")
+	r = c.run(65534, "/", "scancel", id)
+	if r.code == 0 || !strings.Contains(r.stderr, "Access/permission denied") {
+		t.Errorf("scancel as nobody: exit %d stderr %q", r.code, r.stderr)
+	}
+	if got := c.state(id); got != "RUNNING" {
+		t.Errorf("after nobody's scancel the job is %s", got)
+	}
+	r = c.run(0, work, "scancel", id)
+	if r.code != 0 {
+		t.Errorf("scancel by owner: %+v", r)
+	}
+	c.waitState(id, "CANCELLED")
+	r = c.run(0, work, "sacct", "-j", id, "-X", "-P", "-n", "-o", "State")
+	if r.stdout != "CANCELLED by 0\n" {
+		t.Errorf("cancelled job sacct State = %q", r.stdout)
+	}
+
+	// 4. A job submitted by nobody runs as nobody.
+	nobodyDir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(nobodyDir, 0o755)
+	os.Chown(nobodyDir, 65534, 65534)
+	r = c.run(65534, nobodyDir, "sbatch", "--wrap", "id -u")
+	m := submitted.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("sbatch as nobody: %+v", r)
+	}
+	c.waitState(m[1], "COMPLETED")
+	if out, _ := os.ReadFile(filepath.Join(nobodyDir, "slurm-"+m[1]+".out")); string(out) != "65534\n" {
+		t.Errorf("job of nobody ran as %q", out)
+	}
+
+	// 5. kill -9 right after sbatch printed an id: after a restart the job
+	// is there and runs to completion.
+	id = c.submit(work, "--wrap", "echo survived")
+	c.kill9()
+	c.start()
+	c.waitState(id, "COMPLETED")
+	if out, _ := os.ReadFile(filepath.Join(work, "slurm-"+id+".out")); string(out) != "survived\n" {
+		t.Errorf("job across kill -9: output %q", out)
+	}
+
+	// 6. A job running while horad dies keeps running and is re-attached;
+	// its real exit status is recorded.
+	flag := filepath.Join(work, "go-on")
+	id = c.submit(work, "--wrap", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; exit 7", flag))
+	c.waitState(id, "RUNNING")
+	c.kill9()
+	c.start()
+	if got := c.state(id); got != "RUNNING" {
+		t.Errorf("after restart the running job is %q", got)
+	}
+	os.WriteFile(flag, nil, 0o644)
+	c.waitState(id, "FAILED")
+	r = c.run(0, work, "sacct", "-j", id, "-X", "-P", "-n", "-o", "State,ExitCode")
+	if r.stdout != "FAILED|7:0\n" {
+		t.Errorf("re-attached job sacct = %q", r.stdout)
+	}
+
+	// 7. Bad input is refused with Slurm's words and exit codes, and changes nothing.
+	r = c.run(0, work, "sbatch", "--time=bogus", script)
+	if r.code != 255 || r.stderr != "sbatch: error: Invalid --time specification\n" {
+		t.Errorf("bad --time: %+v", r)
+	}
+	r = c.run(0, work, "sbatch", "-p", "nosuch", script)
+	if r.code != 1 || r.stderr != "sbatch: error: Batch job submission failed: Invalid partition name specified\n" {
+		t.Errorf("bad partition: %+v", r)
+	}
+	r = c.run(0, work, "squeue", "-h", "-j", "999999")
+	if r.code != 1 || r.stderr != "slurm_load_jobs error: Invalid job id specified\n" {
+		t.Errorf("squeue unknown id: %+v", r)
+	}
+}
+
+// TestClientWithoutDaemon checks the message that names the sockets tried.
+func TestClientWithoutDaemon(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildBinaries(t, dir)
+	cmd := exec.Command(filepath.Join(bin, "squeue"))
+	cmd.Env = append(os.Environ(), "HORA_SOCKET="+filepath.Join(dir, "none.sock"))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), filepath.Join(dir, "none.sock")) {
+		t.Fatalf("squeue without horad: err %v, output %q", err, out)
+	}
+}

@@ -1,0 +1,475 @@
+// Package config reads hora.toml: strict (an unknown key is an error naming
+// the key and its line), validated as a whole (Validate reports every problem
+// at once, not the first), with defaults that run a single machine: four local
+// nodes, one partition, state under the working directory.
+//
+// horad and `hora replay --config` share it, so a site replays exactly the
+// partitions and policies it runs.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"hora/api"
+	"hora/sbatch"
+	"hora/scheduler"
+)
+
+// Config is the whole of hora.toml. Durations are strings in Slurm's --time
+// syntax ("30", "1:00:00", "UNLIMITED") or seconds where the key says _s.
+type Config struct {
+	ClusterName string   `toml:"cluster_name"`
+	StateDir    string   `toml:"state_dir"` // hora.db and node-side state of local nodes
+	Socket      string   `toml:"socket"`
+	Operators   []string `toml:"operators"`     // users (names or uids) who may act on any job
+	KillWaitS   int      `toml:"kill_wait_s"`   // grace between TERM and KILL (Slurm KillWait)
+	MinJobAgeS  int      `toml:"min_job_age_s"` // finished jobs stay in squeue -t all this long
+	Executor    string   `toml:"executor"`      // "local" (default) or "ssh"
+
+	Nodes      []Node      `toml:"node"`
+	Partitions []Partition `toml:"partition"`
+
+	// path is the file the config came from, for messages ("" = embedded default).
+	path string
+	// lines maps a dotted key path to the line it was found on.
+	lines map[string]int
+}
+
+// Node declares one node or, with a hostlist name ("local[1-4]"), several alike.
+type Node struct {
+	Name     string  `toml:"name"`
+	Address  string  `toml:"address"`   // ssh: host or host:port; default = name
+	CPUs     int     `toml:"cpus"`      // 0 = this machine's CPU count (local)
+	MemoryMB int64   `toml:"memory_mb"` // informational (sinfo)
+	Rate     float64 `toml:"rate"`      // relative speed; 0 = 1
+}
+
+// Partition declares a partition and its scheduling policy.
+type Partition struct {
+	Name        string            `toml:"name"`
+	Nodes       string            `toml:"nodes"` // hostlist
+	Default     bool              `toml:"default"`
+	Policy      string            `toml:"policy"`   // batch (default), dlt, reserve
+	Backfill    string            `toml:"backfill"` // batch: easy (default) or fcfs
+	MaxTime     string            `toml:"max_time"`
+	DefaultTime string            `toml:"default_time"`
+	Params      map[string]string `toml:"params"` // policy-specific settings
+}
+
+// Default returns the embedded default: what `horad` runs with no config file.
+func Default() *Config {
+	c := &Config{}
+	c.fillDefaults()
+	return c
+}
+
+func (c *Config) fillDefaults() {
+	if c.ClusterName == "" {
+		c.ClusterName = "hora"
+	}
+	if c.StateDir == "" {
+		c.StateDir = "./var"
+	}
+	if c.Socket == "" {
+		c.Socket = strings.TrimSuffix(c.StateDir, "/") + "/horad.sock"
+	}
+	if c.KillWaitS == 0 {
+		c.KillWaitS = 30
+	}
+	if c.MinJobAgeS == 0 {
+		c.MinJobAgeS = 300
+	}
+	if c.Executor == "" {
+		c.Executor = "local"
+	}
+	if len(c.Nodes) == 0 {
+		c.Nodes = []Node{{Name: "local[1-4]"}}
+	}
+	if len(c.Partitions) == 0 {
+		c.Partitions = []Partition{{Name: "batch", Nodes: c.Nodes[0].Name, Default: true}}
+	}
+	for i := range c.Partitions {
+		if c.Partitions[i].Policy == "" {
+			c.Partitions[i].Policy = "batch"
+		}
+	}
+}
+
+// Problem is one thing wrong with a config file, located by key and line.
+type Problem struct {
+	File string
+	Line int // 0 = unknown
+	Key  string
+	Msg  string
+}
+
+func (p Problem) String() string {
+	loc := p.File
+	if loc == "" {
+		loc = "(default config)"
+	}
+	if p.Line > 0 {
+		loc += ":" + strconv.Itoa(p.Line)
+	}
+	if p.Key != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, p.Key, p.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, p.Msg)
+}
+
+// Problems is every problem found; it is the error Load and Validate return.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, "\n")
+}
+
+// Load reads and validates a config file.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(b, path)
+}
+
+// Parse decodes TOML text strictly and validates it. name is used in messages.
+func Parse(b []byte, name string) (*Config, error) {
+	c := &Config{path: name}
+	md, err := toml.NewDecoder(bytes.NewReader(b)).Decode(c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, Problems{{File: name, Line: pe.Position.Line, Msg: pe.Message}}
+		}
+		return nil, Problems{{File: name, Msg: err.Error()}}
+	}
+	c.lines = keyLines(b)
+	// BurntSushi/toml matches keys to fields case-insensitively and reports
+	// unknown keys only through Undecoded, without lines: check every key
+	// against the exact tag names ourselves so "Name" or "nodez" is an error.
+	var probs Problems
+	valid := validKeys(reflect.TypeOf(Config{}), "")
+	reported := map[string]bool{}
+	type located struct {
+		key  string
+		line int
+	}
+	var found []located
+	for k, l := range c.lines {
+		found = append(found, located{k, l})
+	}
+	sort.Slice(found, func(i, j int) bool {
+		if found[i].line != found[j].line {
+			return found[i].line < found[j].line
+		}
+		return found[i].key < found[j].key
+	})
+	for _, f := range found {
+		pat := keyPattern(strings.Split(f.key, "."))
+		if !valid[pat] && !reported[pat] {
+			reported[pat] = true
+			probs = append(probs, Problem{File: name, Line: f.line, Key: f.key, Msg: "unknown key"})
+		}
+	}
+	// The decoder's own key list catches forms the line scanner does not
+	// follow (inline tables, dotted keys).
+	for _, k := range md.Keys() {
+		pat := keyPattern(k)
+		if !valid[pat] && !reported[pat] {
+			reported[pat] = true
+			probs = append(probs, Problem{File: name, Line: c.line(k.String()), Key: k.String(), Msg: "unknown key"})
+		}
+	}
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	c.fillDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// keyPattern turns partition.0.params.cms into partition.params.* so it can be
+// checked against the struct's tag tree (array indexes and map keys are free).
+func keyPattern(k []string) string {
+	var parts []string
+	for i := 0; i < len(k); i++ {
+		p := k[i]
+		if _, err := strconv.Atoi(p); err == nil {
+			continue
+		}
+		parts = append(parts, p)
+		if p == "params" && i+1 < len(k) {
+			parts = append(parts, "*")
+			break
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+func validKeys(t reflect.Type, prefix string) map[string]bool {
+	out := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("toml")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		path := prefix + tag
+		out[path] = true
+		ft := f.Type
+		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
+			for k := range validKeys(ft.Elem(), path+".") {
+				out[k] = true
+			}
+		}
+		if ft.Kind() == reflect.Map {
+			out[path+".*"] = true
+		}
+	}
+	return out
+}
+
+// keyLines records, for every key assignment and table header, the line it
+// is on, under its full dotted path with array-of-table indexes, as
+// md.Keys() spells them (partition.1.nodes).
+func keyLines(b []byte) map[string]int {
+	lines := map[string]int{}
+	counts := map[string]int{}
+	table := ""
+	for i, raw := range strings.Split(string(b), "\n") {
+		ln := strings.TrimSpace(raw)
+		if ln == "" || ln[0] == '#' {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(ln, "[["):
+			name := strings.TrimSpace(strings.Trim(strings.SplitN(ln, "]]", 2)[0], "[ "))
+			table = name + "." + strconv.Itoa(counts[name])
+			counts[name]++
+			lines[table] = i + 1
+		case strings.HasPrefix(ln, "["):
+			name := strings.TrimSpace(strings.Trim(strings.SplitN(ln, "]", 2)[0], "[ "))
+			// a sub-table of the last array element: [partition.params]
+			if parent, sub, ok := strings.Cut(name, "."); ok && counts[parent] > 0 {
+				name = parent + "." + strconv.Itoa(counts[parent]-1) + "." + sub
+			}
+			table = name
+			lines[table] = i + 1
+		default:
+			k, _, ok := strings.Cut(ln, "=")
+			if !ok {
+				continue
+			}
+			k = strings.Trim(strings.TrimSpace(k), `"'`)
+			full := k
+			if table != "" {
+				full = table + "." + k
+			}
+			lines[full] = i + 1
+		}
+	}
+	return lines
+}
+
+func (c *Config) line(key string) int {
+	if c.lines == nil {
+		return 0
+	}
+	if l, ok := c.lines[key]; ok {
+		return l
+	}
+	// fall back to the enclosing table
+	for key != "" {
+		i := strings.LastIndex(key, ".")
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+		if l, ok := c.lines[key]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+func (c *Config) problem(key, format string, a ...any) Problem {
+	return Problem{File: c.path, Line: c.line(key), Key: key, Msg: fmt.Sprintf(format, a...)}
+}
+
+// Validate checks the whole config and reports every problem found.
+func (c *Config) Validate() error {
+	var ps Problems
+	if c.KillWaitS < 0 {
+		ps = append(ps, c.problem("kill_wait_s", "must be ≥ 0, got %d", c.KillWaitS))
+	}
+	if c.MinJobAgeS < 0 {
+		ps = append(ps, c.problem("min_job_age_s", "must be ≥ 0, got %d", c.MinJobAgeS))
+	}
+	if c.Executor != "local" && c.Executor != "ssh" {
+		ps = append(ps, c.problem("executor", "must be \"local\" or \"ssh\", got %q", c.Executor))
+	}
+	seen := map[string]string{}
+	for i, n := range c.Nodes {
+		key := fmt.Sprintf("node.%d", i)
+		names, err := sbatch.ExpandHostlist(n.Name)
+		if err != nil || n.Name == "" {
+			ps = append(ps, c.problem(key+".name", "invalid node name %q: %v", n.Name, err))
+			continue
+		}
+		for _, name := range names {
+			if prev, dup := seen[name]; dup {
+				ps = append(ps, c.problem(key+".name", "node %s already declared by %s", name, prev))
+			}
+			seen[name] = key
+		}
+		if n.CPUs < 0 {
+			ps = append(ps, c.problem(key+".cpus", "must be ≥ 0, got %d", n.CPUs))
+		}
+		if n.Rate < 0 {
+			ps = append(ps, c.problem(key+".rate", "must be > 0, got %g", n.Rate))
+		}
+	}
+	defaults := 0
+	pnames := map[string]bool{}
+	for i, p := range c.Partitions {
+		key := fmt.Sprintf("partition.%d", i)
+		if p.Name == "" {
+			ps = append(ps, c.problem(key+".name", "missing"))
+		} else if pnames[p.Name] {
+			ps = append(ps, c.problem(key+".name", "partition %s declared twice", p.Name))
+		}
+		pnames[p.Name] = true
+		if p.Default {
+			defaults++
+		}
+		names, err := sbatch.ExpandHostlist(p.Nodes)
+		if err != nil || len(names) == 0 {
+			ps = append(ps, c.problem(key+".nodes", "invalid node list %q: %v", p.Nodes, err))
+		}
+		for _, n := range names {
+			if _, ok := seen[n]; !ok {
+				ps = append(ps, c.problem(key+".nodes", "node %s is not declared in any [[node]]", n))
+			}
+		}
+		switch p.Policy {
+		case "batch", "dlt", "reserve":
+		default:
+			ps = append(ps, c.problem(key+".policy", "unknown policy %q (batch, dlt, reserve)", p.Policy))
+		}
+		switch p.Backfill {
+		case "", "easy", "fcfs":
+		default:
+			ps = append(ps, c.problem(key+".backfill", "must be \"easy\" or \"fcfs\", got %q", p.Backfill))
+		}
+		for _, t := range []struct{ k, v string }{{"max_time", p.MaxTime}, {"default_time", p.DefaultTime}} {
+			if t.v == "" {
+				continue
+			}
+			if _, err := sbatch.ParseSlurmDuration(t.v); err != nil {
+				ps = append(ps, c.problem(key+"."+t.k, "invalid time %q: %v", t.v, err))
+			}
+		}
+	}
+	if defaults > 1 {
+		ps = append(ps, c.problem("partition", "%d partitions are marked default; at most one may be", defaults))
+	}
+	if len(ps) > 0 {
+		return ps
+	}
+	return nil
+}
+
+// NodeNames expands every [[node]] into node names, in order.
+func (c *Config) NodeNames() []string {
+	var out []string
+	for _, n := range c.Nodes {
+		names, _ := sbatch.ExpandHostlist(n.Name)
+		out = append(out, names...)
+	}
+	return out
+}
+
+// ExpandedNodes returns one Node per node name, with CPUs filled in.
+func (c *Config) ExpandedNodes() []Node {
+	var out []Node
+	for _, n := range c.Nodes {
+		names, _ := sbatch.ExpandHostlist(n.Name)
+		for _, name := range names {
+			m := n
+			m.Name = name
+			if m.CPUs == 0 {
+				m.CPUs = runtime.NumCPU()
+			}
+			if m.Rate == 0 {
+				m.Rate = 1
+			}
+			if m.Address == "" {
+				m.Address = name
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func seconds(s string) float64 {
+	if s == "" {
+		return scheduler.Inf
+	}
+	v, err := sbatch.ParseSlurmDuration(s)
+	if err != nil || v == api.NoLimit {
+		return scheduler.Inf
+	}
+	return float64(v)
+}
+
+// Scheduler returns the Engine's view of the cluster.
+func (c *Config) Scheduler() scheduler.Config {
+	var sc scheduler.Config
+	for _, n := range c.ExpandedNodes() {
+		sc.Nodes = append(sc.Nodes, scheduler.NodeSpec{Name: n.Name, CPUs: n.CPUs, Rate: n.Rate})
+	}
+	hasDefault := false
+	for _, p := range c.Partitions {
+		hasDefault = hasDefault || p.Default
+	}
+	for i, p := range c.Partitions {
+		names, _ := sbatch.ExpandHostlist(p.Nodes)
+		params := map[string]string{}
+		keys := make([]string, 0, len(p.Params))
+		for k := range p.Params {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			params[k] = p.Params[k]
+		}
+		sc.Partitions = append(sc.Partitions, scheduler.PartitionSpec{
+			Name: p.Name, Nodes: names, Policy: p.Policy, Backfill: p.Backfill,
+			Default: p.Default || (!hasDefault && i == 0),
+			MaxTime: seconds(p.MaxTime), DefaultTime: seconds(p.DefaultTime),
+			Params: params,
+		})
+	}
+	return sc
+}
+
+// Path is the file the config came from ("" for the embedded default).
+func (c *Config) Path() string { return c.path }

@@ -1,0 +1,106 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDefault(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	names := c.NodeNames()
+	if strings.Join(names, " ") != "local1 local2 local3 local4" {
+		t.Fatalf("default nodes %v", names)
+	}
+	sc := c.Scheduler()
+	if len(sc.Partitions) != 1 || sc.Partitions[0].Name != "batch" || !sc.Partitions[0].Default ||
+		sc.Partitions[0].Policy != "batch" || len(sc.Partitions[0].Nodes) != 4 {
+		t.Fatalf("default partition %+v", sc.Partitions)
+	}
+	if c.Socket != "./var/horad.sock" || c.StateDir != "./var" {
+		t.Fatalf("default paths %q %q", c.Socket, c.StateDir)
+	}
+	for _, n := range c.ExpandedNodes() {
+		if n.CPUs < 1 {
+			t.Fatalf("node %s has %d cpus", n.Name, n.CPUs)
+		}
+	}
+}
+
+const good = `cluster_name = "site"
+state_dir = "/var/lib/hora"
+
+[[node]]
+name = "n[01-04]"
+cpus = 8
+
+[[node]]
+name = "big1"
+rate = 2.0
+
+[[partition]]
+name = "batch"
+nodes = "n[01-04]"
+default = true
+max_time = "1-00:00:00"
+
+[[partition]]
+name = "rt"
+nodes = "n[03-04],big1"
+policy = "dlt"
+[partition.params]
+cms = "1"
+cps = "1000"
+`
+
+func TestParseGood(t *testing.T) {
+	c, err := Parse([]byte(good), "hora.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.Scheduler()
+	if got := len(sc.Nodes); got != 5 {
+		t.Fatalf("nodes %d", got)
+	}
+	if sc.Partitions[0].MaxTime != 86400 {
+		t.Fatalf("max_time %v", sc.Partitions[0].MaxTime)
+	}
+	if sc.Partitions[1].Params["cps"] != "1000" || sc.Partitions[1].Policy != "dlt" {
+		t.Fatalf("rt partition %+v", sc.Partitions[1])
+	}
+	if c.Socket != "/var/lib/hora/horad.sock" {
+		t.Fatalf("socket %q", c.Socket)
+	}
+}
+
+func TestParseErrorsNameKeyAndLine(t *testing.T) {
+	cases := []struct {
+		name, src string
+		want      []string // substrings that must all appear
+	}{
+		{"unknown top key", "clustr_name = \"x\"\n", []string{"t.toml:1: clustr_name: unknown key"}},
+		{"wrong case", "[[node]]\nName = \"a\"\n", []string{"t.toml:2: node.0.Name: unknown key"}},
+		{"unknown node key", "[[node]]\nname = \"a\"\n[[node]]\nname = \"b\"\ncpuz = 3\n", []string{"t.toml:5: node.1.cpuz: unknown key"}},
+		{"bad hostlist", "[[node]]\nname = \"n[1-\"\n", []string{"t.toml:2: node.0.name: invalid node name"}},
+		{"every problem", "executor = \"rsh\"\nkill_wait_s = -1\n[[node]]\nname = \"a\"\n[[partition]]\nname = \"p\"\nnodes = \"b\"\npolicy = \"lottery\"\nmax_time = \"soon\"\n",
+			[]string{"t.toml:1: executor", "t.toml:2: kill_wait_s", "t.toml:7: partition.0.nodes: node b is not declared",
+				"t.toml:8: partition.0.policy: unknown policy", "t.toml:9: partition.0.max_time: invalid time"}},
+		{"duplicate node", "[[node]]\nname = \"a[1-2]\"\n[[node]]\nname = \"a2\"\n", []string{"t.toml:4: node.1.name: node a2 already declared"}},
+		{"syntax", "cluster_name = \n", []string{"t.toml:1:"}},
+		{"type", "kill_wait_s = \"ten\"\n", []string{"t.toml"}},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.src), "t.toml")
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error\n%v\ndoes not contain %q", c.name, err, w)
+			}
+		}
+	}
+}

@@ -1,0 +1,550 @@
+// Package controller is horad's core: it owns the socket server, the durable
+// store, the scheduling Engine and the node executor, and is the live driver
+// of the Engine (replay is the other one, DESIGN.md §3).
+//
+// Ordering rules, which make "nothing acknowledged is ever lost" true:
+//   - an event is committed to the store before the client hears of it and
+//     before any action that follows from it runs on a node;
+//   - the Engine and the in-memory jobs are touched only under c.mu, so the
+//     Engine sees one totally ordered stream of events;
+//   - node operations (launch, signal) run on one dispatcher goroutine in the
+//     order the Engine decided them, outside c.mu, so a slow node never
+//     blocks a client.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"hora/api"
+	"hora/config"
+	"hora/nodes"
+	"hora/scheduler"
+	"hora/store"
+)
+
+// Version is set at build time (-ldflags -X hora/controller.Version=...).
+var Version = "0.1.0-dev"
+
+// Controller is a running horad.
+type Controller struct {
+	cfg   *config.Config
+	log   *slog.Logger
+	st    *store.Store
+	exec  nodes.Executor
+	now   func() time.Time
+	euid  uint32
+	nodes []config.Node
+
+	mu        sync.Mutex
+	eng       *scheduler.Engine
+	jobs      map[int64]*job // active jobs and finished ones younger than MinJobAge
+	ids       []int64        // keys of jobs, ascending
+	nextID    int64
+	operators map[uint32]bool
+	downNodes map[string]string // node → reason
+
+	work      *workQueue
+	wake      chan struct{} // poke the tick loop after the Engine's wakeup time may have moved
+	heartbeat func()
+}
+
+// job is the in-memory projection of one job plus what only the live
+// controller needs.
+type job struct {
+	api.Job
+	cancelRequested bool
+	launched        bool
+}
+
+// Options configures New.
+type Options struct {
+	Config   *config.Config
+	Logger   *slog.Logger
+	Store    *store.Store
+	Executor nodes.Executor
+	Now      func() time.Time // nil = time.Now
+	// Heartbeat is called from the scheduling loop at least once a second;
+	// horad pings systemd's watchdog from it, so a wedged loop is detected.
+	Heartbeat func()
+}
+
+// New builds a controller and recovers its state from the store and the
+// nodes: pending jobs are queued again, running jobs re-attached, and jobs
+// that ended while horad was down are recorded with their real exit status.
+func New(ctx context.Context, o Options) (*Controller, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	eng, err := scheduler.New(o.Config.Scheduler())
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	c := &Controller{
+		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
+		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
+		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
+		downNodes: map[string]string{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
+		heartbeat: o.Heartbeat,
+	}
+	for _, op := range o.Config.Operators {
+		if uid, ok := lookupUID(op); ok {
+			c.operators[uid] = true
+		} else {
+			return nil, fmt.Errorf("config: operators: unknown user %q", op)
+		}
+	}
+	if err := c.recover(ctx); err != nil {
+		return nil, fmt.Errorf("recovery: %w", err)
+	}
+	return c, nil
+}
+
+func (c *Controller) nowSec() float64 { return float64(c.now().UnixNano()) / 1e9 }
+
+// Run serves until ctx is cancelled. It returns after the dispatcher has
+// drained; running jobs keep running (their shepherds outlive horad).
+func (c *Controller) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); c.dispatch(ctx) }()
+	go func() { defer wg.Done(); c.watchExits(ctx) }()
+	go func() { defer wg.Done(); c.tickLoop(ctx) }()
+	<-ctx.Done()
+	c.work.close()
+	wg.Wait()
+	return nil
+}
+
+// recover rebuilds the Engine from the store and reconciles with the nodes.
+func (c *Controller) recover(ctx context.Context) error {
+	// Only jobs still active, or ended recently enough to show in
+	// squeue -t all, are loaded: a long history stays on disk for sacct.
+	all, err := c.st.Jobs(ctx, store.Filter{Since: c.now().Unix() - int64(c.cfg.MinJobAgeS)})
+	if err != nil {
+		return err
+	}
+	next, err := c.st.GetMeta(ctx, "next_job_id")
+	if err != nil {
+		return err
+	}
+	if c.nextID, err = strconv.ParseInt(next, 10, 64); err != nil {
+		return fmt.Errorf("next job id %q: %w", next, err)
+	}
+	names := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		names[i] = n.Name
+	}
+	steps, err := c.exec.Reattach(ctx, names)
+	if err != nil {
+		return fmt.Errorf("reattach: %w", err)
+	}
+	onNode := map[nodes.StepKey]nodes.Status{}
+	for _, s := range steps {
+		onNode[s.Key] = s
+	}
+	now := c.nowSec()
+	minAge := int64(c.cfg.MinJobAgeS)
+	for _, aj := range all {
+		j := &job{Job: aj}
+		key := nodes.StepKey{Job: aj.ID, Step: scheduler.BatchStep}
+		switch {
+		case aj.State.Finished():
+			if aj.EndTime >= c.now().Unix()-minAge {
+				c.addJob(j)
+			}
+			if s, ok := onNode[key]; ok && s.State != nodes.StepRunning {
+				_ = c.exec.Forget(ctx, s.Node, key)
+			}
+			continue
+		case aj.State == api.StateRunning:
+			s, ok := onNode[key]
+			switch {
+			case ok && s.State == nodes.StepRunning:
+				j.launched = true
+				c.addJob(j)
+				c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true,
+					Nodes: aj.Nodes, Started: float64(aj.StartTime)})
+				c.log.Info("re-attached running job", "job", aj.ID, "node", s.Node)
+				continue
+			case ok:
+				// Ended while horad was away: record the real outcome.
+				c.addJob(j)
+				j.launched = true
+				c.mu.Lock()
+				err := c.finishLocked(ctx, j, s)
+				c.mu.Unlock()
+				if err != nil {
+					return err
+				}
+				_ = c.exec.Forget(ctx, s.Node, key)
+				continue
+			case aj.CancelledBy >= 0:
+				// Cancelled before the launch ever happened: it ends cancelled.
+				c.addJob(j)
+				end := c.now().Unix()
+				if err := c.st.Append(ctx, store.Event{JobID: aj.ID, Time: end, Kind: store.KindEnd,
+					State: api.StateCancelled, Reason: "None"}); err != nil {
+					return err
+				}
+				j.State, j.EndTime = api.StateCancelled, end
+				continue
+			default:
+				// The start was recorded but the launch never happened (horad
+				// died in between): the job never ran, so it goes back to the queue.
+				if err := c.st.Append(ctx, store.Event{JobID: aj.ID, Time: c.now().Unix(), Kind: store.KindRequeue}); err != nil {
+					return err
+				}
+				j.State, j.Nodes, j.StartTime, j.EndTime, j.Reason = api.StatePending, nil, 0, 0, "None"
+				j.ExitCode, j.Signal, j.Steps, j.CancelledBy = 0, 0, nil, -1
+				j.StdoutPath, j.StderrPath = "", ""
+				j.Restarts++
+				c.log.Warn("job was started but never launched; requeued", "job", aj.ID)
+			}
+		}
+		c.addJob(j)
+		c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j)})
+	}
+	// Steps the store does not know as running (left over after a crash
+	// between recording an end and forgetting it) are cleaned.
+	for k, s := range onNode {
+		if j, ok := c.jobs[k.Job]; !ok || j.State.Finished() {
+			if s.State != nodes.StepRunning {
+				_ = c.exec.Forget(ctx, s.Node, k)
+			}
+		}
+	}
+	// The first pass after recovery may start pending jobs.
+	c.mu.Lock()
+	c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: now}))
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Controller) addJob(j *job) {
+	if _, ok := c.jobs[j.ID]; ok {
+		c.jobs[j.ID] = j
+		return
+	}
+	c.jobs[j.ID] = j
+	i := sort.Search(len(c.ids), func(i int) bool { return c.ids[i] >= j.ID })
+	c.ids = append(c.ids, 0)
+	copy(c.ids[i+1:], c.ids[i:])
+	c.ids[i] = j.ID
+}
+
+// schedJob converts a job to the Engine's view.
+func (c *Controller) schedJob(j *job) scheduler.Job {
+	limit := scheduler.Inf
+	switch {
+	case j.Spec.TimeLimit > 0:
+		limit = float64(j.Spec.TimeLimit)
+	case j.Spec.TimeLimit == 0:
+		limit = 0 // the Engine applies the partition default
+	}
+	n := j.Spec.Nodes
+	if n < 1 {
+		n = 1
+	}
+	return scheduler.Job{
+		ID: scheduler.JobID(j.ID), Partition: j.Spec.Partition, User: j.UID, Nodes: n,
+		TimeLimit: limit, Submit: float64(j.SubmitTime), Begin: float64(j.Spec.Begin),
+		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
+		Reservation: j.Spec.Reservation,
+	}
+}
+
+// applyLocked carries out the Engine's actions. State changes that need no
+// node are recorded here, under c.mu; node work is queued for the dispatcher
+// in the Engine's order.
+func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case scheduler.Start:
+			j := c.jobs[int64(a.ID)]
+			if j == nil {
+				c.log.Error("engine started an unknown job", "job", a.ID)
+				continue
+			}
+			if a.Step != scheduler.BatchStep {
+				c.log.Error("divisible job steps are not executed yet", "job", a.ID, "step", a.Step)
+				continue
+			}
+			j.State, j.Nodes, j.StartTime, j.Reason = api.StateRunning, a.Nodes, c.now().Unix(), "None"
+			j.StdoutPath, j.StderrPath = outputPaths(&j.Job)
+			spec := c.launchSpec(j)
+			ev := store.Event{JobID: j.ID, Time: j.StartTime, Kind: store.KindStart, Nodes: a.Nodes,
+				StdoutPath: j.StdoutPath, StderrPath: j.StderrPath}
+			c.work.push(func(ctx context.Context) { c.launch(ctx, spec, ev) })
+		case scheduler.End:
+			j := c.jobs[int64(a.ID)]
+			if j == nil {
+				continue
+			}
+			st, _ := api.ParseState(a.State)
+			now := c.now().Unix()
+			ev := store.Event{JobID: j.ID, Time: now, Kind: store.KindEnd, State: st, Reason: a.Reason, ExitCode: 1}
+			if err := c.st.Append(ctx, ev); err != nil {
+				c.log.Error("recording end", "job", j.ID, "err", err)
+				continue
+			}
+			// The store keeps StartTime 0 for a job that never ran; memory agrees.
+			j.State, j.Reason, j.ExitCode, j.EndTime = st, a.Reason, 1, now
+		case scheduler.Signal:
+			j := c.jobs[int64(a.ID)]
+			if j == nil || len(j.Nodes) == 0 {
+				continue
+			}
+			node, key, sig := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: a.Step}, signum(a.Sig)
+			c.work.push(func(ctx context.Context) {
+				if err := c.exec.Signal(ctx, node, key, sig); err != nil {
+					c.log.Warn("signal", "job", key.Job, "err", err)
+				}
+			})
+		case scheduler.Requeue:
+			c.log.Warn("requeue is not supported by the local executor yet", "job", a.ID)
+		case scheduler.Admit, scheduler.Reject:
+			// answered by the submit handler
+		}
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// launch records the start durably, then starts the step on its node.
+func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, ev store.Event) {
+	c.mu.Lock()
+	j := c.jobs[spec.Key.Job]
+	cancelled := j == nil || j.State.Finished()
+	c.mu.Unlock()
+	if cancelled {
+		return
+	}
+	if err := c.st.Append(ctx, ev); err != nil {
+		c.log.Error("recording start", "job", spec.Key.Job, "err", err)
+		return
+	}
+	err := c.exec.Launch(ctx, spec)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if j := c.jobs[spec.Key.Job]; j != nil {
+		j.launched = err == nil
+		if err == nil && j.cancelRequested {
+			// cancelled between the Engine's decision and the launch
+			c.work.push(func(ctx context.Context) {
+				_ = c.exec.Terminate(ctx, spec.Node, spec.Key, c.killWait())
+			})
+		}
+	}
+	if err != nil {
+		c.log.Error("launch failed", "job", spec.Key.Job, "node", spec.Node, "err", err)
+		_ = c.finishLocked(ctx, c.jobs[spec.Key.Job], nodes.Status{Key: spec.Key, Node: spec.Node,
+			State: nodes.StepExited, ExitCode: 1, Err: err.Error()})
+	}
+}
+
+func (c *Controller) killWait() time.Duration { return time.Duration(c.cfg.KillWaitS) * time.Second }
+
+// watchExits turns step exits into final job states.
+func (c *Controller) watchExits(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s, ok := <-c.exec.Exits():
+			if !ok {
+				return
+			}
+			c.mu.Lock()
+			j := c.jobs[s.Key.Job]
+			var err error
+			if j != nil && !j.State.Finished() {
+				err = c.finishLocked(ctx, j, s)
+			}
+			c.mu.Unlock()
+			if err != nil {
+				c.log.Error("recording job end", "job", s.Key.Job, "err", err)
+				continue // keep the node-side state: recovery will record it
+			}
+			_ = c.exec.Forget(ctx, s.Node, s.Key)
+		}
+	}
+}
+
+// finishLocked records how a job ended and tells the Engine.
+func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) error {
+	if j == nil {
+		return nil
+	}
+	st, reason := api.StateCompleted, "None"
+	switch {
+	case j.cancelRequested || j.CancelledBy >= 0:
+		st = api.StateCancelled
+	case s.TimedOut:
+		st, reason = api.StateTimeout, "TimeLimit"
+	case s.State == nodes.StepLost:
+		st, reason = api.StateNodeFail, "NodeDown"
+	case s.Err != "":
+		st, reason = api.StateFailed, "JobLaunchFailure"
+	case s.Signal != 0:
+		st, reason = api.StateFailed, "RaisedSignal"
+	case s.ExitCode != 0:
+		st, reason = api.StateFailed, "NonZeroExitCode"
+	}
+	end := s.Ended.Unix()
+	if s.Ended.IsZero() {
+		end = c.now().Unix()
+	}
+	ev := store.Event{JobID: j.ID, Time: end, Kind: store.KindEnd, State: st, Reason: reason,
+		ExitCode: s.ExitCode, Signal: s.Signal}
+	if err := c.st.Append(ctx, ev); err != nil {
+		return err
+	}
+	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, s.ExitCode, s.Signal, end
+	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID),
+		Step: scheduler.BatchStep, Failed: st != api.StateCompleted}))
+	return nil
+}
+
+// tickLoop lets time pass in the Engine (begin times, pending deadlines) and
+// forgets finished jobs older than MinJobAge.
+func (c *Controller) tickLoop(ctx context.Context) {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-c.wake:
+		}
+		c.mu.Lock()
+		now := c.nowSec()
+		c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: now}))
+		c.pruneLocked()
+		next := c.eng.NextWakeup()
+		c.mu.Unlock()
+		if c.heartbeat != nil {
+			c.heartbeat()
+		}
+		d := time.Second
+		if w := next - now; !math.IsInf(next, 1) && w < 1 {
+			d = time.Duration(math.Max(w, 0.01) * float64(time.Second))
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(d)
+	}
+}
+
+func (c *Controller) pruneLocked() {
+	cut := c.now().Unix() - int64(c.cfg.MinJobAgeS)
+	keep := c.ids[:0]
+	for _, id := range c.ids {
+		j := c.jobs[id]
+		if j.State.Finished() && j.EndTime < cut {
+			delete(c.jobs, id)
+			continue
+		}
+		keep = append(keep, id)
+	}
+	c.ids = keep
+}
+
+// dispatch runs node operations in order.
+func (c *Controller) dispatch(ctx context.Context) {
+	for {
+		f, ok := c.work.pop()
+		if !ok {
+			return
+		}
+		f(ctx)
+	}
+}
+
+// workQueue is an unbounded FIFO of node operations: the Engine may decide
+// many starts at once, and deciding must never wait for a node.
+type workQueue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	items  []func(context.Context)
+	closed bool
+}
+
+func newWorkQueue() *workQueue {
+	q := &workQueue{}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *workQueue) push(f func(context.Context)) {
+	q.mu.Lock()
+	q.items = append(q.items, f)
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+func (q *workQueue) pop() (func(context.Context), bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.items) == 0 {
+		return nil, false
+	}
+	f := q.items[0]
+	q.items[0] = nil
+	q.items = q.items[1:]
+	return f, true
+}
+
+func (q *workQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+var errNotFound = errors.New("not found")
+
+// outputPaths expands the job's -o/-e patterns (default slurm-%j.out) into
+// absolute paths, relative ones against the job's working directory.
+func outputPaths(j *api.Job) (string, string) {
+	out := j.Spec.Stdout
+	if out == "" {
+		out = "slurm-%j.out"
+	}
+	o := expand(j, out)
+	e := o
+	if j.Spec.Stderr != "" {
+		e = expand(j, j.Spec.Stderr)
+	}
+	return o, e
+}
+
+func expand(j *api.Job, pattern string) string {
+	p := expandPattern(j, pattern)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(j.Spec.WorkDir, p)
+	}
+	return p
+}

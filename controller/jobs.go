@@ -1,0 +1,476 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"hora/api"
+	"hora/nodes"
+	"hora/sbatch"
+	"hora/scheduler"
+	"hora/store"
+)
+
+// submit validates a spec, asks the Engine, records the job durably and only
+// then answers. A refused job leaves no trace (the Engine keeps nothing of it
+// and nothing is written).
+func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequest) (*api.SubmitResponse, error) {
+	spec := req.Spec
+	if err := c.checkSpec(who, &spec); err != nil {
+		return nil, err
+	}
+	now := c.now()
+	j := &job{Job: api.Job{
+		Spec: spec, UID: who.UID, GID: who.GID, User: who.User, Group: groupName(who.GID),
+		State: api.StatePending, Reason: "None", SubmitTime: now.Unix(), EligibleTime: now.Unix(),
+		CancelledBy: -1,
+	}}
+	if spec.Begin > now.Unix() {
+		j.EligibleTime = spec.Begin
+	}
+	if spec.Hold {
+		j.Reason = "JobHeldUser"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if req.TestOnly {
+		sj := c.schedJob(j)
+		start, nodeList, err := c.eng.Test(c.nowSec(), sj)
+		if err != nil {
+			return nil, admissionError(err)
+		}
+		cpus := 0
+		for _, n := range nodeList {
+			cpus += c.nodeCPUs(n)
+		}
+		return &api.SubmitResponse{JobID: c.nextID, StartTime: int64(math_Ceil(start)), Nodes: nodeList,
+			Partition: c.partitionOf(spec.Partition), CPUs: cpus}, nil
+	}
+	j.ID = c.nextID
+	acts := c.eng.Handle(scheduler.Submit{Now: c.nowSec(), Job: c.schedJob(j)})
+	for _, a := range acts {
+		if r, ok := a.(scheduler.Reject); ok {
+			return nil, admissionError(r.Err)
+		}
+	}
+	if err := c.st.Submit(ctx, &j.Job); err != nil {
+		// The Engine accepted a job we could not record: take it back so
+		// that memory and the durable record agree.
+		c.eng.Handle(scheduler.Cancel{Now: c.nowSec(), ID: scheduler.JobID(j.ID)})
+		return nil, &api.Error{Message: "Unable to record the job: " + err.Error(), Code: api.CodeInternal}
+	}
+	c.nextID = j.ID + 1
+	c.addJob(j)
+	c.applyLocked(ctx, acts)
+	return &api.SubmitResponse{JobID: j.ID, Partition: c.partitionOf(spec.Partition)}, nil
+}
+
+func math_Ceil(f float64) float64 {
+	i := float64(int64(f))
+	if f > i {
+		return i + 1
+	}
+	return i
+}
+
+func admissionError(err error) error {
+	if ae, ok := err.(*scheduler.AdmissionError); ok {
+		e := &api.Error{Message: ae.Message, Code: ae.Code}
+		if ae.EarliestDeadline > 0 {
+			e.Earliest = int64(math_Ceil(ae.EarliestDeadline))
+		}
+		return e
+	}
+	return &api.Error{Message: err.Error(), Code: api.CodeBadRequest}
+}
+
+// checkSpec enforces what the daemon, not the client, must decide.
+func (c *Controller) checkSpec(who *Caller, s *api.JobSpec) error {
+	bad := func(field, format string, a ...any) error {
+		return &api.Error{Message: fmt.Sprintf("%s: %s", field, fmt.Sprintf(format, a...)), Code: api.CodeBadRequest}
+	}
+	if s.Script == "" {
+		return bad("script", "empty batch script")
+	}
+	if !filepath.IsAbs(s.WorkDir) {
+		return bad("work_dir", "must be an absolute path, got %q", s.WorkDir)
+	}
+	if s.Nodes < 0 || s.NodesMax < 0 || s.NTasks < 0 || s.CPUsPerTask < 0 {
+		return &api.Error{Message: "Node count specification invalid", Code: api.CodeInvalidNodeCount}
+	}
+	if s.TimeLimit < api.NoLimit {
+		return &api.Error{Message: "Requested time limit is invalid (missing or exceeds some limit)", Code: api.CodeInvalidTimeLimit}
+	}
+	if s.Partition == "" {
+		s.Partition = c.defaultPartition()
+	}
+	if !c.hasPartition(s.Partition) {
+		return &api.Error{Message: "Invalid partition name specified", Code: api.CodeInvalidPartition}
+	}
+	if s.Deadline != 0 {
+		start := max(c.now().Unix(), s.Begin)
+		if s.Deadline < start || (s.TimeLimit > 0 && s.Deadline < start+s.TimeLimit) {
+			return &api.Error{Message: "Requested time limit is invalid (missing or exceeds some limit)", Code: api.CodeInvalidTimeLimit}
+		}
+	}
+	if c.euid != 0 && who.UID != c.euid {
+		return &api.Error{Code: api.CodeAccessDenied, Message: fmt.Sprintf(
+			"Access/permission denied: horad runs as uid %d and can run jobs only for that user; run horad as root to serve several users", c.euid)}
+	}
+	return nil
+}
+
+func (c *Controller) defaultPartition() string {
+	for _, p := range c.cfg.Partitions {
+		if p.Default {
+			return p.Name
+		}
+	}
+	return c.cfg.Partitions[0].Name
+}
+
+func (c *Controller) hasPartition(name string) bool {
+	for _, p := range c.cfg.Partitions {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Controller) partitionOf(name string) string {
+	if name == "" {
+		return c.defaultPartition()
+	}
+	return name
+}
+
+func (c *Controller) nodeCPUs(name string) int {
+	for _, n := range c.nodes {
+		if n.Name == name {
+			return n.CPUs
+		}
+	}
+	return 1
+}
+
+// mayTouch is invariant 4: a user changes only their own jobs; root and the
+// configured operators any.
+func (c *Controller) mayTouch(who *Caller, j *job) bool {
+	return who.UID == j.UID || c.operators[who.UID]
+}
+
+var errInvalidJobID = &api.Error{Message: "Invalid job id specified", Code: api.CodeInvalidJobID}
+
+// cancel implements scancel: select, check permission, then cancel or signal.
+func (c *Controller) cancel(ctx context.Context, who *Caller, req api.CancelRequest) (*api.CancelResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp := &api.CancelResponse{}
+	var targets []*job
+	if len(req.IDs) > 0 {
+		for _, id := range req.IDs {
+			j := c.jobs[id]
+			if j == nil || j.State.Finished() {
+				code, msg := api.CodeInvalidJobID, "Invalid job id specified"
+				if j != nil && !req.Filtered {
+					code, msg = api.CodeAlreadyDone, "Job/step already completing or completed"
+				}
+				resp.Results = append(resp.Results, api.JobResult{ID: id, Error: msg, Code: code})
+				continue
+			}
+			if matches(j, req, c) {
+				targets = append(targets, j)
+			}
+		}
+	} else {
+		for _, id := range c.ids {
+			j := c.jobs[id]
+			if !j.State.Finished() && matches(j, req, c) {
+				// Filters without ids act only on the caller's own jobs unless
+				// the caller is an operator (as scancel -u someone-else would fail).
+				if c.mayTouch(who, j) {
+					targets = append(targets, j)
+				}
+			}
+		}
+	}
+	for _, j := range targets {
+		if !c.mayTouch(who, j) {
+			resp.Results = append(resp.Results, api.JobResult{ID: j.ID, Error: "Access/permission denied", Code: api.CodeAccessDenied})
+			continue
+		}
+		if err := c.cancelOneLocked(ctx, who, j, req.Signal); err != nil {
+			resp.Results = append(resp.Results, api.JobResult{ID: j.ID, Error: err.Error(), Code: api.CodeInternal})
+			continue
+		}
+		resp.Results = append(resp.Results, api.JobResult{ID: j.ID})
+	}
+	return resp, nil
+}
+
+func matches(j *job, req api.CancelRequest, c *Controller) bool {
+	if len(req.Users) > 0 && !slices.ContainsFunc(req.Users, func(u string) bool {
+		uid, ok := lookupUID(u)
+		return ok && uid == j.UID
+	}) {
+		return false
+	}
+	if len(req.Names) > 0 && !slices.Contains(req.Names, j.Spec.Name) {
+		return false
+	}
+	if len(req.States) > 0 && !slices.Contains(req.States, j.State) {
+		return false
+	}
+	if len(req.Partitions) > 0 && !slices.Contains(req.Partitions, j.Spec.Partition) {
+		return false
+	}
+	return true
+}
+
+func (c *Controller) cancelOneLocked(ctx context.Context, who *Caller, j *job, sig int) error {
+	now := c.now().Unix()
+	if sig != 0 {
+		if j.State != api.StateRunning {
+			return fmt.Errorf("Job is pending execution")
+		}
+		node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
+		c.work.push(func(ctx context.Context) {
+			if err := c.exec.Signal(ctx, node, key, nodes.Signum(sig)); err != nil {
+				c.log.Warn("signal", "job", key.Job, "err", err)
+			}
+		})
+		return nil
+	}
+	if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: now, Kind: store.KindCancel, By: int64(who.UID)}); err != nil {
+		return err
+	}
+	j.CancelledBy = int64(who.UID)
+	if j.State == api.StatePending {
+		if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: now, Kind: store.KindEnd, State: api.StateCancelled, Reason: "None"}); err != nil {
+			return err
+		}
+		j.State, j.EndTime = api.StateCancelled, now
+		c.applyLocked(ctx, c.eng.Handle(scheduler.Cancel{Now: c.nowSec(), ID: scheduler.JobID(j.ID)}))
+		return nil
+	}
+	j.cancelRequested = true
+	node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
+	if j.launched {
+		c.work.push(func(ctx context.Context) {
+			if err := c.exec.Terminate(ctx, node, key, c.killWait()); err != nil {
+				c.log.Warn("terminate", "job", key.Job, "err", err)
+			}
+		})
+	}
+	return nil
+}
+
+// hold and release implement scontrol hold/release for pending jobs.
+func (c *Controller) hold(ctx context.Context, who *Caller, ids []int64, hold bool) *api.CancelResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp := &api.CancelResponse{}
+	for _, id := range ids {
+		j := c.jobs[id]
+		switch {
+		case j == nil || j.State.Finished():
+			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Invalid job id specified", Code: api.CodeInvalidJobID})
+			continue
+		case !c.mayTouch(who, j):
+			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Access/permission denied", Code: api.CodeAccessDenied})
+			continue
+		case j.State != api.StatePending:
+			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Job is no longer pending execution", Code: api.CodeAlreadyDone})
+			continue
+		}
+		kind, reason := store.KindRelease, "None"
+		if hold {
+			kind, reason = store.KindHold, "JobHeldUser"
+			if who.UID != j.UID {
+				reason = "JobHeldAdmin"
+			}
+		}
+		if err := c.st.Append(ctx, store.Event{JobID: id, Time: c.now().Unix(), Kind: kind, Reason: reason}); err != nil {
+			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: err.Error(), Code: api.CodeInternal})
+			continue
+		}
+		j.Reason = reason
+		var ev scheduler.Event = scheduler.Release{Now: c.nowSec(), ID: scheduler.JobID(id)}
+		if hold {
+			ev = scheduler.Hold{Now: c.nowSec(), ID: scheduler.JobID(id)}
+		}
+		c.applyLocked(ctx, c.eng.Handle(ev))
+		resp.Results = append(resp.Results, api.JobResult{ID: id})
+	}
+	return resp
+}
+
+// launchSpec builds what the node needs: the script, files, and the
+// environment a Slurm batch job sees (COMPAT.md §2.1).
+func (c *Controller) launchSpec(j *job) nodes.LaunchSpec {
+	var limit, kill = int64(0), c.killWait()
+	if j.Spec.TimeLimit > 0 {
+		limit = j.Spec.TimeLimit
+	} else if j.Spec.TimeLimit == 0 {
+		if p := c.partitionDefaultTime(j.Spec.Partition); p > 0 {
+			limit = p
+		}
+	}
+	stdin := j.Spec.Stdin
+	if stdin != "" {
+		stdin = expand(&j.Job, stdin)
+	}
+	return nodes.LaunchSpec{
+		Key: nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}, Node: j.Nodes[0],
+		Script: []byte(j.Spec.Script), Args: j.Spec.Args, WorkDir: j.Spec.WorkDir,
+		Stdout: j.StdoutPath, Stderr: errPathIfSeparate(&j.Job), Stdin: stdin, Append: j.Spec.OpenAppend,
+		Env: c.jobEnv(j), UID: j.UID, GID: j.GID, User: j.User,
+		TimeLimit: secondsDur(limit), KillWait: kill,
+	}
+}
+
+func errPathIfSeparate(j *api.Job) string {
+	if j.Spec.Stderr == "" {
+		return ""
+	}
+	return j.StderrPath
+}
+
+func (c *Controller) partitionDefaultTime(name string) int64 {
+	for _, p := range c.cfg.Partitions {
+		if p.Name == name && p.DefaultTime != "" {
+			v, err := sbatch.ParseSlurmDuration(p.DefaultTime)
+			if err == nil && v > 0 {
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+func (c *Controller) jobEnv(j *job) []string {
+	env := make([]string, 0, len(j.Spec.Env)+40)
+	for _, kv := range j.Spec.Env {
+		// the job's own SLURM_* values are set below; stale ones from the
+		// submit environment (a job submitted from inside a job) must not win
+		if !strings.HasPrefix(kv, "SLURM_JOB") {
+			env = append(env, kv)
+		}
+	}
+	n := len(j.Nodes)
+	cpus := c.nodeCPUs(j.Nodes[0])
+	id := strconv.FormatInt(j.ID, 10)
+	nodelist := sbatch.CompressHostlist(j.Nodes)
+	ntasks := j.Spec.NTasks
+	set := func(k, v string) { env = append(env, k+"="+v) }
+	set("SLURM_JOB_ID", id)
+	set("SLURM_JOBID", id)
+	set("SLURM_JOB_NAME", j.Spec.Name)
+	set("SLURM_JOB_USER", j.User)
+	set("SLURM_JOB_UID", strconv.Itoa(int(j.UID)))
+	set("SLURM_JOB_GID", strconv.Itoa(int(j.GID)))
+	set("SLURM_JOB_GROUP", j.Group)
+	set("SLURM_JOB_PARTITION", j.Spec.Partition)
+	set("SLURM_JOB_ACCOUNT", j.Spec.Account)
+	set("SLURM_JOB_QOS", "normal")
+	set("SLURM_SUBMIT_DIR", j.Spec.WorkDir)
+	set("SLURM_SUBMIT_HOST", j.Spec.SubmitHost)
+	set("SLURM_JOB_NODELIST", nodelist)
+	set("SLURM_NODELIST", nodelist)
+	set("SLURM_JOB_NUM_NODES", strconv.Itoa(n))
+	set("SLURM_NNODES", strconv.Itoa(n))
+	set("SLURM_CLUSTER_NAME", c.cfg.ClusterName)
+	set("SLURMD_NODENAME", j.Nodes[0])
+	set("SLURM_CPUS_ON_NODE", strconv.Itoa(cpus))
+	set("SLURM_JOB_CPUS_PER_NODE", repeatCount(strconv.Itoa(cpus), n))
+	if ntasks > 0 {
+		set("SLURM_NTASKS", strconv.Itoa(ntasks))
+		set("SLURM_NPROCS", strconv.Itoa(ntasks))
+	}
+	set("SLURM_TASKS_PER_NODE", tasksPerNode(max(ntasks, n), n))
+	if j.Spec.CPUsPerTask > 0 {
+		set("SLURM_CPUS_PER_TASK", strconv.Itoa(j.Spec.CPUsPerTask))
+	}
+	if j.Spec.MemMB > 0 {
+		set("SLURM_MEM_PER_NODE", strconv.FormatInt(j.Spec.MemMB, 10))
+	}
+	set("SLURM_NODEID", "0")
+	set("SLURM_PROCID", "0")
+	set("SLURM_LOCALID", "0")
+	set("SLURM_GTIDS", "0")
+	set("SLURM_PRIO_PROCESS", "0")
+	set("SLURM_RESTART_COUNT", strconv.Itoa(j.Restarts))
+	set("SLURM_TOPOLOGY_ADDR", j.Nodes[0])
+	set("SLURM_TOPOLOGY_ADDR_PATTERN", "node")
+	set("SLURM_JOB_START_TIME", strconv.FormatInt(j.StartTime, 10))
+	if j.Spec.TimeLimit > 0 {
+		set("SLURM_JOB_END_TIME", strconv.FormatInt(j.StartTime+j.Spec.TimeLimit, 10))
+	}
+	if j.Spec.Export != "" {
+		set("SLURM_EXPORT_ENV", j.Spec.Export)
+	}
+	if j.Spec.Reservation != "" {
+		set("SLURM_JOB_RESERVATION", j.Spec.Reservation)
+	}
+	set("ENVIRONMENT", "BATCH")
+	set("HORA_JOB_ID", id)
+	return env
+}
+
+// tasksPerNode spreads t tasks over n nodes the way Slurm prints it: 2(x3),1.
+func tasksPerNode(t, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	base, extra := t/n, t%n
+	var parts []string
+	if extra > 0 {
+		parts = append(parts, repeatCount(strconv.Itoa(base+1), extra))
+	}
+	if n-extra > 0 {
+		parts = append(parts, repeatCount(strconv.Itoa(base), n-extra))
+	}
+	return strings.Join(parts, ",")
+}
+
+func repeatCount(v string, n int) string {
+	if n == 1 {
+		return v
+	}
+	return fmt.Sprintf("%s(x%d)", v, n)
+}
+
+func expandPattern(j *api.Job, pattern string) string {
+	node := ""
+	if len(j.Nodes) > 0 {
+		node = j.Nodes[0]
+	}
+	return sbatch.ExpandPattern(pattern, sbatch.PatternFields{
+		JobID: j.ID, ArrayJobID: j.ID, ArrayTaskID: -1, User: j.User, JobName: j.Spec.Name,
+		Node: node, StepID: "batch",
+	})
+}
+
+func signum(name string) nodes.Signum {
+	switch name {
+	case "STOP":
+		return nodes.Signum(syscall.SIGSTOP)
+	case "CONT":
+		return nodes.Signum(syscall.SIGCONT)
+	case "KILL":
+		return nodes.Signum(syscall.SIGKILL)
+	default:
+		return nodes.Signum(syscall.SIGTERM)
+	}
+}
+
+func secondsDur(s int64) time.Duration { return time.Duration(s) * time.Second }
+
+func schedID(id int64) scheduler.JobID { return scheduler.JobID(id) }

@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/user"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Caller is the identity of the process at the other end of the socket, as
+// the kernel reports it (SO_PEERCRED). Nothing the client sends can change it.
+type Caller struct {
+	UID  uint32
+	GID  uint32
+	PID  int32
+	User string
+}
+
+type callerKey struct{}
+
+// connContext attaches the peer's credentials to every request of a
+// connection. A connection whose credentials cannot be read gets none, and
+// every handler refuses it.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return ctx
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil || cerr != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, callerKey{}, &Caller{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, User: userName(cred.Uid)})
+}
+
+func callerFrom(ctx context.Context) (*Caller, error) {
+	c, ok := ctx.Value(callerKey{}).(*Caller)
+	if !ok {
+		return nil, fmt.Errorf("peer credentials unavailable")
+	}
+	return c, nil
+}
+
+// userName maps a uid to its name, or the number when the user is unknown
+// (as Slurm prints unknown uids).
+func userName(uid uint32) string {
+	if u, err := user.LookupId(strconv.Itoa(int(uid))); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(int(uid))
+}
+
+func groupName(gid uint32) string {
+	if g, err := user.LookupGroupId(strconv.Itoa(int(gid))); err == nil {
+		return g.Name
+	}
+	return strconv.Itoa(int(gid))
+}
+
+// lookupUID resolves a user name or numeric uid.
+func lookupUID(s string) (uint32, bool) {
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return uint32(n), true
+	}
+	u, err := user.Lookup(s)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(u.Uid, 10, 32)
+	return uint32(n), err == nil
+}

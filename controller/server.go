@@ -1,0 +1,292 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"hora/api"
+	"hora/store"
+)
+
+// Listen opens the Unix socket: any local user may connect (identity comes
+// from the kernel, not from the socket's mode), and a stale socket file left
+// by a crashed horad is replaced only when nothing answers on it.
+func Listen(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("another horad is already serving %s", path)
+	}
+	_ = os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Server returns the HTTP server for the socket protocol.
+func (c *Controller) Server() *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+api.PathSubmit, c.handle(c.hSubmit))
+	mux.HandleFunc("GET "+api.PathJobs, c.handle(c.hJobs))
+	mux.HandleFunc("POST "+api.PathCancel, c.handle(c.hCancel))
+	mux.HandleFunc("POST "+api.PathHold, c.handle(c.hHold(true)))
+	mux.HandleFunc("POST "+api.PathRelease, c.handle(c.hHold(false)))
+	mux.HandleFunc("GET "+api.PathNodes, c.handle(c.hNodes))
+	mux.HandleFunc("GET "+api.PathPartitions, c.handle(c.hPartitions))
+	mux.HandleFunc("GET "+api.PathPing, c.handle(c.hPing))
+	return &http.Server{
+		Handler:           mux,
+		ConnContext:       connContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(c.log.Handler(), slog.LevelWarn),
+	}
+}
+
+type handlerFunc func(ctx context.Context, who *Caller, r *http.Request) (any, error)
+
+// handle authenticates the caller by SO_PEERCRED and writes JSON answers;
+// errors become api.Error bodies with a fitting status.
+func (c *Controller) handle(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		who, err := callerFrom(r.Context())
+		if err != nil {
+			writeJSON(w, http.StatusUnauthorized, &api.Error{Message: "Access/permission denied: " + err.Error(), Code: api.CodeAccessDenied})
+			return
+		}
+		out, err := h(r.Context(), who, r)
+		if err != nil {
+			var ae *api.Error
+			if !errors.As(err, &ae) {
+				ae = &api.Error{Message: err.Error(), Code: api.CodeInternal}
+			}
+			status := http.StatusBadRequest
+			switch ae.Code {
+			case api.CodeInternal:
+				status = http.StatusInternalServerError
+			case api.CodeAccessDenied:
+				status = http.StatusForbidden
+			case api.CodeInvalidJobID:
+				status = http.StatusNotFound
+			}
+			c.log.Debug("request refused", "path", r.URL.Path, "uid", who.UID, "err", ae.Message)
+			writeJSON(w, status, ae)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &api.Error{Message: "malformed request body: " + err.Error(), Code: api.CodeBadRequest}
+	}
+	return nil
+}
+
+func (c *Controller) hSubmit(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+	var req api.SubmitRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	resp, err := c.submit(ctx, who, req)
+	if err == nil && !req.TestOnly {
+		c.log.Info("submitted", "job", resp.JobID, "uid", who.UID, "partition", resp.Partition)
+	}
+	return resp, err
+}
+
+func (c *Controller) hCancel(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+	var req api.CancelRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return c.cancel(ctx, who, req)
+}
+
+func (c *Controller) hHold(hold bool) handlerFunc {
+	return func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		var req api.ControlRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return c.hold(ctx, who, req.IDs, hold), nil
+	}
+}
+
+func (c *Controller) hPing(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+	return &api.PingResponse{Version: Version, ClusterName: c.cfg.ClusterName, Now: c.now().Unix()}, nil
+}
+
+// hJobs lists jobs. Live jobs come from memory; with history=1 finished
+// ones come from the store however old (sacct). Scripts and environments
+// are sent only with full=1: squeue over 10,000 jobs must stay small.
+func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+	q := r.URL.Query()
+	var ids []int64
+	for _, s := range q["id"] {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, &api.Error{Message: fmt.Sprintf("id: invalid job id %q", s), Code: api.CodeBadRequest}
+		}
+		ids = append(ids, id)
+	}
+	var uids []uint32
+	for _, u := range q["user"] {
+		uid, ok := lookupUID(u)
+		if !ok {
+			return nil, &api.Error{Message: "Invalid user: " + u, Code: api.CodeBadRequest}
+		}
+		uids = append(uids, uid)
+	}
+	var states []api.JobState
+	for _, s := range q["state"] {
+		st, ok := api.ParseState(s)
+		if !ok {
+			return nil, &api.Error{Message: "Invalid job state specified: " + s, Code: api.CodeBadRequest}
+		}
+		states = append(states, st)
+	}
+	parts, names := q["partition"], q["name"]
+	all, full, history := q.Get("all") == "1", q.Get("full") == "1", q.Get("history") == "1"
+	keep := func(j *api.Job) bool {
+		if len(ids) > 0 && !slices.Contains(ids, j.ID) {
+			return false
+		}
+		if len(uids) > 0 && !slices.Contains(uids, j.UID) {
+			return false
+		}
+		if len(states) > 0 {
+			if !slices.Contains(states, j.State) {
+				return false
+			}
+		} else if !all && !history && j.State.Finished() {
+			return false
+		}
+		if len(parts) > 0 && !slices.Contains(parts, j.Spec.Partition) {
+			return false
+		}
+		if len(names) > 0 && !slices.Contains(names, j.Spec.Name) {
+			return false
+		}
+		return true
+	}
+	out := &api.JobsResponse{Jobs: []api.Job{}}
+	if history {
+		since, _ := strconv.ParseInt(q.Get("since"), 10, 64)
+		stored, err := c.st.Jobs(ctx, store.Filter{IDs: ids, Since: since})
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		for i := range stored {
+			j := &stored[i]
+			if live := c.jobs[j.ID]; live != nil {
+				*j = live.Job // memory is ahead of the store by at most in-flight starts
+			}
+			if keep(j) {
+				out.Jobs = append(out.Jobs, c.present(*j, full))
+			}
+		}
+		c.mu.Unlock()
+		return out, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range c.ids {
+		j := c.jobs[id]
+		if keep(&j.Job) {
+			out.Jobs = append(out.Jobs, c.present(j.Job, full))
+		}
+	}
+	return out, nil
+}
+
+// present fills in what is computed rather than stored (the pending reason)
+// and strips the bulky fields unless asked for. Caller holds c.mu.
+func (c *Controller) present(j api.Job, full bool) api.Job {
+	if j.State == api.StatePending && j.Reason != "JobHeldUser" && j.Reason != "JobHeldAdmin" {
+		if r := c.eng.Reason(schedID(j.ID)); r != "" {
+			j.Reason = r
+		}
+	}
+	if !full {
+		j.Spec.Script, j.Spec.Env = "", nil
+	}
+	return j
+}
+
+func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	busy := map[string][]int64{}
+	for _, id := range c.ids {
+		j := c.jobs[id]
+		if j.State == api.StateRunning {
+			for _, n := range j.Nodes {
+				busy[n] = append(busy[n], j.ID)
+			}
+		}
+	}
+	out := &api.NodesResponse{}
+	for _, n := range c.nodes {
+		state := "idle"
+		if len(busy[n.Name]) > 0 {
+			state = "allocated"
+		}
+		reason := ""
+		if r, down := c.downNodes[n.Name]; down {
+			state, reason = "down", r
+		}
+		var parts []string
+		for _, p := range c.cfg.Scheduler().Partitions {
+			if slices.Contains(p.Nodes, n.Name) {
+				parts = append(parts, p.Name)
+			}
+		}
+		out.Nodes = append(out.Nodes, api.Node{Name: n.Name, Address: n.Address, CPUs: n.CPUs,
+			MemoryMB: n.MemoryMB, Rate: n.Rate, State: state, Reason: reason, Partitions: parts, Jobs: busy[n.Name]})
+	}
+	return out, nil
+}
+
+func (c *Controller) hPartitions(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+	out := &api.PartitionsResponse{}
+	for _, p := range c.cfg.Scheduler().Partitions {
+		out.Partitions = append(out.Partitions, api.Partition{Name: p.Name, Default: p.Default, State: "up",
+			Policy: p.Policy, Nodes: p.Nodes, MaxTime: limitSeconds(p.MaxTime), DefaultTime: limitSeconds(p.DefaultTime)})
+	}
+	return out, nil
+}
+
+func limitSeconds(f float64) int64 {
+	if f > 1e15 {
+		return api.NoLimit
+	}
+	return int64(f)
+}
