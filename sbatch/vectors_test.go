@@ -36,3 +36,37 @@ func loadVectors(t *testing.T, name string, nfields int) []vector {
 	}
 	return out
 }
+
+// The README quotes the golden files in ```vectors FILE blocks (tab shown
+// as " → "); this keeps the written spec and the tests the same.
+func TestREADMEVectors(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := 0
+	for _, part := range strings.Split(string(b), "```vectors ")[1:] {
+		name, body, _ := strings.Cut(part, "\n")
+		body, _, ok := strings.Cut(body, "```")
+		if !ok {
+			t.Fatalf("README: unterminated block %s", name)
+		}
+		file, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatalf("README names %s: %v", name, err)
+		}
+		var want []string
+		for _, l := range strings.Split(strings.TrimRight(string(file), "\n"), "\n") {
+			if !strings.HasPrefix(l, "#") {
+				want = append(want, strings.ReplaceAll(l, "\t", " → "))
+			}
+		}
+		if got := strings.TrimRight(body, "\n"); got != strings.Join(want, "\n") {
+			t.Errorf("README block %s differs from testdata/%s", name, name)
+		}
+		blocks++
+	}
+	if blocks < 8 {
+		t.Errorf("README has %d vector blocks, want every golden file", blocks)
+	}
+}
