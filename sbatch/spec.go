@@ -49,9 +49,9 @@ func (e *Error) Error() string { return e.Msg }
 // --version appear among other arguments: the command prints the text and
 // exits 0, submitting nothing, as sbatch does.
 var (
-	ErrHelp    = errors.New("sbatch: --help requested")
-	ErrUsage   = errors.New("sbatch: --usage requested")
-	ErrVersion = errors.New("sbatch: --version requested")
+	ErrHelp    = errors.New("--help requested")
+	ErrUsage   = errors.New("--usage requested")
+	ErrVersion = errors.New("--version requested")
 )
 
 // Exit statuses: sbatch exits with error_exit (1) for file and script

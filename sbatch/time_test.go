@@ -129,3 +129,32 @@ func TestDurationRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestStrftime(t *testing.T) {
+	tm := time.Date(2026, 3, 5, 7, 8, 9, 0, time.FixedZone("CET", 3600)) // a Thursday
+	cases := map[string]string{
+		"%z %Z":       "+0100 CET",
+		"%k|%l|%I|%P": " 7| 7|07|am",
+		"%u %w":       "4 4",
+		"%C%y":        "2026",
+		"%-d/%-m/%-H": "5/3/7",
+		"%c":          "Thu Mar  5 07:08:09 2026",
+		"a%nb%tc":     "a\nb\tc",
+		"%h %B %A":    "Mar March Thursday",
+		"%Q%-":        "%Q%-",
+		"%":           "%",
+		"%s":          "1772690889",
+	}
+	for f, want := range cases {
+		if got := Strftime(f, tm); got != want {
+			t.Errorf("Strftime(%q) = %q, want %q", f, got, want)
+		}
+	}
+}
+
+func TestSyntaxErrorText(t *testing.T) {
+	_, err := ParseSlurmDuration("1:2x")
+	if err == nil || err.Error() != `invalid duration "1:2x" at position 3: unexpected character 'x'` {
+		t.Errorf("error text %q", err)
+	}
+}
