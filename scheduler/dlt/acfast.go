@@ -14,6 +14,8 @@ import "math"
 // already handed out (lastC), not its arrival; adjust runs when the queue is
 // empty and the cluster is not, and counts idleness only since the last
 // arrival at an empty cluster (base, the proof's A_b).
+var acDebug func(string, ...any)
+
 type acFast struct {
 	q     twq
 	cur   *taskState // head being dispatched; nil if none
@@ -52,19 +54,24 @@ func (a *acFast) admit(s *Scheduler, now float64, t Task, commit bool) (bool, st
 	if e > a.q.succMinSlack(k) {
 		return false, "would make an admitted task miss its deadline"
 	}
-	// Lines 11–19: the start in the ANA view.
+	// Lines 11–19: the start in the ANA view. lc is the ANA completion of
+	// the work before the queue; at an empty queue the idle task of
+	// Algorithm 3 joins that work for good (the proof's idle tasks τ̄).
+	lc := a.lastC
+	if a.q.len() == 0 && a.cur == nil {
+		if s.idle(now) {
+			lc = max(lc, now) // τ arrives at an empty cluster: τ_b
+		} else {
+			lc += a.adjust(s, now) // lines 15–17, Algorithm 3
+		}
+	}
 	var st float64
-	emptyCluster := false
 	if c, ok := a.q.pred(k); ok {
 		st = c
 	} else if a.cur != nil {
 		st = a.curC
-	} else if a.q.len() > 0 {
-		st = a.lastC
-	} else if s.idle(now) {
-		st, emptyCluster = now, true
 	} else {
-		st = a.lastC + a.adjust(s, now) // lines 15–17, Algorithm 3
+		st = lc
 	}
 	st = max(st, t.Arrival) // line 18
 	if t.Deadline-st < e {  // line 20
@@ -73,8 +80,14 @@ func (a *acFast) admit(s *Scheduler, now float64, t Task, commit bool) (bool, st
 	if !commit {
 		return true, ""
 	}
-	if emptyCluster {
-		a.base = now
+	if acDebug != nil {
+		acDebug("AC task %d S=%.1f E=%.1f C=%.1f d=%.1f lastC=%.1f q=%d cur=%v", t.ID, st, e, st+e, t.Deadline, lc, a.q.len(), a.cur != nil)
+	}
+	if a.q.len() == 0 && a.cur == nil {
+		if s.idle(now) {
+			a.base = now
+		}
+		a.lastC = lc
 	}
 	ts := s.addTask(t)
 	a.q.insert(entry{k: ts.key, id: t.ID, c: st + e, e: e}) // lines 23–25

@@ -86,6 +86,8 @@ type Scheduler struct {
 	seq      uint64
 	last     float64 // now of the last call
 	est      *Estimator
+	// noEarliest skips the earliest-deadline search of refusals (bulk tests).
+	noEarliest bool
 }
 
 type taskState struct {
@@ -174,7 +176,11 @@ func (s *Scheduler) Admit(now float64, t Task) error {
 	if ok {
 		return nil
 	}
-	return &Refusal{Task: t.ID, Reason: reason, EarliestDeadline: s.earliest(now, t)}
+	r := &Refusal{Task: t.ID, Reason: reason}
+	if !s.noEarliest {
+		r.EarliestDeadline = s.earliest(now, t)
+	}
+	return r
 }
 
 // Test is Admit without effect: whether t would be admitted now.
@@ -248,7 +254,7 @@ func (s *Scheduler) Kills(now float64) []Chunk {
 	now = s.tick(now)
 	var out []Chunk
 	for i, c := range s.running {
-		if c != nil && c.End < now && !s.overrun[i] {
+		if c != nil && overdue(c.End) <= now && !s.overrun[i] {
 			s.overrun[i] = true
 		}
 	}
@@ -332,11 +338,15 @@ func (s *Scheduler) Next() float64 {
 	t := s.alg.next(s)
 	for i, c := range s.running {
 		if c != nil && !s.overrun[i] && c.End < t && s.alg.queued() > 0 {
-			t = math.Nextafter(c.End, math.Inf(1)) // overrun detection
+			t = overdue(c.End) // overrun detection
 		}
 	}
 	return t
 }
+
+// overdue is when a chunk planned to end at end counts as overrunning: a
+// relative tolerance of 1e-9 absorbs rounding of the driver's clock.
+func overdue(end float64) float64 { return end + 1e-9*max(1, math.Abs(end)) }
 
 // Remove forgets a task that has not started; it reports whether it did.
 func (s *Scheduler) Remove(id int64) bool {
