@@ -488,7 +488,7 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 		for _, s := range splitList(a) {
 			id, ok := parseJobID(s)
 			if !ok {
-				fmt.Fprintf(env.Stderr, "%s: error: Invalid job id: %s\n", env.Prog, s)
+				fmt.Fprintf(env.Stderr, "%s: fatal: Bad job/step specified: %s\n", env.Prog, s)
 				return 1
 			}
 			ids = append(ids, id)
@@ -498,9 +498,9 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 	if has("state") {
 		states = map[api.JobState]bool{}
 		for _, s := range splitList(last("state")) {
-			st, ok := api.ParseState(s)
+			st, ok := parseJobState(s)
 			if !ok {
-				fmt.Fprintf(env.Stderr, "%s: error: Invalid state specified: %s\n", env.Prog, s)
+				fmt.Fprintf(env.Stderr, "%s: fatal: unrecognized job state value '%s'\n", env.Prog, s)
 				return 1
 			}
 			states[st] = true
@@ -525,7 +525,8 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 	now := nowFunc()
 	start, end, err := sacctWindow(last("starttime"), last("endtime"), len(ids) > 0, states != nil, now)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "%s: error: %v\n", env.Prog, err)
+		// sacct 22.05.8 prints the time error bare.
+		fmt.Fprintln(env.Stderr, err)
 		return 1
 	}
 	var names, parts, accounts []string

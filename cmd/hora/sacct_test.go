@@ -29,6 +29,9 @@ func TestSacctGolden(t *testing.T) {
 		{"unknown_job", nil, []string{"-j", "999"}},
 		{"unknown_job_noheader", nil, []string{"-n", "-j", "999"}},
 		{"bad_field", nil, []string{"-o", "jobid,bogus"}},
+		{"bad_job_id", nil, []string{"-j", "abc"}},
+		{"bad_state", nil, []string{"-s", "bogus"}},
+		{"bad_time", nil, []string{"-S", "bogus"}},
 		{"env_format", map[string]string{"SACCT_FORMAT": "jobid,elapsed"}, []string{"-j", "107"}},
 	}
 	for _, c := range cases {

@@ -51,7 +51,7 @@ var signalNumbers = map[string]int{
 // number (COMPAT.md §4).
 func parseSignal(s string) (int, bool) {
 	if n, err := strconv.Atoi(s); err == nil {
-		return n, n > 0 && n < 65
+		return n, n > 0
 	}
 	u := strings.TrimPrefix(strings.ToUpper(s), "SIG")
 	n, ok := signalNumbers[u]
@@ -105,7 +105,8 @@ func scancelMain(ctx context.Context, env *Env, args []string) int {
 	if v, ok := p.Last("signal"); ok {
 		n, ok := parseSignal(v.Val)
 		if !ok {
-			fmt.Fprintf(env.Stderr, "%s: error: Invalid job signal: %s\n", env.Prog, v.Val)
+			// scancel 22.05.8 prints this one without the program name.
+			fmt.Fprintf(env.Stderr, "Unknown job signal: %s\n", v.Val)
 			return 1
 		}
 		req.Signal = n
@@ -131,9 +132,12 @@ func scancelMain(ctx context.Context, env *Env, args []string) int {
 	}
 	if v, ok := p.Last("state"); ok {
 		for _, s := range splitList(v.Val) {
-			st, ok := api.ParseState(s)
-			if !ok || st.Finished() || st == api.StateCompleting {
-				fmt.Fprintf(env.Stderr, "%s: error: Invalid job state specified: %s\n", env.Prog, s)
+			// Any state name passes (a finished state just matches
+			// nothing); unknown ones get scancel 22.05.8's bare message.
+			st, ok := parseJobState(s)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "Invalid job state specified: %s\n", s)
+				fmt.Fprintln(env.Stderr, "Valid job states are PENDING, RUNNING, and SUSPENDED")
 				return 1
 			}
 			req.States = append(req.States, st)
@@ -257,7 +261,7 @@ func filterText(req api.CancelRequest) string {
 const scancelUsage = `Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]
                [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]
                [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name]
-               [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey] [--me]
+               [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey]
                [job_id[_array_id][.step_id]]
 `
 

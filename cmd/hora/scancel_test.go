@@ -23,8 +23,10 @@ func TestScancelGolden(t *testing.T) {
 		{"no_ids", nil},
 		{"bad_signal", []string{"-s", "FOO", "101"}},
 		{"bad_id", []string{"12x"}},
-		{"bad_state", []string{"-t", "COMPLETED", "-u", "alice"}},
 		{"user_filter", []string{"-u", "alice", "-n", "compute"}},
+		{"bad_state_name", []string{"-t", "bogus", "-u", "root"}},
+		{"finished_state_accepted", []string{"-t", "cd", "-u", "alice"}},
+		{"signal_zero", []string{"-s", "0", "1"}},
 		{"verbose_no_match", []string{"-v", "--me", "-n", "nothing"}},
 	}
 	for _, c := range cases {
@@ -65,7 +67,7 @@ func TestParseSignal(t *testing.T) {
 			t.Errorf("parseSignal(%q) = %d, %v", s, got, ok)
 		}
 	}
-	for _, s := range []string{"", "0", "65", "SIGFOO", "-1"} {
+	for _, s := range []string{"", "0", "SIGFOO", "-1"} {
 		if _, ok := parseSignal(s); ok {
 			t.Errorf("parseSignal(%q) accepted", s)
 		}

@@ -280,7 +280,7 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 	switch {
 	case verb == "show" || verb == "list":
 		if len(words) < 2 {
-			fmt.Fprintf(env.Stderr, "%s: error: too few arguments for keyword:%s\n", env.Prog, words[0])
+			fmt.Fprintf(env.Stderr, "too few arguments for keyword:%s\n", words[0])
 			return 1
 		}
 		return scontrolShow(ctx, env, words[1], words[2:], oneliner)
@@ -334,8 +334,12 @@ func scontrolShow(ctx context.Context, env *Env, what string, rest []string, one
 	switch entity {
 	case "hostname", "hostlist", "hostlistsorted":
 		if name == "" {
-			fmt.Fprintf(env.Stderr, "%s: error: a host list is required\n", env.Prog)
-			return 1
+			// Inside a job the list defaults to the job's nodes.
+			name = env.Getenv("SLURM_JOB_NODELIST")
+		}
+		if name == "" {
+			fmt.Fprintf(env.Stderr, "%s: error: host list is empty\n", env.Prog)
+			return 0
 		}
 		hosts, err := sbatch.ExpandHostlist(name)
 		if err != nil {
@@ -368,7 +372,8 @@ func scontrolShow(ctx context.Context, env *Env, what string, rest []string, one
 		}
 		return writeNodesParts(env, entity, name, nodes, parts, oneliner)
 	}
-	fmt.Fprintf(env.Stderr, "invalid entity:%s for keyword:show\n", what)
+	// The trailing space is scontrol 22.05.8's.
+	fmt.Fprintf(env.Stderr, "invalid entity:%s for keyword:show \n", what)
 	return 1
 }
 
@@ -473,13 +478,14 @@ func scontrolHold(ctx context.Context, env *Env, verb string, words []string) in
 			id, ok := parseJobID(s)
 			if !ok {
 				fmt.Fprintf(env.Stderr, "Invalid job id specified for job %s\n", s)
+				fmt.Fprintln(env.Stderr, "slurm_suspend error: Invalid job id specified")
 				return 1
 			}
 			ids = append(ids, id)
 		}
 	}
 	if len(ids) == 0 {
-		fmt.Fprintf(env.Stderr, "%s: error: too few arguments for keyword:%s\n", env.Prog, verb)
+		fmt.Fprintf(env.Stderr, "too few arguments for keyword:%s\n", verb)
 		return 1
 	}
 	cl := dial(env)
@@ -499,19 +505,24 @@ func scontrolHold(ctx context.Context, env *Env, verb string, words []string) in
 		fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Prog, apiErrText(err))
 		return 1
 	}
-	code := 0
+	// Like scontrol 22.05.8 ("hold abc"): one line per failed job, then
+	// the last error once more as slurm_perror prints it.
+	last := ""
 	for _, r := range resp.Results {
 		if r.Error == "" && r.Code == "" {
 			continue
 		}
-		msg := r.Error
-		if msg == "" {
-			msg = codeText(r.Code)
+		last = r.Error
+		if last == "" {
+			last = codeText(r.Code)
 		}
-		fmt.Fprintf(env.Stderr, "%s for job %d\n", msg, r.ID)
-		code = 1
+		fmt.Fprintf(env.Stderr, "%s for job %d\n", last, r.ID)
 	}
-	return code
+	if last != "" {
+		fmt.Fprintf(env.Stderr, "slurm_suspend error: %s\n", last)
+		return 1
+	}
+	return 0
 }
 
 const scontrolHelp = `Usage: scontrol [<OPTION>] [<COMMAND>]

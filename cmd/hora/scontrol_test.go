@@ -28,6 +28,11 @@ func TestScontrolGolden(t *testing.T) {
 		{"hostlist", nil, []string{"show", "hostlist", "n1,n2,n3"}},
 		{"hold_unknown", nil, []string{"hold", "101,999"}},
 		{"release_ok", nil, []string{"release", "101", "102"}},
+		{"show_nothing", nil, []string{"show"}},
+		{"show_bogus", nil, []string{"show", "bogus"}},
+		{"hold_bad_id", nil, []string{"hold", "abc"}},
+		{"hostnames_from_job_env", map[string]string{"SLURM_JOB_NODELIST": "c[01-02]"}, []string{"show", "hostnames"}},
+		{"hostnames_empty", nil, []string{"show", "hostnames"}},
 		{"bad_keyword", nil, []string{"frobnicate"}},
 	}
 	for _, c := range cases {

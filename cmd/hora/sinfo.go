@@ -452,11 +452,7 @@ func sinfoMain(ctx context.Context, env *Env, args []string) int {
 	case has("version"):
 		return printVersion(env)
 	}
-	if len(p.Args) > 0 {
-		fmt.Fprintf(env.Stderr, "%s: error: Unrecognized option: %s\n", env.Prog, p.Args[0])
-		fmt.Fprint(env.Stderr, sinfoUsage)
-		return 1
-	}
+	// sinfo 22.05.8 ignores operands (checked), so hora does too.
 	long, perNode := has("long"), has("Node")
 	format := sinfoDefaultFormat
 	switch {
@@ -478,7 +474,8 @@ func sinfoMain(ctx context.Context, env *Env, args []string) int {
 	}
 	fields, bad := parseSinfoFormat(format)
 	for _, b := range bad {
-		fmt.Fprintf(env.Stderr, "%s: error: Invalid node format specification: %s\n", env.Prog, b)
+		// Printed without the program name, and sinfo goes on (22.05.8).
+		fmt.Fprintf(env.Stderr, "Invalid node format specification: %s\n", b)
 	}
 	var onlyParts []string
 	if v, ok := p.Last("partition"); ok {
@@ -524,8 +521,8 @@ func sinfoMain(ctx context.Context, env *Env, args []string) int {
 	return 0
 }
 
-const sinfoUsage = `Usage: sinfo [-adelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]
-             [-S fields] [-o format] [-O Format] [--hide]
+const sinfoUsage = `Usage: sinfo [-abdelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]
+             [-S fields] [-o format] [-O Format] [--federation] [--local]
 `
 
 const sinfoHelp = `Usage: sinfo [OPTIONS]

@@ -21,6 +21,7 @@ func TestSinfoGolden(t *testing.T) {
 		{"summarize", nil, []string{"-s"}},
 		{"reasons", nil, []string{"-R"}},
 		{"nodes", nil, []string{"-n", "n[3-4]", "-N"}},
+		{"operand_ignored", nil, []string{"foo", "-h"}},
 		{"bad_letter", nil, []string{"-o", "%P %q"}},
 	}
 	for _, c := range cases {

@@ -592,17 +592,40 @@ func (q *squeueQuery) filter() api.JobFilter {
 	return f
 }
 
-// parseStates reads a -t list; "all" selects every state.
+// slurmOnlyStates are states Slurm accepts in -t that horad never reports
+// (long and compact names); a list naming them is valid and matches nothing.
+var slurmOnlyStates = map[string]api.JobState{
+	"CF": "CONFIGURING", "RS": "RESIZING", "RD": "RESV_DEL_HOLD", "RQ": "REQUEUED",
+	"RF": "REQUEUE_FED", "RH": "REQUEUE_HOLD", "RV": "REVOKED", "SI": "SIGNALING",
+	"SE": "SPECIAL_EXIT", "SO": "STAGE_OUT", "ST": "STOPPED",
+}
+
+// parseJobState accepts hora's states and the Slurm-only ones.
+func parseJobState(s string) (api.JobState, bool) {
+	if st, ok := api.ParseState(s); ok {
+		return st, true
+	}
+	u := strings.ToUpper(strings.TrimSpace(s))
+	for short, long := range slurmOnlyStates {
+		if u == short || u == string(long) {
+			return long, true
+		}
+	}
+	return "", false
+}
+
+// parseStates reads a -t list. "all" works only as the whole value: inside
+// a list Slurm 22.05.8 rejects it (checked with its squeue).
 func parseStates(s string) (map[api.JobState]bool, string) {
 	m := map[api.JobState]bool{}
-	for _, p := range splitList(s) {
-		if strings.EqualFold(p, "all") {
-			for _, st := range api.AllStates {
-				m[st] = true
-			}
-			continue
+	if strings.EqualFold(strings.TrimSpace(s), "all") {
+		for _, st := range api.AllStates {
+			m[st] = true
 		}
-		st, ok := api.ParseState(p)
+		return m, ""
+	}
+	for _, p := range splitList(s) {
+		st, ok := parseJobState(p)
 		if !ok {
 			return nil, p
 		}
@@ -611,13 +634,10 @@ func parseStates(s string) (map[api.JobState]bool, string) {
 	return m, ""
 }
 
-func validStatesText() string {
-	names := make([]string, len(api.AllStates))
-	for i, s := range api.AllStates {
-		names[i] = string(s)
-	}
-	return strings.Join(names, ",")
-}
+// squeueValidStates is the list squeue 22.05.8 prints after an invalid -t.
+const squeueValidStates = "PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT," +
+	"NODE_FAIL,PREEMPTED,BOOT_FAIL,DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING," +
+	"RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED"
 
 // squeueJobsArg implements the optional argument of -j/--jobs (COMPAT.md
 // §3.2): squeue also takes the next word as the list when it does not look
@@ -698,11 +718,13 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 	if has("me") {
 		q.users = append(q.users, currentUID())
 	} else if v, ok := val("user", "SQUEUE_USERS"); ok {
+		// As squeue 22.05.8 does, an unknown user is reported (with a
+		// blank line) and left out, and the listing goes on.
 		for _, u := range splitList(v) {
 			name, ok := lookupUser(u)
 			if !ok {
-				fmt.Fprintf(env.Stderr, "%s: error: Invalid user: %s\n", env.Prog, u)
-				return 1
+				fmt.Fprintf(env.Stderr, "%s: error: Invalid user: %s\n\n", env.Prog, u)
+				continue
 			}
 			q.users = append(q.users, name)
 		}
@@ -711,7 +733,8 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 		st, bad := parseStates(v)
 		if st == nil {
 			fmt.Fprintf(env.Stderr, "%s: error: Invalid job state specified: %s\n", env.Prog, bad)
-			fmt.Fprintf(env.Stderr, "%s: error: Valid job states include: %s\n", env.Prog, validStatesText())
+			// Slurm's message ends in its own newline, hence the blank line.
+			fmt.Fprintf(env.Stderr, "%s: error: Valid job states include: %s\n\n", env.Prog, squeueValidStates)
 			return 1
 		}
 		q.states = st
@@ -787,7 +810,7 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 	if v, ok := p.Last("iterate"); ok {
 		n, err := strconv.Atoi(v.Val)
 		if err != nil || n <= 0 {
-			fmt.Fprintf(env.Stderr, "%s: error: --iterate=%s: must be a positive number of seconds\n", env.Prog, v.Val)
+			fmt.Fprintf(env.Stderr, "%s: error: --iterate=%s\n\n", env.Prog, v.Val)
 			return 1
 		}
 		every = time.Duration(n) * time.Second
@@ -837,12 +860,14 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 	}
 }
 
+// squeueUsage is squeue 22.05.8's --usage text (also printed after an
+// unexpected operand).
 const squeueUsage = `Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
-              [-n name] [-o format] [--only-job-state] [-p partitions]
-              [--qos qos] [--reservation reservation] [--sort fields] [--start]
+              [-n name] [-o format] [-p partitions] [--qos qos]
+              [--reservation reservation] [--sort fields] [--start]
               [--step step_id] [-t states] [-u user_name] [--usage]
               [-L licenses] [-w nodes] [--federation] [--local] [--sibling]
-	      [--json] [--yaml] [-ahjlrsv]
+	      [-ahjlrsv]
 `
 
 const squeueHelp = `Usage: squeue [OPTIONS]

@@ -40,6 +40,12 @@ func TestSqueueGolden(t *testing.T) {
 		{"env_format2", map[string]string{"SQUEUE_FORMAT2": "jobid:5,state", "SQUEUE_PARTITION": "batch"}, nil},
 		{"bad_letter", nil, []string{"-o", "%i %z|%t"}},
 		{"bad_user", nil, []string{"-u", "nosuchuser"}},
+		// Checked against squeue 22.05.8 (offline, option parsing only):
+		{"states_all_in_list", nil, []string{"-t", "all,CF"}},
+		{"states_slurm_only", nil, []string{"-t", "CF,stage_out", "-h"}},
+		{"iterate_zero", nil, []string{"-i", "0"}},
+		{"operand", nil, []string{"foo"}},
+		{"bad_job_id", nil, []string{"-j", "abc"}},
 		{"misc_letters", nil, []string{"-t", "all", "-S", "i", "-o", "%A %F %K %U %g %G %L %N %q %a %v %Z %E %o %k %m %c %d %f %B %Y %y %w %W %p"}},
 	}
 	for _, c := range cases {
