@@ -484,6 +484,10 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 	}
 
 	var ids []int64
+	// steps records "-j 12.batch"-style selections: those jobs show only the
+	// named steps, unless the bare id was asked for as well.
+	steps := map[int64][]string{}
+	whole := map[int64]bool{}
 	for _, a := range p.All("jobs") {
 		for _, s := range splitList(a) {
 			id, ok := parseJobID(s)
@@ -492,6 +496,11 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 				return 1
 			}
 			ids = append(ids, id)
+			if _, step, ok := strings.Cut(s, "."); ok {
+				steps[id] = append(steps[id], strconv.FormatInt(id, 10)+"."+step)
+			} else {
+				whole[id] = true
+			}
 		}
 	}
 	var states map[api.JobState]bool
@@ -564,7 +573,15 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 		kept = append(kept, *j)
 	}
 	slices.SortStableFunc(kept, func(a, b api.Job) int { return cmpInt64(a.ID, b.ID) })
-	rows := sacctRows(kept, has("allocations"), now, timeFormat(env))
+	rows := sacctRows(kept, has("allocations") && len(steps) == 0, now, timeFormat(env))
+	if len(steps) > 0 {
+		rows = slices.DeleteFunc(rows, func(r saRow) bool {
+			if whole[r.job.ID] {
+				return r.kind != 'j' && has("allocations")
+			}
+			return !slices.Contains(steps[r.job.ID], r.idTxt)
+		})
+	}
 	if err := writeSacct(env.Stdout, out, rows); err != nil {
 		return 1
 	}

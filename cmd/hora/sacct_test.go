@@ -29,6 +29,7 @@ func TestSacctGolden(t *testing.T) {
 		{"unknown_job", nil, []string{"-j", "999"}},
 		{"unknown_job_noheader", nil, []string{"-n", "-j", "999"}},
 		{"bad_field", nil, []string{"-o", "jobid,bogus"}},
+		{"step_selection", nil, []string{"-P", "-b", "-j", "108.1,104.batch", "-j", "101"}},
 		{"bad_job_id", nil, []string{"-j", "abc"}},
 		{"bad_state", nil, []string{"-s", "bogus"}},
 		{"bad_time", nil, []string{"-S", "bogus"}},
