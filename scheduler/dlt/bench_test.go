@@ -1,0 +1,59 @@
+package dlt
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkAdmission measures one admission decision once n tasks wait in the
+// queue (ac-fast-2009 §5.2, Table 3 setup: N = 512, Cms = 1, Cps = 1000, long
+// deadlines so that every task is admitted). Each iteration admits one task
+// (deadline at a random place in the queue) and removes it again, so the
+// queue keeps n tasks; ns/op is therefore one decision plus one removal.
+//
+// The planners re-plan every waiting task on each decision (O(n·N log N));
+// their sub-benchmarks exist only for n ≤ 1000 (mcdf, O(n²), for n = 300):
+// the larger ones are not generated at all.
+func BenchmarkAdmission(b *testing.B) {
+	m := Model{Cms: 1, Cps: 1000}
+	const nodes = 512
+	limit := map[string]int{"ac-fast": 30000, "ac-fast-ref": 30000, "edf-dlt": 1000,
+		"fifo-an": 1000, "fifo-mn": 1000, "edf-an": 1000, "edf-mn": 1000,
+		"fifo-anna": 1000, "edf-anna": 1000, "mcdf": 300}
+	for _, alg := range Algorithms {
+		for _, n := range []int{300, 1000, 3000, 10000, 30000} {
+			if n > limit[alg] {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/n=%d", alg, n), func(b *testing.B) {
+				s, err := New(alg, m, nodes)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(3, 5))
+				id := int64(0)
+				task := func() Task {
+					id++
+					return Task{ID: id, Size: 50 + 100*r.Float64(), Deadline: 1e9 + 1e9*r.Float64()}
+				}
+				for range n {
+					if err := s.Admit(0, task()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if s.Queued() != n {
+					b.Fatalf("queued %d, want %d", s.Queued(), n)
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					t := task()
+					if err := s.Admit(0, t); err != nil {
+						b.Fatal(err)
+					}
+					s.Remove(t.ID)
+				}
+			})
+		}
+	}
+}
