@@ -112,6 +112,13 @@ func splitDirective(s, file string, n int, line string) ([]string, error) {
 			quote, inWord = c, true
 		case c == '#':
 			i = len(s)
+		case c == ':' && !inWord:
+			// Slurm reserves a word-initial ':' (the hetjob separator
+			// of the command line) and stops.
+			return nil, &Error{
+				Msg:  fmt.Sprintf("fatal: %s: line %d: Unexpected `:` in [%s]", file, n, strings.TrimRight(line, "\r")),
+				Exit: 1,
+			}
 		case c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r':
 			if inWord {
 				words = append(words, cur.String())
@@ -155,8 +162,36 @@ var pbsOpts = func() []Opt {
 	return o
 }()
 
-// TranslatePBS reads the #PBS directives of script (same header rules as
-// #SBATCH) and returns them as sbatch words, one Directive per line, for
+// pbsLines calls fn for every #PBS line. Unlike #SBATCH, Slurm does not
+// stop at the first command: it reads on until it has passed more than 100
+// lines that do not start with '#' (opt.c _opt_wrpr_batch_script).
+func pbsLines(script []byte, fn func(n int, body, line string) error) error {
+	n, others := 0, 0
+	for len(script) > 0 && others <= 100 {
+		n++
+		var line []byte
+		if i := bytes.IndexByte(script, '\n'); i >= 0 {
+			line, script = script[:i], script[i+1:]
+		} else {
+			line, script = script, nil
+		}
+		body, ok := directiveBody(string(line), "#PBS")
+		if !ok {
+			if len(line) == 0 || line[0] != '#' {
+				others++
+			}
+			continue
+		}
+		if err := fn(n, body, string(line)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TranslatePBS reads the #PBS directives of script (column 0, read past
+// commands as Slurm does, see pbsLines) and returns them as sbatch words,
+// one Directive per line, for
 // the common subset: -N -o -e -j -q -A -a -h -r -m -M -W depend= -J/-t and
 // -l walltime/nodes/select/ncpus/mem. Other qsub options are ignored, as
 // Slurm's translator ignores what it cannot map. BuildSpec applies these
@@ -164,11 +199,7 @@ var pbsOpts = func() []Opt {
 func TranslatePBS(script []byte, file string) ([]Directive, error) {
 	var out []Directive
 	joined := false // -j oe/eo anywhere: one file for both streams
-	err := scanLines(script, func(n int, line string) error {
-		body, ok := directiveBody(line, "#PBS")
-		if !ok {
-			return nil
-		}
+	err := pbsLines(script, func(n int, body, line string) error {
 		words, err := splitDirective(body, file, n, line)
 		if err != nil {
 			return err

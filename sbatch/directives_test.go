@@ -123,3 +123,21 @@ func TestPBSSizeMB(t *testing.T) {
 		}
 	}
 }
+
+// #PBS lines are read past commands until more than 100 lines not starting
+// with '#' have gone by.
+func TestTranslatePBSLineLimit(t *testing.T) {
+	for _, c := range []struct {
+		commands int
+		found    bool
+	}{{0, true}, {50, true}, {100, true}, {101, false}} {
+		script := "#!/bin/sh\n" + strings.Repeat("echo\n", c.commands) + "#PBS -N late\n"
+		dirs, err := TranslatePBS([]byte(script), "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(dirs) == 1; got != c.found {
+			t.Errorf("after %d commands: found=%v, want %v", c.commands, got, c.found)
+		}
+	}
+}

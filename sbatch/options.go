@@ -152,7 +152,6 @@ var sbatchEnv = []envOption{
 	{"SBATCH_GPUS_PER_NODE", "gpus-per-node", false},
 	{"SBATCH_GPUS_PER_SOCKET", "gpus-per-socket", false},
 	{"SBATCH_GPUS_PER_TASK", "gpus-per-task", false},
-	{"SBATCH_IGNORE_PBS", "ignore-pbs", true},
 	{"SBATCH_JOB_NAME", "job-name", false},
 	{"SBATCH_MEM_PER_CPU", "mem-per-cpu", false},
 	{"SBATCH_MEM_PER_NODE", "mem", false},

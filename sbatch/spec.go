@@ -121,14 +121,15 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 		}
 		script = []byte(wrapHeader + wrap.Val + "\n")
 		spec.Name = "wrap"
-		file = "wrap"
 	case len(p.Args) > 0:
 		name := p.Args[0]
 		abs, body, err := readScript(in, envMap, name)
 		if err != nil {
 			return nil, nil, &Error{Msg: "error: Unable to open file " + name, Exit: exitFile}
 		}
-		script, file = body, name
+		// Slurm names the script by its basename in directive errors
+		// ("stdin" otherwise).
+		script, file = body, path.Base(name)
 		spec.Command = abs
 		spec.Args = append([]string(nil), p.Args[1:]...)
 		spec.Name = path.Base(name)
@@ -156,6 +157,11 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 	flags.Warnings = append(flags.Warnings, warns...)
 	ignorePBS := false
 	for _, d := range dirs {
+		for _, w := range d.Words {
+			if w == "hetjob" || w == "packjob" {
+				return nil, nil, &Error{Msg: fmt.Sprintf("error: %s:%d: hora does not support heterogeneous jobs (#SBATCH %s)", file, d.Line, w), Exit: exitOption}
+			}
+		}
 		dp, err := Getopt(SbatchOptions, d.Words, false)
 		if err != nil || len(dp.Args) > 0 {
 			return nil, nil, &Error{Msg: "error: Invalid directive found in batch script: " + badWord(d.Words, dp), Exit: exitOption}
@@ -170,6 +176,11 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 			all = append(all, setting{v.Key, v.Name, v.Val, fmt.Sprintf("%s:%d", file, d.Line)})
 		}
 	}
+	// Slurm skips #PBS whenever SBATCH_IGNORE_PBS exists, whatever its
+	// value (opt.c _opt_wrpr_batch_script).
+	if _, ok := envMap["SBATCH_IGNORE_PBS"]; ok {
+		ignorePBS = true
+	}
 	var envSettings []setting
 	for _, e := range sbatchEnv {
 		val, ok := envMap[e.Var]
@@ -181,9 +192,6 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 				continue
 			}
 			val = ""
-		}
-		if e.Key == "ignore-pbs" {
-			ignorePBS = true
 		}
 		envSettings = append(envSettings, setting{e.Key, "--" + e.Key, val, "environment variable " + e.Var})
 	}
@@ -215,6 +223,9 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 	for _, s := range all {
 		if msg := st.apply(s); msg != "" {
 			e := &Error{Msg: "error: " + msg, Exit: exitOption}
+			if st.exit != 0 {
+				e.Exit = st.exit
+			}
 			if s.where != "" {
 				// Slurm names no place; hora adds one so that a bad
 				// value in a long script can be found.
@@ -248,6 +259,14 @@ func badWord(words []string, p *Parsed) string {
 		}
 	}
 	return strings.Join(words, " ")
+}
+
+// devNullIfNone maps Slurm's "none" file name (any case) to /dev/null.
+func devNullIfNone(v string) string {
+	if strings.EqualFold(v, "none") {
+		return "/dev/null"
+	}
+	return v
 }
 
 func envFlagSet(v string) bool {
@@ -306,7 +325,8 @@ func checkScript(b []byte) error {
 			"line must start with #! followed by the path to an interpreter.",
 			"For instance: #!/bin/sh")
 	case bytes.IndexByte(b, 0) >= 0:
-		return fail("The Slurm controller does not allow scripts that contain a NULL character '\\0'.")
+		return fail("The Slurm controller does not allow scripts that",
+			"contain a NULL character '\\0'.")
 	case bytes.Contains(b, []byte("\r\n")):
 		return fail("Batch script contains DOS line breaks (\\r\\n)",
 			"instead of expected UNIX line breaks (\\n).")
@@ -327,6 +347,7 @@ type state struct {
 	memPerCPU        int64  // MiB, from --mem-per-cpu
 	ntasksPerNode    int    // --ntasks-per-node
 	input            string // --input, kept for --load
+	exit             int    // exit status of the error apply reported, 0 = exitOption
 	unsupportedArray string
 	dependency       string
 }
@@ -340,11 +361,11 @@ func (st *state) apply(s setting) string {
 	case "job-name":
 		sp.Name = v
 	case "output":
-		sp.Stdout = v
+		sp.Stdout = devNullIfNone(v)
 	case "error":
-		sp.Stderr = v
+		sp.Stderr = devNullIfNone(v)
 	case "input":
-		sp.Stdin = v
+		sp.Stdin = devNullIfNone(v)
 		st.input = v
 	case "chdir":
 		sp.WorkDir = absPath(st.in.Cwd, v)
@@ -373,13 +394,14 @@ func (st *state) apply(s setting) string {
 	case "quiet":
 		st.flags.Quiet = true
 	case "open-mode":
+		// Slurm looks at the first letter only.
 		switch {
-		case v != "" && strings.HasPrefix("append", strings.ToLower(v)):
+		case v != "" && (v[0] == 'a' || v[0] == 'A'):
 			sp.OpenAppend = true
-		case v != "" && strings.HasPrefix("truncate", strings.ToLower(v)):
+		case v != "" && (v[0] == 't' || v[0] == 'T'):
 			sp.OpenAppend = false
 		default:
-			return "Invalid --open-mode argument: " + v
+			return "Invalid --open-mode specification"
 		}
 	case "time", "time-min":
 		secs, err := ParseSlurmDuration(v)
@@ -402,14 +424,15 @@ func (st *state) apply(s setting) string {
 			sp.Deadline = t.Unix()
 		}
 	case "nodes":
-		lo, hi, ok := parseNodeRange(v)
-		if !ok {
-			return "Invalid node count specification"
+		lo, hi, msg := parseNodeRange(v)
+		if msg != "" {
+			return msg
 		}
 		sp.Nodes, sp.NodesMax = lo, hi
 	case "ntasks", "cpus-per-task", "ntasks-per-node":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
+			st.exit = exitFile // Slurm's parse_int exits with 1
 			return fmt.Sprintf("Invalid numeric value %q for --%s.", v, s.key)
 		}
 		switch s.key {
@@ -495,21 +518,31 @@ func (st *state) finish() error {
 }
 
 // parseNodeRange reads -N min[-max], each count optionally with a k
-// (×1024) or m (×1048576) suffix as Slurm allows.
-func parseNodeRange(v string) (int, int, bool) {
+// (×1024) or m (×1048576) suffix, with Slurm's messages (proc_args.c
+// verify_node_count): a single count must be positive, a range's minimum
+// of 0 means 1.
+func parseNodeRange(v string) (int, int, string) {
+	notValid := func(s string) string { return fmt.Sprintf("%q is not a valid node count", s) }
 	lo, hi, isRange := strings.Cut(v, "-")
 	a, ok := nodeCount(lo)
-	if !ok || a < 1 {
-		return 0, 0, false
-	}
 	if !isRange {
-		return a, 0, true
+		if !ok || a == 0 {
+			return 0, 0, notValid(v)
+		}
+		return a, 0, ""
 	}
+	if !ok {
+		return 0, 0, notValid(lo)
+	}
+	a = max(a, 1)
 	b, ok := nodeCount(hi)
-	if !ok || b < a {
-		return 0, 0, false
+	if !ok {
+		return 0, 0, notValid(hi)
 	}
-	return a, b, true
+	if b < a {
+		return 0, 0, fmt.Sprintf("Maximum node count %d is less than minimum node count %d", b, a)
+	}
+	return a, b, ""
 }
 
 func nodeCount(s string) (int, bool) {

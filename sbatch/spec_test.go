@@ -129,7 +129,8 @@ func TestBuildSpecPrecedence(t *testing.T) {
 		{[]string{"pbs.sh"}, nil, "pname", 1200, ""},
 		{[]string{"--ignore-pbs", "pbs.sh"}, nil, "sname", 600, ""},
 		{[]string{"pbs.sh"}, []string{"SBATCH_IGNORE_PBS=yes"}, "sname", 600, ""},
-		{[]string{"pbs.sh"}, []string{"SBATCH_IGNORE_PBS=0"}, "pname", 1200, ""},
+		// Slurm tests only that SBATCH_IGNORE_PBS exists.
+		{[]string{"pbs.sh"}, []string{"SBATCH_IGNORE_PBS=0"}, "sname", 600, ""},
 		{[]string{"pbs.sh"}, []string{"SBATCH_TIMELIMIT=5"}, "pname", 300, ""},
 	}
 	for _, c := range cases {
@@ -152,6 +153,12 @@ func TestBuildSpecOptions(t *testing.T) {
 		check func(*api.JobSpec, *Flags) bool
 	}{
 		{[]string{"-N", "2-4"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.Nodes == 2 && s.NodesMax == 4 }},
+		{[]string{"-N", "0-3"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.Nodes == 1 && s.NodesMax == 3 }},
+		{[]string{"-o", "none", "-e", "NONE", "-i", "None"}, nil, func(s *api.JobSpec, _ *Flags) bool {
+			return s.Stdout == "/dev/null" && s.Stderr == "/dev/null" && s.Stdin == "/dev/null"
+		}},
+		{[]string{"--open-mode=Tr"}, nil, func(s *api.JobSpec, _ *Flags) bool { return !s.OpenAppend }},
+		{[]string{"--open-mode=a"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.OpenAppend }},
 		{[]string{"-N3"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.Nodes == 3 && s.NodesMax == 0 }},
 		{[]string{"--nodes=1k"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.Nodes == 1024 }},
 		{[]string{"-n", "8", "-c", "2"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.NTasks == 8 && s.CPUsPerTask == 2 }},
@@ -232,17 +239,19 @@ func TestBuildSpecExport(t *testing.T) {
 
 func TestBuildSpecErrors(t *testing.T) {
 	files := map[string]string{
-		"/home/u/empty.sh":    "",
-		"/home/u/blank.sh":    " \n\t\n",
-		"/home/u/noshe.sh":    "echo hi\n",
-		"/home/u/crlf.sh":     "#!/bin/sh\r\necho hi\r\n",
-		"/home/u/nul.sh":      "#!/bin/sh\necho \x00\n",
-		"/home/u/baddir.sh":   "#!/bin/sh\n#SBATCH --bogus=1\ntrue\n",
-		"/home/u/badword.sh":  "#!/bin/sh\n#SBATCH -J x stray\ntrue\n",
-		"/home/u/badval.sh":   "#!/bin/sh\n\n#SBATCH -J x\n#SBATCH --time=bogus\ntrue\n",
-		"/home/u/badshort.sh": "#!/bin/sh\n#SBATCH -t bogus\ntrue\n",
-		"/home/u/wrapdir.sh":  "#!/bin/sh\n#SBATCH --wrap=x\ntrue\n",
-		"/home/u/quote.sh":    "#!/bin/sh\n#SBATCH -J 'x\ntrue\n",
+		"/home/u/empty.sh":     "",
+		"/home/u/blank.sh":     " \n\t\n",
+		"/home/u/noshe.sh":     "echo hi\n",
+		"/home/u/crlf.sh":      "#!/bin/sh\r\necho hi\r\n",
+		"/home/u/nul.sh":       "#!/bin/sh\necho \x00\n",
+		"/home/u/baddir.sh":    "#!/bin/sh\n#SBATCH --bogus=1\ntrue\n",
+		"/home/u/badword.sh":   "#!/bin/sh\n#SBATCH -J x stray\ntrue\n",
+		"/home/u/badval.sh":    "#!/bin/sh\n\n#SBATCH -J x\n#SBATCH --time=bogus\ntrue\n",
+		"/home/u/badshort.sh":  "#!/bin/sh\n#SBATCH -t bogus\ntrue\n",
+		"/home/u/wrapdir.sh":   "#!/bin/sh\n#SBATCH --wrap=x\ntrue\n",
+		"/home/u/quote.sh":     "#!/bin/sh\n#SBATCH -J 'x\ntrue\n",
+		"/home/u/sub/quote.sh": "#!/bin/sh\n#SBATCH -J 'x\ntrue\n",
+		"/home/u/het.sh":       "#!/bin/sh\n#SBATCH -N 1\n#SBATCH hetjob\n#SBATCH -N 2\ntrue\n",
 	}
 	cases := []struct {
 		argv []string
@@ -264,7 +273,7 @@ func TestBuildSpecErrors(t *testing.T) {
 			"error: For instance: #!/bin/sh", 1},
 		{[]string{"crlf.sh"}, nil, "error: Batch script contains DOS line breaks (\\r\\n)\n" +
 			"error: instead of expected UNIX line breaks (\\n).", 1},
-		{[]string{"nul.sh"}, nil, "error: The Slurm controller does not allow scripts that contain a NULL character '\\0'.", 1},
+		{[]string{"nul.sh"}, nil, "error: The Slurm controller does not allow scripts that\nerror: contain a NULL character '\\0'.", 1},
 		{[]string{"baddir.sh"}, nil, "error: Invalid directive found in batch script: --bogus=1", 255},
 		{[]string{"badword.sh"}, nil, "error: Invalid directive found in batch script: stray", 255},
 		{[]string{"wrapdir.sh"}, nil, "error: Invalid directive found in batch script: --wrap", 255},
@@ -272,21 +281,30 @@ func TestBuildSpecErrors(t *testing.T) {
 		{[]string{"badshort.sh"}, nil, "error: Invalid --time specification\nerror: at badshort.sh:2: -t bogus", 255},
 		{[]string{"quote.sh"}, nil, "fatal: quote.sh: line 2: Unmatched `'` in [#SBATCH -J 'x]", 1},
 		{[]string{"--wrap=x"}, []string{"SBATCH_TIMELIMIT=1h"}, "error: Invalid --time specification\nerror: at environment variable SBATCH_TIMELIMIT: --time=1h", 255},
-		{[]string{"-N", "0", "--wrap=x"}, nil, "error: Invalid node count specification", 255},
-		{[]string{"-N", "4-2", "--wrap=x"}, nil, "error: Invalid node count specification", 255},
+		{[]string{"-N", "0", "--wrap=x"}, nil, "error: \"0\" is not a valid node count", 255},
+		{[]string{"-N", "2x", "--wrap=x"}, nil, "error: \"2x\" is not a valid node count", 255},
+		{[]string{"-N", "1-y", "--wrap=x"}, nil, "error: \"y\" is not a valid node count", 255},
+		{[]string{"-N", "4-2", "--wrap=x"}, nil, "error: Maximum node count 2 is less than minimum node count 4", 255},
 		{[]string{"--mem=12X", "--wrap=x"}, nil, "error: Invalid --mem specification", 255},
 		{[]string{"--begin=someday", "--wrap=x"}, nil, "error: Invalid --begin specification", 255},
 		{[]string{"--deadline=13/45", "--wrap=x"}, nil, "error: Invalid --deadline specification", 255},
-		{[]string{"--open-mode=x", "--wrap=x"}, nil, "error: Invalid --open-mode argument: x", 255},
-		{[]string{"-n", "0", "--wrap=x"}, nil, "error: Invalid numeric value \"0\" for --ntasks.", 255},
-		{[]string{"-c", "two", "--wrap=x"}, nil, "error: Invalid numeric value \"two\" for --cpus-per-task.", 255},
+		{[]string{"--open-mode=x", "--wrap=x"}, nil, "error: Invalid --open-mode specification", 255},
+		{[]string{"-n", "0", "--wrap=x"}, nil, "error: Invalid numeric value \"0\" for --ntasks.", 1},
+		{[]string{"-c", "two", "--wrap=x"}, nil, "error: Invalid numeric value \"two\" for --cpus-per-task.", 1},
+		{[]string{"het.sh"}, nil, "error: het.sh:3: hora does not support heterogeneous jobs (#SBATCH hetjob)", 255},
+		{nil, nil, "fatal: stdin: line 2: Unmatched `\"` in [#SBATCH -J \"x]", 1},
+		{[]string{"sub/quote.sh"}, nil, "fatal: quote.sh: line 2: Unmatched `'` in [#SBATCH -J 'x]", 1},
 		{[]string{"--load=lots", "--wrap=x"}, nil, "error: Invalid --load specification", 255},
 		{[]string{"--array=1-3", "--wrap=x"}, nil, "error: hora does not support job arrays (--array=1-3)", 255},
 		{[]string{"-d", "afterok:1", "--wrap=x"}, nil, "error: hora does not support job dependencies (--dependency=afterok:1)", 255},
 		{[]string{"--export=ALL,=x", "--wrap=x"}, nil, "error: Invalid --export specification: ALL,=x", 255},
 	}
 	for _, c := range cases {
-		_, _, err := submit(c.argv, c.env, files, "")
+		stdin := ""
+		if c.argv == nil && strings.HasPrefix(c.msg, "fatal") {
+			stdin = "#!/bin/sh\n#SBATCH -J \"x\ntrue\n"
+		}
+		_, _, err := submit(c.argv, c.env, files, stdin)
 		var e *Error
 		if !errors.As(err, &e) {
 			t.Errorf("%q: err = %v, want *Error", c.argv, err)

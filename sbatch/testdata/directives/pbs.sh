@@ -13,4 +13,4 @@
 #PBS -W depend=afterok:12:13
 #PBS -S /bin/bash -V
 cd $PBS_O_WORKDIR
-#PBS -N ignored
+#PBS -N after-the-command

@@ -1,0 +1,3 @@
+#!/bin/sh
+#SBATCH -J ok
+#SBATCH : -N 2
