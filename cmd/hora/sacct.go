@@ -526,9 +526,9 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 			}
 			users = append(users, name)
 		}
-	case has("allusers"), len(ids) > 0:
+	case has("allusers"), len(ids) > 0, currentUID() == "0":
 	default:
-		// Without -a a user sees their own jobs (root too, as in sacct).
+		// Non-root users see their own jobs unless -a (COMPAT.md §5.4).
 		users = []string{currentUID()}
 	}
 	now := nowFunc()

@@ -54,6 +54,16 @@ func TestSacctRequests(t *testing.T) {
 	}
 }
 
+func TestSacctRootSeesAll(t *testing.T) {
+	f := startFake(t)
+	defer func(old func() string) { currentUID = old }(currentUID)
+	currentUID = func() string { return "0" }
+	runCmd(t, sacctMain, "sacct", nil, "-X")
+	if len(f.queries) != 1 || strings.Contains(f.queries[0], "user=") {
+		t.Errorf("root's sacct filtered by user: %q", f.queries)
+	}
+}
+
 func TestSacctFieldLookup(t *testing.T) {
 	for in, want := range map[string]string{"jobid": "JobID", "JOBIDRAW": "JobIDRaw", "jobn": "JobName",
 		"st": "State", "ncpu": "NCPUS", "timelimit": "Timelimit", "node": "NodeList"} {
