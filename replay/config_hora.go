@@ -1,5 +1,3 @@
-//go:build horaconfig
-
 package replay
 
 import (

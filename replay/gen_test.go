@@ -1,9 +1,11 @@
 package replay
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -207,6 +209,19 @@ func TestDeadlineModels(t *testing.T) {
 	for i, r := range o.Results {
 		if r.Started && r.Start < w.Jobs[i].Begin {
 			t.Fatalf("job %d started at %g before its begin %g", w.Jobs[i].ID, r.Start, w.Jobs[i].Begin)
+		}
+	}
+}
+
+// TestHelpListsGenerators: the --synthetic help names every generator.
+func TestHelpListsGenerators(t *testing.T) {
+	var out bytes.Buffer
+	if code := Main(t.Context(), []string{"--help"}, &out, &out); code != 0 {
+		t.Fatal(out.String())
+	}
+	for _, g := range Generators() {
+		if !strings.Contains(out.String(), g) {
+			t.Errorf("--help does not name %s", g)
 		}
 	}
 }

@@ -418,7 +418,9 @@ func (r *repro) castilloCh4() error {
 1 − 0.2·level (the thesis does not list its four rate vectors; this family keeps the total rate and
 majorizes with the level); jobs 80%% under 4 h, 20%% 4–36 h, ready 1 min–14 days ahead, deadline slack
 uniform in (0, 20 h); strategy FF-HA+. %d jobs per point (the thesis: 10^6), utilization measured after
-the 14-day booking horizon. CSV and plots: [castillo-ch4/](castillo-ch4/).
+the 14-day booking horizon. Utilization is the servers' busy share: a job of length l takes l/μ on a
+server of rate μ, so it can exceed the offered load when jobs land on slow servers. CSV and plots:
+[castillo-ch4/](castillo-ch4/).
 
 `, jobs)
 	r.table(runs, "work loss", "utilization", "avg delay (s)")

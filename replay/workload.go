@@ -1,12 +1,15 @@
 // Package replay is hora's second driver of scheduler.Engine (DESIGN.md §3):
-// it replays a workload — a historic SWF log, or later a synthetic workload —
-// through the Engine in virtual time, applies the Engine's actions to
-// simulated nodes, and reports the metrics scheduling studies use.
+// it replays a workload — a historic SWF log, or a paper's synthetic workload
+// — through the Engine in virtual time, applies the Engine's actions to
+// simulated nodes (whole jobs, or the chunks of divisible jobs), and reports
+// the metrics scheduling studies use.
 //
-// The flow is: Workload (FromSWF or a Generator) → Simulate (event heap,
-// virtual clock, simulated nodes, Engine) → Outcome (one Result per job) →
-// Summarize (metrics, per class and per size bin) → reports (Markdown, JSON,
-// CSV, SVG, SWF).
+// The flow is: Workload (FromSWF or a Generator, optionally AddAdvance and
+// AddDeadlines) → Simulate (event heap, virtual clock, simulated nodes,
+// Engine) → Outcome (one Result per job) → Summarize (metrics, per class and
+// per size bin) → reports (Markdown, JSON, CSV, SVG, SWF). CompareRuns and
+// CompareMain put several policies side by side; Reproduce regenerates
+// docs/reproductions.
 package replay
 
 import (
