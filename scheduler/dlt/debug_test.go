@@ -25,3 +25,24 @@ func TestDebugWorkload(t *testing.T) {
 	res := simulate(alg, w, nil)
 	t.Logf("%v %+v", w, res)
 }
+
+func TestDebugEarliest(t *testing.T) {
+	if os.Getenv("DLT_E") == "" {
+		return
+	}
+	w := genWorkload(rand.New(rand.NewPCG(0, 1)), 3)
+	s, _ := New("edf-dlt", w.m, w.n)
+	for _, tk := range w.tasks {
+		err := s.Admit(tk.Arrival, tk)
+		t.Logf("%+v %v %v", tk, err, w)
+		if err != nil {
+			for _, f := range []float64{1, 2, 10, 100, 1e4} {
+				u := tk
+				u.Deadline = tk.Arrival + (tk.Deadline-tk.Arrival)*f
+				ok, why := s.alg.admit(s, tk.Arrival, u, false)
+				t.Logf("f=%g %v %s", f, ok, why)
+			}
+		}
+		s.Dispatch(tk.Arrival)
+	}
+}

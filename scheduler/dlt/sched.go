@@ -78,14 +78,15 @@ type Scheduler struct {
 	alg  algorithm
 	name string
 
-	nodeFree []float64 // when each node is expected to be free
-	chanFree float64   // when the channel (P₀) is free
-	running  []*Chunk  // chunk running on each node, nil if none
-	overrun  []bool    // node runs a chunk past its planned end
-	tasks    map[int64]*taskState
-	seq      uint64
-	last     float64 // now of the last call
-	est      *Estimator
+	nodeFree   []float64 // when each node is expected to be free
+	chanFree   float64   // when the channel (P₀) is free
+	running    []*Chunk  // chunk running on each node, nil if none
+	overrun    []bool    // node runs a chunk past its planned end
+	tasks      map[int64]*taskState
+	seq        uint64
+	last       float64 // now of the last call
+	dispatched float64 // now of the last Dispatch
+	est        *Estimator
 	// noEarliest skips the earliest-deadline search of refusals (bulk tests).
 	noEarliest bool
 }
@@ -111,7 +112,7 @@ func New(name string, m Model, nodes int) (*Scheduler, error) {
 	if !(m.Cms >= 0) || !(m.Cps > 0) || !(m.ST >= 0) || !(m.SC >= 0) || math.IsInf(m.Cms+m.Cps+m.ST+m.SC, 0) {
 		return nil, fmt.Errorf("dlt: bad cost model %+v (want cms ≥ 0, cps > 0, st ≥ 0, sc ≥ 0, finite)", m)
 	}
-	s := &Scheduler{m: m, n: nodes, name: name, nodeFree: make([]float64, nodes),
+	s := &Scheduler{m: m, n: nodes, name: name, nodeFree: make([]float64, nodes), dispatched: math.Inf(-1),
 		running: make([]*Chunk, nodes), overrun: make([]bool, nodes), tasks: map[int64]*taskState{}}
 	switch name {
 	case "ac-fast":
@@ -230,6 +231,7 @@ func (s *Scheduler) earliest(now float64, t Task) float64 {
 // Dispatch returns the chunks that start at now (transmission begins at now).
 func (s *Scheduler) Dispatch(now float64) []Chunk {
 	now = s.tick(now)
+	s.dispatched = now
 	out := s.alg.dispatch(s, now, nil)
 	for i := range out {
 		c := out[i]
@@ -333,12 +335,19 @@ func (s *Scheduler) finish(now float64, node int, measured, killed bool) bool {
 	return false
 }
 
-// Next is the earliest time at which Dispatch or Kills could do something.
+// Next is the earliest time after the last call at which Dispatch or Kills
+// could do something (Inf if nothing is queued): a node or the channel
+// becoming free, a planned chunk, a running chunk passing its planned end.
 func (s *Scheduler) Next() float64 {
 	t := s.alg.next(s)
-	for i, c := range s.running {
-		if c != nil && !s.overrun[i] && c.End < t && s.alg.queued() > 0 {
-			t = overdue(c.End) // overrun detection
+	if t <= s.last && s.dispatched == s.last {
+		t = math.Inf(1) // due now but blocked: waits for a completion or a kill
+	}
+	if s.alg.queued() > 0 {
+		for i, c := range s.running {
+			if c != nil && !s.overrun[i] {
+				t = min(t, overdue(c.End))
+			}
 		}
 	}
 	return t

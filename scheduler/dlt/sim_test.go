@@ -61,8 +61,13 @@ func genWorkload(r *rand.Rand, count int) workload {
 
 var debugSim func(string, ...any)
 
+// onRefusal, when set, sees every refusal of simulate before anything else
+// happens at that instant.
+var onRefusal func(s *Scheduler, now float64, t Task, r *Refusal)
+
 type simResult struct {
 	admitted, rejected, missed, killed int
+	missedClean                        int // misses of tasks none of whose chunks overran
 	chunks                             int
 	err                                string // a broken invariant of the plan itself
 }
@@ -75,7 +80,7 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 	if err != nil {
 		panic(err)
 	}
-	s.noEarliest = true
+	s.noEarliest = onRefusal == nil
 	type run struct {
 		c   Chunk
 		end float64
@@ -85,6 +90,7 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 	chanFree := math.Inf(-1)
 	done := map[int64]float64{}
 	sent := map[int64]float64{}
+	overran := map[int64]bool{}
 	last := map[int64]float64{}
 	adm := map[int64]Task{}
 	now, i := 0.0, 0
@@ -118,14 +124,6 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 				running[node] = nil
 			}
 		}
-		for _, c := range s.Kills(now) {
-			if running[c.Node] == nil || running[c.Node].c.Task != c.Task {
-				res.err = fmt.Sprintf("kill of a chunk not running: %+v", c)
-				return res
-			}
-			running[c.Node] = nil
-			res.killed++
-		}
 		for i < len(w.tasks) && w.tasks[i].Arrival <= now {
 			t := w.tasks[i]
 			i++
@@ -133,12 +131,23 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 			if debugSim != nil {
 				debugSim("t=%.4f admit %+v: %v", now, t, err)
 			}
+			if r, ok := err.(*Refusal); ok && onRefusal != nil {
+				onRefusal(s, now, t, r)
+			}
 			if err == nil {
 				adm[t.ID] = t
 				res.admitted++
 			} else {
 				res.rejected++
 			}
+		}
+		for _, c := range s.Kills(now) {
+			if running[c.Node] == nil || running[c.Node].c.Task != c.Task {
+				res.err = fmt.Sprintf("kill of a chunk not running: %+v", c)
+				return res
+			}
+			running[c.Node] = nil
+			res.killed++
 		}
 		for _, c := range s.Dispatch(now) {
 			res.chunks++
@@ -167,6 +176,9 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 			}
 			chanFree = now + w.m.SendTime(c.Size)
 			end := c.End
+			if f > 1 {
+				overran[c.Task] = true
+			}
 			if f != 1 {
 				end = c.Start + w.m.ChunkTime(c.Size)*f
 			}
@@ -179,6 +191,9 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 				debugSim("MISS %+v done %g last %g", t, done[id], last[id])
 			}
 			res.missed++
+			if !overran[id] {
+				res.missedClean++
+			}
 		}
 	}
 	return res
