@@ -302,6 +302,8 @@ func (v *sinfoView) groups(fields []siField, perNode bool, onlyParts []string) [
 				out = append(out, siGroup{p, []*api.Node{n}})
 			}
 		}
+		// -N sorts by node name, numbers compared as numbers (sinfo.1: "N").
+		slices.SortStableFunc(out, func(a, b siGroup) int { return naturalCompare(a.nodes[0].Name, b.nodes[0].Name) })
 		return out
 	}
 	for i := range v.parts {
@@ -334,9 +336,52 @@ func (v *sinfoView) groups(fields []siField, perNode bool, onlyParts []string) [
 		if len(gs) == 0 {
 			gs = append(gs, siGroup{part: p})
 		}
+		// Default sort "#P,-t" (sinfo.1): within a partition, decreasing
+		// node state value.
+		slices.SortStableFunc(gs, func(a, b siGroup) int { return groupStateValue(b) - groupStateValue(a) })
 		out = append(out, gs...)
 	}
 	return out
+}
+
+// nodeStateValues are Slurm's node_state numbers (base state plus flags,
+// slurm.h) that sinfo's "-t" sort compares.
+var nodeStateValues = map[string]int{
+	"unknown": 0, "down": 1, "idle": 2, "allocated": 3, "fail": 0x2001, "failing": 0x2003,
+	"mixed": 5, "future": 6, "drained": 0x202, "draining": 0x203, "completing": 0x403,
+}
+
+func groupStateValue(g siGroup) int {
+	if len(g.nodes) == 0 {
+		return -1
+	}
+	return nodeStateValues[strings.ToLower(g.nodes[0].State)]
+}
+
+// naturalCompare orders host names as sinfo does: at the first difference,
+// digit runs compare as numbers ("n2" < "n10").
+func naturalCompare(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] == b[i] {
+			continue
+		}
+		if isDigit(a[i]) && isDigit(b[i]) {
+			// Equal numbers end the comparison as equal, as in sinfo.
+			return cmpInt64(leadingNumber(a[i:]), leadingNumber(b[i:]))
+		}
+		return strings.Compare(a[i:], b[i:])
+	}
+	return len(a) - len(b)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func leadingNumber(s string) int64 {
+	var n int64
+	for i := 0; i < len(s) && isDigit(s[i]) && i < 18; i++ {
+		n = n*10 + int64(s[i]-'0')
+	}
+	return n
 }
 
 func (v *sinfoView) findPart(name string) *api.Partition {

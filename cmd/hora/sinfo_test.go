@@ -2,6 +2,21 @@ package main
 
 import "testing"
 
+func TestNaturalCompare(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want int
+	}{
+		{"n2", "n10", -1}, {"n10", "n2", 1}, {"n1", "n1", 0}, {"a1", "b0", -1}, {"n1", "n1a", -1}, {"n01", "n1", 0},
+	}
+	for _, c := range cases {
+		got := naturalCompare(c.a, c.b)
+		if (got < 0) != (c.want < 0) || (got > 0) != (c.want > 0) {
+			t.Errorf("naturalCompare(%q, %q) = %d, want sign of %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
 func TestSinfoGolden(t *testing.T) {
 	startFake(t)
 	cases := []struct {
