@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,6 +90,14 @@ func (c *Controller) handle(h handlerFunc) http.HandlerFunc {
 			c.log.Debug("request refused", "path", r.URL.Path, "uid", who.UID, "err", ae.Message)
 			writeJSON(w, status, ae)
 			return
+		}
+		if r.Header.Get("Accept") == api.MediaGob {
+			if jr, ok := out.(*api.JobsResponse); ok {
+				w.Header().Set("Content-Type", api.MediaGob)
+				w.WriteHeader(http.StatusOK)
+				_ = gob.NewEncoder(w).Encode(jr)
+				return
+			}
 		}
 		writeJSON(w, http.StatusOK, out)
 	}
