@@ -109,6 +109,13 @@ func TestOverrunKilledWhenNeeded(t *testing.T) {
 		if len(k) != 1 || k[0].Task != 1 {
 			t.Fatalf("%s: kills %+v", alg, k)
 		}
+		if c := s.Dispatch(150); len(c) != 0 {
+			t.Fatalf("%s: dispatched %+v before the kill was reported", alg, c)
+		}
+		if k := s.Kills(150); len(k) != 0 {
+			t.Fatalf("%s: killed twice: %+v", alg, k)
+		}
+		s.Finished(150, 0)
 		c := s.Dispatch(150)
 		if len(c) != 1 || c[0].Task != 2 || c[0].Node != 0 {
 			t.Fatalf("%s: after kill %+v", alg, c)

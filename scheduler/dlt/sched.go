@@ -82,6 +82,7 @@ type Scheduler struct {
 	chanFree   float64   // when the channel (P₀) is free
 	running    []*Chunk  // chunk running on each node, nil if none
 	overrun    []bool    // node runs a chunk past its planned end
+	killing    []bool    // its overrunning chunk was handed out to be killed
 	tasks      map[int64]*taskState
 	seq        uint64
 	last       float64 // now of the last call
@@ -113,7 +114,7 @@ func New(name string, m Model, nodes int) (*Scheduler, error) {
 		return nil, fmt.Errorf("dlt: bad cost model %+v (want cms ≥ 0, cps > 0, st ≥ 0, sc ≥ 0, finite)", m)
 	}
 	s := &Scheduler{m: m, n: nodes, name: name, nodeFree: make([]float64, nodes), dispatched: math.Inf(-1),
-		running: make([]*Chunk, nodes), overrun: make([]bool, nodes), tasks: map[int64]*taskState{}}
+		running: make([]*Chunk, nodes), overrun: make([]bool, nodes), killing: make([]bool, nodes), tasks: map[int64]*taskState{}}
 	switch name {
 	case "ac-fast":
 		s.alg = &acFast{q: &treapTWQ{}}
@@ -247,11 +248,13 @@ func (s *Scheduler) Dispatch(now float64) []Chunk {
 	return out
 }
 
-// Kills lists the nodes whose overrunning chunk must be killed at now, then
-// frees them: a chunk that runs past its planned end may continue until its
-// node is wanted (dlt-feedback §3.2: it may not make an admitted task miss
-// its deadline nor block an admission). The caller kills them, then calls
-// Dispatch.
+// Kills lists the overrunning chunks that must be killed at now: a chunk
+// that runs past its planned end may continue until its node is wanted
+// (dlt-feedback §3.2: it may not make an admitted task miss its deadline nor
+// block an admission; the planners and AC-FAST count an overrunning node as
+// free for admission, so "wanted" is the dispatcher's need). The driver kills
+// them and reports each with Finished, which frees the node. Call Kills, then
+// Dispatch, after every event.
 func (s *Scheduler) Kills(now float64) []Chunk {
 	now = s.tick(now)
 	var out []Chunk
@@ -261,8 +264,8 @@ func (s *Scheduler) Kills(now float64) []Chunk {
 		}
 	}
 	for _, i := range s.wanted(now) {
+		s.killing[i] = true
 		out = append(out, *s.running[i])
-		s.finish(now, i, false, true)
 	}
 	return out
 }
@@ -274,7 +277,7 @@ func (s *Scheduler) wanted(now float64) []int {
 	var out []int
 	if p, ok := s.alg.(*planner); ok {
 		for _, i := range p.dueNodes(now) {
-			if s.overrun[i] && !slices.Contains(out, i) {
+			if s.overrun[i] && !s.killing[i] && !slices.Contains(out, i) {
 				out = append(out, i)
 			}
 		}
@@ -284,8 +287,8 @@ func (s *Scheduler) wanted(now float64) []int {
 		return nil
 	}
 	for i := range s.n {
-		if s.running[i] == nil && s.nodeFree[i] <= now {
-			return nil
+		if (s.running[i] == nil && s.nodeFree[i] <= now) || s.killing[i] {
+			return nil // a node is free, or one is being freed
 		}
 	}
 	for i := range s.n {
@@ -307,13 +310,14 @@ func (s *Scheduler) Finished(now float64, node int) (taskDone bool) {
 	if c == nil {
 		return false
 	}
-	return s.finish(now, node, true, false)
+	return s.finish(now, node, !s.killing[node], s.killing[node])
 }
 
 func (s *Scheduler) finish(now float64, node int, measured, killed bool) bool {
 	c := s.running[node]
 	s.running[node] = nil
 	s.overrun[node] = false
+	s.killing[node] = false
 	if measured && s.est != nil && !killed && c.Size > 0 {
 		s.est.Observe(s.m, c.Size, now-c.Start)
 		s.m = s.est.Apply(s.m)
@@ -364,6 +368,74 @@ func (s *Scheduler) Remove(id int64) bool {
 	}
 	delete(s.tasks, id)
 	return true
+}
+
+// Drop forgets whatever of task id is not dispatched yet, started or not
+// (a cancelled running job: "start nothing more"). Chunks already running
+// still report Finished.
+func (s *Scheduler) Drop(id int64) {
+	ts := s.tasks[id]
+	if ts == nil {
+		return
+	}
+	if s.alg.remove(s, id) {
+		delete(s.tasks, id)
+		return
+	}
+	switch a := s.alg.(type) {
+	case *acFast:
+		if a.cur == ts {
+			ts.left = 0
+			a.done(s)
+		}
+	case *planner:
+		kept := a.emit[:0]
+		for _, c := range a.emit {
+			if c.Task != id {
+				kept = append(kept, c)
+			}
+		}
+		a.emit = kept
+	}
+	ts.left = 0
+	if ts.open == 0 {
+		delete(s.tasks, id)
+	}
+}
+
+// Waiting lists the admitted tasks no chunk of which has started, in the
+// order the scheduler would serve them (EDF; FIFO for fifo-*).
+func (s *Scheduler) Waiting(dst []int64) []int64 {
+	var ws []*taskState
+	for _, ts := range s.tasks {
+		if ts.step == 0 && ts.left > 0 {
+			ws = append(ws, ts)
+		}
+	}
+	fifo := strings.HasPrefix(s.name, "fifo")
+	slices.SortFunc(ws, func(a, b *taskState) int {
+		if !fifo && a.key.d != b.key.d {
+			if a.key.d < b.key.d {
+				return -1
+			}
+			return 1
+		}
+		return cmpU(a.key.seq, b.key.seq)
+	})
+	for _, ts := range ws {
+		dst = append(dst, ts.t.ID)
+	}
+	return dst
+}
+
+func cmpU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // Left is the load of task id not yet dispatched (0 if unknown).

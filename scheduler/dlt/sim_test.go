@@ -146,6 +146,7 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 				res.err = fmt.Sprintf("kill of a chunk not running: %+v", c)
 				return res
 			}
+			s.Finished(now, c.Node)
 			running[c.Node] = nil
 			res.killed++
 		}
