@@ -31,6 +31,7 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 		State: api.StatePending, Reason: "None", SubmitTime: now.Unix(), EligibleTime: now.Unix(),
 		CancelledBy: -1,
 	}}
+	j.Priority = basePriority(c.nextID)
 	if spec.Begin > now.Unix() {
 		j.EligibleTime = spec.Begin
 	}
@@ -70,6 +71,11 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 	c.applyLocked(ctx, acts)
 	return &api.SubmitResponse{JobID: j.ID, Partition: c.partitionOf(spec.Partition)}, nil
 }
+
+// basePriority mimics Slurm's priority/basic plugin: a large number that
+// falls by one with every job, so earlier jobs sort first under squeue's
+// default "-p" order. Held jobs show 0 (see present).
+func basePriority(id int64) int64 { return 4294901760 - id%4294901760 }
 
 func math_Ceil(f float64) float64 {
 	i := float64(int64(f))
@@ -112,6 +118,15 @@ func (c *Controller) checkSpec(who *Caller, s *api.JobSpec) error {
 	}
 	if !c.hasPartition(s.Partition) {
 		return &api.Error{Message: "Invalid partition name specified", Code: api.CodeInvalidPartition}
+	}
+	if s.TimeLimit == 0 {
+		// As slurmctld does, a job without --time gets its partition's
+		// default (or none) at submit, so every command shows the limit
+		// that applies rather than NOT_SET.
+		s.TimeLimit = api.NoLimit
+		if d := c.partitionDefaultTime(s.Partition); d > 0 {
+			s.TimeLimit = d
+		}
 	}
 	if s.Deadline != 0 {
 		start := max(c.now().Unix(), s.Begin)

@@ -244,6 +244,12 @@ func (c *Controller) present(j api.Job, full bool) api.Job {
 			j.Reason = r
 		}
 	}
+	switch {
+	case j.State == api.StatePending && (j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin"):
+		j.Priority = 0
+	case j.Priority == 0:
+		j.Priority = basePriority(j.ID)
+	}
 	if !full {
 		j.Spec.Script, j.Spec.Env = "", nil
 	}

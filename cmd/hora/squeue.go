@@ -822,7 +822,7 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 	}
 	ctx = ctxOrBackground(ctx)
 	for {
-		jobs, err := fetchJobs(ctx, cl, q.filter())
+		jobs, err := cl.Jobs(ctx, q.filter())
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "slurm_load_jobs error: %s\n", apiErrText(err))
 			return 1
