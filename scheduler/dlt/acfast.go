@@ -14,8 +14,6 @@ import "math"
 // already handed out (lastC), not its arrival; adjust runs when the queue is
 // empty and the cluster is not, and counts idleness only since the last
 // arrival at an empty cluster (base, the proof's A_b).
-var acDebug func(string, ...any)
-
 type acFast struct {
 	q     twq
 	cur   *taskState // head being dispatched; nil if none
@@ -79,9 +77,6 @@ func (a *acFast) admit(s *Scheduler, now float64, t Task, commit bool) (bool, st
 	}
 	if !commit {
 		return true, ""
-	}
-	if acDebug != nil {
-		acDebug("AC task %d S=%.1f E=%.1f C=%.1f d=%.1f lastC=%.1f q=%d cur=%v", t.ID, st, e, st+e, t.Deadline, lc, a.q.len(), a.cur != nil)
 	}
 	if a.q.len() == 0 && a.cur == nil {
 		if s.idle(now) {

@@ -13,14 +13,14 @@ import (
 // queue keeps n tasks; ns/op is therefore one decision plus one removal.
 //
 // The planners re-plan every waiting task on each decision (O(n·N log N));
-// their sub-benchmarks exist only for n ≤ 1000 (mcdf, O(n²), for n = 300):
+// their sub-benchmarks exist only for n = 300 (edf-dlt also n = 1000):
 // the larger ones are not generated at all.
 func BenchmarkAdmission(b *testing.B) {
 	m := Model{Cms: 1, Cps: 1000}
 	const nodes = 512
 	limit := map[string]int{"ac-fast": 30000, "ac-fast-ref": 30000, "edf-dlt": 1000,
-		"fifo-an": 1000, "fifo-mn": 1000, "edf-an": 1000, "edf-mn": 1000,
-		"fifo-anna": 1000, "edf-anna": 1000, "mcdf": 300}
+		"fifo-an": 300, "fifo-mn": 300, "edf-an": 300, "edf-mn": 300,
+		"fifo-anna": 300, "edf-anna": 300, "mcdf": 300}
 	for _, alg := range Algorithms {
 		for _, n := range []int{300, 1000, 3000, 10000, 30000} {
 			if n > limit[alg] {

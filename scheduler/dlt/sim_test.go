@@ -59,8 +59,6 @@ func genWorkload(r *rand.Rand, count int) workload {
 	return w
 }
 
-var debugSim func(string, ...any)
-
 // onRefusal, when set, sees every refusal of simulate before anything else
 // happens at that instant.
 var onRefusal func(s *Scheduler, now float64, t Task, r *Refusal)
@@ -128,9 +126,6 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 			t := w.tasks[i]
 			i++
 			err := s.Admit(now, t)
-			if debugSim != nil {
-				debugSim("t=%.4f admit %+v: %v", now, t, err)
-			}
 			if r, ok := err.(*Refusal); ok && onRefusal != nil {
 				onRefusal(s, now, t, r)
 			}
@@ -167,9 +162,6 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 			if res.err != "" {
 				return res
 			}
-			if debugSim != nil {
-				debugSim("t=%.4f chunk %+v", now, c)
-			}
 			sent[c.Task] += c.Size
 			f := 1.0
 			if actual != nil {
@@ -188,9 +180,6 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 	}
 	for id, t := range adm {
 		if done[id] < t.Size*(1-1e-9) || last[id] > t.Deadline+eps(t.Deadline) {
-			if debugSim != nil {
-				debugSim("MISS %+v done %g last %g", t, done[id], last[id])
-			}
 			res.missed++
 			if !overran[id] {
 				res.missedClean++
