@@ -109,19 +109,19 @@ if [ "$mode" = auto ]; then
 	mode=setsid
 	[ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1 && mode=systemd
 fi
-exec 7>"$d/wrapper.err"
 hs=$(
 	if [ "$mode" = systemd ]; then
-		setsid systemd-run --scope --quiet --collect --unit="$unit" -- \
-			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" </dev/null 2>&7 7>&- &
+		(exec setsid systemd-run --scope --quiet --collect --unit="$unit" -- \
+			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
+			</dev/null 2>"$d/wrapper.err") &
 	else
-		setsid setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" </dev/null 2>&7 7>&- &
+		(exec setsid setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
+			</dev/null 2>"$d/wrapper.err") &
 	fi
 	p=$! t=0 s=
 	if IFS= read -r s 2>/dev/null < "/proc/$p/stat"; then s=${s##*") "}; set -- $s; t=${20}; fi
 	echo "pid $p $t"
 )
-exec 7>&-
 ok= p= t=0
 while read -r a b c; do
 	case $a in ok) ok=1;; pid) p=$b t=$c;; esac

@@ -1,0 +1,369 @@
+package ssh_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"hora/nodes"
+	hssh "hora/nodes/ssh"
+	"hora/nodes/ssh/sshtest"
+)
+
+// env is a test cluster with an executor on it.
+type env struct {
+	c        *sshtest.Cluster
+	e        *hssh.Executor
+	state    string // node-side state directory (shared by the namespaces)
+	out      string // a directory the job owner may write
+	uid, gid uint32
+	exits    *collector
+	events   chan hssh.NodeEvent
+}
+
+func fastConfig(c *sshtest.Cluster, state string) hssh.Config {
+	cfg := hssh.Config{
+		KnownHostsFile:    c.KnownHosts,
+		IdentityFile:      c.IdentityFile,
+		StateDir:          state,
+		ConnectTimeout:    2 * time.Second,
+		KeepaliveInterval: time.Second,
+		KeepaliveTimeout:  time.Second,
+		ReconnectMin:      100 * time.Millisecond,
+		ReconnectMax:      time.Second,
+		CommandTimeout:    10 * time.Second,
+		PollInterval:      100 * time.Millisecond,
+		ProbeInterval:     300 * time.Millisecond,
+		ProbeTimeout:      3 * time.Second,
+		ProbeMisses:       2,
+	}
+	for _, h := range c.Hosts {
+		cfg.Nodes = append(cfg.Nodes, hssh.Node{Name: h.Name, Address: h.Addr})
+	}
+	return cfg
+}
+
+func start(t *testing.T, n int) *env {
+	t.Helper()
+	c := sshtest.StartCluster(t, n)
+	v := &env{c: c, state: filepath.Join(c.Dir, "state"), out: filepath.Join(c.Dir, "out")}
+	if err := os.Mkdir(v.out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(v.out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Fatalf("no user nobody: %v", err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	v.uid, v.gid = uint32(uid), uint32(gid)
+	v.open(t)
+	return v
+}
+
+// open (re)creates the executor.
+func (v *env) open(t *testing.T) {
+	t.Helper()
+	e, err := hssh.New(fastConfig(v.c, v.state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.e = e
+	v.exits = collect(e)
+	v.events = make(chan hssh.NodeEvent, 100)
+	go func() {
+		for ev := range e.NodeEvents() {
+			v.events <- ev
+		}
+	}()
+	t.Cleanup(func() { e.Close() })
+}
+
+func (v *env) spec(key nodes.StepKey, node, script string) nodes.LaunchSpec {
+	return nodes.LaunchSpec{
+		Key: key, Node: node, Script: []byte(script),
+		WorkDir: v.out,
+		Stdout:  filepath.Join(v.out, fmt.Sprintf("%d.%d.out", key.Job, key.Step)),
+		Env:     []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "HORA_JOB=" + strconv.FormatInt(key.Job, 10)},
+		UID:     v.uid, GID: v.gid, User: "nobody",
+		KillWait: time.Second,
+	}
+}
+
+func (v *env) launch(t *testing.T, spec nodes.LaunchSpec) {
+	t.Helper()
+	if err := v.e.Launch(t.Context(), spec); err != nil {
+		t.Fatalf("Launch %v on %s: %v", spec.Key, spec.Node, err)
+	}
+}
+
+// collector gathers Exits so tests can wait for particular steps.
+type collector struct {
+	mu   sync.Mutex
+	got  map[nodes.StepKey]nodes.Status
+	more chan struct{}
+}
+
+func collect(e *hssh.Executor) *collector {
+	c := &collector{got: map[nodes.StepKey]nodes.Status{}, more: make(chan struct{}, 1)}
+	go func() {
+		for st := range e.Exits() {
+			c.mu.Lock()
+			c.got[st.Key] = st
+			c.mu.Unlock()
+			select {
+			case c.more <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return c
+}
+
+func (c *collector) wait(t *testing.T, key nodes.StepKey, limit time.Duration) nodes.Status {
+	t.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		st, ok := c.got[key]
+		c.mu.Unlock()
+		if ok {
+			return st
+		}
+		select {
+		case <-c.more:
+		case <-deadline.C:
+			t.Fatalf("step %v: no exit reported within %s", key, limit)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestJobsAsNobodyOnEachHost runs a step as nobody on every host and checks
+// where it ran, as whom, its output, stderr, environment and exit code.
+func TestJobsAsNobodyOnEachHost(t *testing.T) {
+	v := start(t, 3)
+	script := `#!/bin/sh
+echo "uid=$(id -u) gid=$(id -g)"
+ip -o -4 addr show dev eth0 | awk '{print $4}'
+echo "cwd=$(pwd) job=$HORA_JOB args=$#:$1:$2"
+env | sort | tr '\n' ' '; echo
+echo "to stderr" >&2
+exit $HORA_JOB
+`
+	for i, h := range v.c.Hosts {
+		key := nodes.StepKey{Job: int64(40 + i), Step: -1}
+		spec := v.spec(key, h.Name, script)
+		spec.Args = []string{"first arg", "second"}
+		spec.Stderr = filepath.Join(v.out, h.Name+".err")
+		v.launch(t, spec)
+	}
+	for i, h := range v.c.Hosts {
+		key := nodes.StepKey{Job: int64(40 + i), Step: -1}
+		st := v.exits.wait(t, key, 30*time.Second)
+		if st.State != nodes.StepExited || st.ExitCode != 40+i || st.Signal != 0 || st.TimedOut || st.Err != "" {
+			t.Errorf("%s: status %+v, want exited with code %d", h.Name, st, 40+i)
+		}
+		if st.Node != h.Name || st.Pid <= 1 || st.Ended.Before(st.Started) {
+			t.Errorf("%s: status %+v: node, pid or times wrong", h.Name, st)
+		}
+		out := readFile(t, filepath.Join(v.out, fmt.Sprintf("%d.-1.out", 40+i)))
+		want := fmt.Sprintf("uid=%d gid=%d\n%s/24\ncwd=%s job=%d args=2:first arg:second\n", v.uid, v.gid, h.Addr, v.out, 40+i)
+		if !strings.HasPrefix(out, want) {
+			t.Errorf("%s: stdout\n%s\nwant it to start with\n%s", h.Name, out, want)
+		}
+		// Exactly the requested environment (sh itself adds PWD; nothing of
+		// root's or sshd's may leak in).
+		for _, leak := range []string{"SSH_", "USER=", "LOGNAME=", "MAIL=", "SHELL="} {
+			if strings.Contains(out, leak) {
+				t.Errorf("%s: environment leaked %s: %s", h.Name, leak, out)
+			}
+		}
+		if e := readFile(t, filepath.Join(v.out, h.Name+".err")); e != "to stderr\n" {
+			t.Errorf("%s: stderr %q", h.Name, e)
+		}
+		// The node-side state is per node, laid out as nodes/local's.
+		for _, f := range []string{"shepherd", "user/script", "user/pid", "user/status"} {
+			if _, err := os.Stat(filepath.Join(v.state, h.Name, fmt.Sprintf("%d.batch", 40+i), f)); err != nil {
+				t.Errorf("%s: %v", h.Name, err)
+			}
+		}
+		if err := v.e.Forget(t.Context(), h.Name, key); err != nil {
+			t.Errorf("Forget: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(v.state, h.Name, fmt.Sprintf("%d.batch", 40+i))); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: step directory still there after Forget: %v", h.Name, err)
+		}
+	}
+}
+
+// TestLaunchFailureIsTheStepsEnd: an output file the owner may not create
+// is the user's problem: Launch succeeds, the step ends with Err.
+func TestLaunchFailureIsTheStepsEnd(t *testing.T) {
+	v := start(t, 1)
+	locked := filepath.Join(v.c.Dir, "root-only")
+	if err := os.Mkdir(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key := nodes.StepKey{Job: 1, Step: 0}
+	spec := v.spec(key, "n1", "#!/bin/sh\necho never\n")
+	spec.Stdout = filepath.Join(locked, "out")
+	v.launch(t, spec)
+	st := v.exits.wait(t, key, 30*time.Second)
+	if st.State != nodes.StepExited || st.ExitCode != 1 || !strings.Contains(st.Err, "cannot open output file "+spec.Stdout+": permission denied") {
+		t.Errorf("status %+v, want exit 1 with a permission error naming the file", st)
+	}
+	if _, err := os.Stat(spec.Stdout); err == nil {
+		t.Error("the output file was created by someone other than the job's owner")
+	}
+
+	key2 := nodes.StepKey{Job: 1, Step: 1}
+	spec = v.spec(key2, "n1", "#!/bin/sh\necho never\n")
+	spec.WorkDir = filepath.Join(v.out, "missing")
+	v.launch(t, spec)
+	st = v.exits.wait(t, key2, 30*time.Second)
+	if st.ExitCode != 1 || !strings.Contains(st.Err, "cannot chdir to working directory") {
+		t.Errorf("status %+v, want a working directory error", st)
+	}
+	if out := readFile(t, spec.Stdout); !strings.HasPrefix(out, "hora: error: cannot chdir") {
+		t.Errorf("the job's error file says %q, want the reason", out)
+	}
+}
+
+// TestScriptWithoutShebangAndExitBySignal: a script without #! runs under
+// sh; a job killed by a signal reports the signal.
+func TestScriptWithoutShebangAndExitBySignal(t *testing.T) {
+	v := start(t, 1)
+	k1, k2 := nodes.StepKey{Job: 2, Step: 0}, nodes.StepKey{Job: 2, Step: 1}
+	v.launch(t, v.spec(k1, "n1", "echo no shebang\nexit 0\n"))
+	v.launch(t, v.spec(k2, "n1", "#!/bin/sh\nkill -s KILL $$\n"))
+	if st := v.exits.wait(t, k1, 30*time.Second); st.ExitCode != 0 || st.Signal != 0 || st.Err != "" {
+		t.Errorf("no-shebang status %+v", st)
+	}
+	if out := readFile(t, v.spec(k1, "n1", "").Stdout); out != "no shebang\n" {
+		t.Errorf("no-shebang output %q", out)
+	}
+	if st := v.exits.wait(t, k2, 30*time.Second); st.Signal != 9 || st.ExitCode != 0 {
+		t.Errorf("killed status %+v, want signal 9", st)
+	}
+}
+
+// TestTimeLimit: the node-side wrapper sends TERM at the limit and KILL
+// after KillWait to a job that ignores TERM, and records TimedOut.
+func TestTimeLimit(t *testing.T) {
+	v := start(t, 2)
+	soft := nodes.StepKey{Job: 3, Step: 0}
+	spec := v.spec(soft, "n1", "#!/bin/sh\nsleep 300\n")
+	spec.TimeLimit = time.Second
+	v.launch(t, spec)
+	hard := nodes.StepKey{Job: 3, Step: 1}
+	spec = v.spec(hard, "n2", "#!/bin/sh\ntrap 'echo got TERM' TERM\nwhile :; do sleep 0.1; done\n")
+	spec.TimeLimit, spec.KillWait = time.Second, time.Second
+	v.launch(t, spec)
+	if st := v.exits.wait(t, soft, 30*time.Second); !st.TimedOut || st.Signal != 15 {
+		t.Errorf("soft: %+v, want timed out by TERM", st)
+	}
+	st := v.exits.wait(t, hard, 30*time.Second)
+	if !st.TimedOut || st.Signal != 9 {
+		t.Errorf("hard: %+v, want timed out by KILL", st)
+	}
+	if out := readFile(t, spec.Stdout); !strings.Contains(out, "got TERM") {
+		t.Errorf("the job never saw TERM: %q", out)
+	}
+}
+
+// TestTerminateAndSignal: Terminate ends a job with TERM, or KILL after the
+// grace when it ignores TERM; STOP and CONT reach the job's process group.
+func TestTerminateAndSignal(t *testing.T) {
+	v := start(t, 1)
+	ctx := t.Context()
+	a := nodes.StepKey{Job: 4, Step: 0}
+	b := nodes.StepKey{Job: 4, Step: 1}
+	v.launch(t, v.spec(a, "n1", "#!/bin/sh\nsleep 300 & wait\n"))
+	v.launch(t, v.spec(b, "n1", "#!/bin/sh\ntrap '' TERM\nsleep 300\n"))
+
+	sts, err := v.e.Reattach(ctx, []string{"n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := map[nodes.StepKey]int{}
+	for _, st := range sts {
+		if st.State != nodes.StepRunning {
+			t.Fatalf("%+v: want running", st)
+		}
+		pg[st.Key] = st.Pid
+	}
+	if err := v.e.Signal(ctx, "n1", a, nodes.Signum(19)); err != nil { // SIGSTOP
+		t.Fatal(err)
+	}
+	waitProcState(t, pg[a], 'T')
+	if err := v.e.Signal(ctx, "n1", a, nodes.Signum(18)); err != nil { // SIGCONT
+		t.Fatal(err)
+	}
+	waitProcState(t, pg[a], 'S')
+	// A stopped job still ends on Terminate (TERM is followed by CONT).
+	if err := v.e.Signal(ctx, "n1", a, nodes.Signum(19)); err != nil {
+		t.Fatal(err)
+	}
+	waitProcState(t, pg[a], 'T')
+	if err := v.e.Terminate(ctx, "n1", a, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := v.exits.wait(t, a, 20*time.Second); st.Signal != 15 || st.TimedOut {
+		t.Errorf("terminated: %+v, want signal 15", st)
+	}
+	if err := v.e.Terminate(ctx, "n1", b, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := v.exits.wait(t, b, 20*time.Second); st.Signal != 9 {
+		t.Errorf("TERM-ignoring job: %+v, want signal 9 after the grace", st)
+	}
+	// Ended steps: Terminate is a no-op, Signal says why it cannot.
+	if err := v.e.Terminate(ctx, "n1", a, 0); err != nil {
+		t.Errorf("Terminate of an ended step: %v", err)
+	}
+	if err := v.e.Signal(ctx, "n1", a, nodes.Signum(15)); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Errorf("Signal of an ended step: %v", err)
+	}
+	if err := v.e.Signal(ctx, "n1", nodes.StepKey{Job: 99, Step: 0}, nodes.Signum(15)); err == nil || !strings.Contains(err.Error(), "no step") {
+		t.Errorf("Signal of an unknown step: %v", err)
+	}
+}
+
+// waitProcState waits (bounded) until process pid is in state s.
+func waitProcState(t *testing.T, pid int, s byte) {
+	t.Helper()
+	var last string
+	for range 200 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if f[0][0] == s {
+			return
+		}
+		last = f[0]
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("process %d in state %s, want %c", pid, last, s)
+}

@@ -1,0 +1,429 @@
+// Package sshtest starts a cluster of real OpenSSH servers, one per network
+// namespace, for tests of the SSH executor and of horad end to end.
+//
+// Each host is a network namespace hora-<k>-<i> with a veth pair onto a
+// bridge hora-br<k> in the root namespace; the bridge has 10.213.<k>.254/24
+// and host i has 10.213.<k>.i. Every host runs its own sshd (port 22, its
+// own ed25519 host key, root login with the cluster's test key) started as
+// `sshd -D -e -f <cfg>` from a temporary directory. The namespaces share
+// this machine's filesystem and process table, so a path written on one
+// host is visible on all: the shared filesystem that batch systems assume.
+// Everything is removed when the test ends, failed or not.
+//
+// Needs root and /usr/sbin/sshd (`make deps`).
+package sshtest
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+)
+
+// SSHD is the OpenSSH server the cluster runs.
+const SSHD = "/usr/sbin/sshd"
+
+// Cluster is a set of test hosts.
+type Cluster struct {
+	Dir          string // temporary directory with keys and configs
+	KnownHosts   string // known_hosts with every host's key
+	IdentityFile string // private key authorized for root on every host
+	Hosts        []*Host
+	Subnet       int    // k in 10.213.k.0/24
+	Bridge       string // hora-br<k>
+
+	t testing.TB
+}
+
+// Host is one test host.
+type Host struct {
+	Name    string // n1, n2, ...
+	Addr    string // 10.213.k.i
+	NS      string // network namespace
+	Veth    string // root-namespace end of its link
+	KeyFile string // host key
+
+	c      *Cluster
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *lockedBuffer
+	cfg    string
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// StartCluster creates n hosts and waits until each sshd accepts
+// connections. It fails the test (never skips it) when it cannot.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	if n < 1 || n > 250 {
+		t.Fatalf("sshtest: %d hosts: want 1..250", n)
+	}
+	if _, err := os.Stat(SSHD); err != nil {
+		t.Fatalf("sshtest: %s not found: run `make deps` (it installs openssh-server and iproute2)", SSHD)
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Fatalf("sshtest: ip(8) not found: run `make deps` (it installs iproute2)")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatalf("sshtest: creating network namespaces needs root (uid %d)", os.Geteuid())
+	}
+	// sshd insists on its privilege separation directory.
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+		t.Fatalf("sshtest: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "hora-sshtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Searchable by the jobs' users (nobody), like a real /var/lib.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Dir: dir, t: t}
+	t.Cleanup(c.teardown)
+
+	c.Subnet, c.Bridge = allocateBridge(t)
+
+	// The test's client key.
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	c.IdentityFile = filepath.Join(dir, "id_ed25519")
+	writeKey(t, c.IdentityFile, priv)
+	sshPub, err := gossh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := filepath.Join(dir, "authorized_keys")
+	if err := os.WriteFile(auth, gossh.MarshalAuthorizedKey(sshPub), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var known strings.Builder
+	for i := 1; i <= n; i++ {
+		h := &Host{
+			Name: "n" + strconv.Itoa(i),
+			Addr: fmt.Sprintf("10.213.%d.%d", c.Subnet, i),
+			NS:   fmt.Sprintf("hora-%d-%d", c.Subnet, i),
+			Veth: fmt.Sprintf("hora%dv%d", c.Subnet, i),
+			c:    c,
+		}
+		c.Hosts = append(c.Hosts, h)
+		hdir := filepath.Join(dir, h.Name)
+		if err := os.Mkdir(hdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h.KeyFile = filepath.Join(hdir, "ssh_host_ed25519_key")
+		known.WriteString(h.Addr + " " + string(gossh.MarshalAuthorizedKey(h.newKey(t))))
+		h.cfg = filepath.Join(hdir, "sshd_config")
+		cfg := fmt.Sprintf(`Port 22
+ListenAddress %s
+HostKey %s
+PidFile none
+AuthorizedKeysFile %s
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+MaxStartups 100:30:200
+LogLevel ERROR
+# bash sources ~/.bashrc for commands run by sshd only when SHLVL < 2: the
+# development machine's root ~/.bashrc is not what a node would run.
+SetEnv SHLVL=2
+`, h.Addr, h.KeyFile, auth)
+		if err := os.WriteFile(h.cfg, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.netns(h)
+		h.StartSSHD()
+	}
+	c.KnownHosts = filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(c.KnownHosts, []byte(known.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func writeKey(t testing.TB, path string, priv ed25519.PrivateKey) {
+	t.Helper()
+	blk, err := gossh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(blk), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newKey writes a fresh host key and returns its public half.
+func (h *Host) newKey(t testing.TB) gossh.PublicKey {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	writeKey(t, h.KeyFile, priv)
+	p, err := gossh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func run(t testing.TB, argv ...string) {
+	t.Helper()
+	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("sshtest: %s: %v: %s", strings.Join(argv, " "), err, out)
+	}
+}
+
+// allocateBridge claims a free subnet by creating its bridge (creation is
+// atomic, so concurrent test processes never share one). A bridge whose
+// creator process is gone is reclaimed.
+func allocateBridge(t testing.TB) (int, string) {
+	t.Helper()
+	for k := 0; k < 250; k++ {
+		br := "hora-br" + strconv.Itoa(k)
+		out, err := exec.Command("ip", "link", "add", br, "type", "bridge").CombinedOutput()
+		if err != nil {
+			if !strings.Contains(string(out), "exists") || !stale(br) {
+				continue
+			}
+			removeSubnet(k)
+			if exec.Command("ip", "link", "add", br, "type", "bridge").Run() != nil {
+				continue
+			}
+		}
+		run(t, "ip", "link", "set", br, "alias", "hora-sshtest pid="+strconv.Itoa(os.Getpid()))
+		run(t, "ip", "addr", "add", fmt.Sprintf("10.213.%d.254/24", k), "dev", br)
+		run(t, "ip", "link", "set", br, "up")
+		return k, br
+	}
+	t.Fatal("sshtest: no free subnet 10.213.k.0/24 (250 bridges hora-br<k> exist)")
+	return 0, ""
+}
+
+// stale reports whether the bridge's creator (from its alias) is gone.
+func stale(br string) bool {
+	b, err := os.ReadFile("/sys/class/net/" + br + "/ifalias")
+	if err != nil {
+		return false
+	}
+	_, pid, ok := strings.Cut(strings.TrimSpace(string(b)), "hora-sshtest pid=")
+	if !ok {
+		return false
+	}
+	p, err := strconv.Atoi(pid)
+	if err != nil {
+		return false
+	}
+	return syscall.Kill(p, 0) == syscall.ESRCH
+}
+
+// removeSubnet deletes what a dead test process left of subnet k.
+func removeSubnet(k int) {
+	for i := 1; i <= 250; i++ {
+		ns := fmt.Sprintf("hora-%d-%d", k, i)
+		if _, err := os.Stat("/run/netns/" + ns); err == nil {
+			killNamespace(ns)
+			_ = exec.Command("ip", "netns", "del", ns).Run()
+		}
+	}
+	_ = exec.Command("ip", "link", "del", "hora-br"+strconv.Itoa(k)).Run()
+}
+
+func (c *Cluster) netns(h *Host) {
+	t := c.t
+	run(t, "ip", "netns", "add", h.NS)
+	run(t, "ip", "link", "add", h.Veth, "type", "veth", "peer", "name", "eth0", "netns", h.NS)
+	run(t, "ip", "link", "set", h.Veth, "master", c.Bridge, "up")
+	run(t, "ip", "-n", h.NS, "addr", "add", h.Addr+"/24", "dev", "eth0")
+	run(t, "ip", "-n", h.NS, "link", "set", "eth0", "up")
+	run(t, "ip", "-n", h.NS, "link", "set", "lo", "up")
+}
+
+// StartSSHD starts the host's sshd and waits until it accepts connections.
+func (h *Host) StartSSHD() {
+	t := h.c.t
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd != nil {
+		t.Fatalf("sshtest: sshd of %s already running", h.Name)
+	}
+	h.log = &lockedBuffer{}
+	cmd := exec.Command("ip", "netns", "exec", h.NS, SSHD, "-D", "-e", "-f", h.cfg)
+	cmd.Stdout, cmd.Stderr = h.log, h.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("sshtest: starting sshd on %s: %v", h.Name, err)
+	}
+	h.cmd = cmd
+	exited := make(chan struct{})
+	h.exited = exited
+	go func() { _ = cmd.Wait(); close(exited) }()
+	addr := net.JoinHostPort(h.Addr, "22")
+	for i := 0; ; i++ {
+		select {
+		case <-exited:
+			t.Fatalf("sshtest: sshd on %s exited: %s", h.Name, h.log.String())
+		default:
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		if i == 200 {
+			t.Fatalf("sshtest: sshd on %s does not accept connections on %s: %v; log: %s", h.Name, addr, err, h.log.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// StopSSHD kills the host's sshd and the per-connection sshd processes it
+// forked, which cuts existing connections as a crash would. Jobs started
+// through it live on (they are in sessions of their own).
+func (h *Host) StopSSHD() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd == nil {
+		return
+	}
+	pid := h.cmd.Process.Pid
+	children := childrenOf(pid)
+	_ = h.cmd.Process.Kill()
+	for _, c := range children {
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
+	<-h.exited
+	h.cmd = nil
+}
+
+// Log is what the host's sshd has written to stderr.
+func (h *Host) Log() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.log == nil {
+		return ""
+	}
+	return h.log.String()
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// LinkDown cuts the host off the network (packets are dropped, nothing is
+// refused), as a pulled cable does.
+func (h *Host) LinkDown() { run(h.c.t, "ip", "-n", h.NS, "link", "set", "eth0", "down") }
+
+// LinkUp reconnects the host.
+func (h *Host) LinkUp() {
+	run(h.c.t, "ip", "-n", h.NS, "link", "set", "eth0", "up")
+	run(h.c.t, "ip", "-n", h.NS, "addr", "replace", h.Addr+"/24", "dev", "eth0")
+}
+
+// NewHostKey gives the host a new host key (known_hosts keeps the old one)
+// and restarts its sshd, as a reinstalled or impersonated host would look.
+func (h *Host) NewHostKey() {
+	h.StopSSHD()
+	h.newKey(h.c.t)
+	h.StartSSHD()
+}
+
+// killNamespace kills every process in the network namespace: all of them
+// were started by the test (its sshd, the jobs launched through it).
+func killNamespace(ns string) {
+	for range 20 {
+		out, err := exec.Command("ip", "netns", "pids", ns).Output()
+		if err != nil {
+			return
+		}
+		pids := strings.Fields(string(out))
+		if len(pids) == 0 {
+			return
+		}
+		for _, p := range pids {
+			if n, err := strconv.Atoi(p); err == nil && n > 1 {
+				_ = syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *Cluster) teardown() {
+	var errs []error
+	for _, h := range c.Hosts {
+		if c.t.Failed() {
+			if l := h.Log(); l != "" {
+				c.t.Logf("sshd log of %s:\n%s", h.Name, l)
+			}
+		}
+		h.StopSSHD()
+		killNamespace(h.NS)
+		if out, err := exec.Command("ip", "netns", "del", h.NS).CombinedOutput(); err != nil && !strings.Contains(string(out), "No such file") {
+			errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", h.NS, err, out))
+		}
+		_ = exec.Command("ip", "link", "del", h.Veth).Run() // gone with the namespace, normally
+	}
+	if c.Bridge != "" {
+		if out, err := exec.Command("ip", "link", "del", c.Bridge).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("ip link del %s: %v: %s", c.Bridge, err, out))
+		}
+	}
+	if err := os.RemoveAll(c.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		c.t.Errorf("sshtest: teardown: %v", err)
+	}
+}
