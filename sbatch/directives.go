@@ -362,15 +362,6 @@ func pbsDateTime(s string) (string, error) {
 	return "", fmt.Errorf("bad time")
 }
 
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isDigit(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 // pbsResources translates one -l list.
 func pbsResources(list string) ([]string, error) {
 	var out []string

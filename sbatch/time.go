@@ -66,9 +66,9 @@ func ParseSlurmDuration(s string) (int64, error) {
 			return bad(i, fmt.Sprintf("unexpected character %q", c))
 		}
 	}
-	// Split into numeric fields; an empty field (":5", "1-", "3::") is
-	// rejected rather than read as zero, so typos do not silently shorten
-	// a limit.
+	// Split into numeric fields. An empty field (":5", "3::") is rejected
+	// rather than read as zero, so typos do not silently shorten a limit;
+	// only "D-" (days alone) is allowed, because Slurm accepts it.
 	var days int64
 	rest := s
 	off := 0
@@ -79,6 +79,9 @@ func ParseSlurmDuration(s string) (int64, error) {
 		}
 		days = d
 		rest, off = s[dash+1:], dash+1
+		if rest == "" {
+			rest = "0"
+		}
 	}
 	parts := strings.Split(rest, ":")
 	nums := make([]int64, len(parts))
@@ -178,195 +181,237 @@ func ParsePBSDuration(s string) (int64, error) {
 	return secs, nil
 }
 
-// ParseSlurmTime parses a --begin/--deadline value (COMPAT.md §1.5) relative
-// to now, in now's location. Tokens may be combined ("tomorrow18:00"); a
-// later date or time token replaces an earlier one.
+// ParseSlurmTime parses a --begin/--deadline value (COMPAT.md §1.5) the
+// way Slurm's parse_time reads it, relative to now and in now's location:
+//
+//   - tokens may be combined ("tomorrow18:00", "teatime 12/25"); a later
+//     date or clock replaces an earlier one;
+//   - a clock without a date is today if it is later than now by the
+//     minute, else tomorrow; a date without a clock is 00:00:00; a date
+//     without a year is this year if later than now by the minute, else
+//     next year;
+//   - "now" must be followed by nothing or by "+N[unit]"/"-N[unit]";
+//   - "uts<seconds>" is a Unix time.
+//
+// hora refuses what Slurm would silently normalise (02/30) or read as
+// "no time at all" (an empty string).
 func ParseSlurmTime(s string, now time.Time) (time.Time, error) {
 	loc := now.Location()
 	bad := func(pos int, why string) (time.Time, error) {
 		return time.Time{}, &SyntaxError{What: "time", Input: s, Pos: pos, Reason: why}
 	}
-	var (
-		haveDate, haveYear, haveTime bool
-		year                         int
-		month                        time.Month
-		day                          int
-		hour, min, sec               int
-		abs                          *time.Time // set by now[+-N]
-	)
-	setTime := func(h, m, sc int) { hour, min, sec, haveTime = h, m, sc, true; abs = nil }
-	setDay := func(t time.Time) {
-		year, month, day = t.Date()
-		haveDate, haveYear = true, true
-		abs = nil
-	}
 	ls := strings.ToLower(s)
-	if strings.TrimSpace(ls) == "" {
-		return bad(-1, "empty")
+	if rest, ok := strings.CutPrefix(ls, "uts"); ok {
+		n, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil || n < 1000000 || !allDigits(rest) {
+			return bad(3, "expected Unix seconds (at least 1000000)")
+		}
+		return time.Unix(n, 0).In(loc), nil
 	}
-	i := 0
-	for i < len(ls) {
+	// Unset fields are -1, as in Slurm; seconds default to 0.
+	year, month, day, hour, min, sec := -1, -1, -1, -1, -1, 0
+	setClock := func(h, m, sc int) { hour, min, sec = h, m, sc }
+	setDate := func(t time.Time) {
+		y, mo, d := t.Date()
+		year, month, day = y, int(mo), d
+	}
+	keywords := []string{"today", "tomorrow", "midnight", "noon", "elevenses", "fika", "teatime", "now"}
+	for i := 0; i < len(ls); {
+		word := ""
+		for _, w := range keywords {
+			if strings.HasPrefix(ls[i:], w) {
+				word = w
+				break
+			}
+		}
+		switch word {
+		case "today":
+			setDate(now)
+		case "tomorrow":
+			setDate(now.AddDate(0, 0, 1))
+		case "midnight":
+			setClock(0, 0, 0)
+		case "noon":
+			setClock(12, 0, 0)
+		case "elevenses":
+			setClock(11, 0, 0)
+		case "fika":
+			setClock(15, 0, 0)
+		case "teatime":
+			setClock(16, 0, 0)
+		case "now":
+			delta, n, why := scanDelta(ls[i+3:])
+			if why != "" {
+				return bad(i+3+n, why)
+			}
+			t := now.Add(time.Duration(delta) * time.Second)
+			setDate(t)
+			setClock(t.Hour(), t.Minute(), t.Second())
+			i += 3 + n
+			continue
+		}
+		if word != "" {
+			i += len(word)
+			continue
+		}
 		c := ls[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '-' || c == 't' && i > 0 && isDigit(ls[i-1]) && i+1 < len(ls) && isDigit(ls[i+1]):
-			// Separators between tokens: blanks, the '-' of
-			// MM/DD-HH:MM and the 'T' of YYYY-MM-DDTHH:MM.
+		case c == ' ' || c == '\t' || c == '-' || c == 't':
+			// Separators: blanks, the '-' of MM/DD-HH:MM and the 'T'
+			// of YYYY-MM-DDTHH:MM.
 			i++
-		case isDigit(c):
-			j := i
-			for j < len(ls) && isDigit(ls[j]) {
-				j++
+		case !isDigit(c):
+			return bad(i, "unexpected "+strconv.QuoteRune(rune(s[i])))
+		case i+1 < len(ls) && ls[i+1] == ':' || i+2 < len(ls) && ls[i+2] == ':':
+			h, m, sc, n, why := scanClock(ls[i:])
+			if why != "" {
+				return bad(i+n, why)
 			}
-			next := byte(0)
-			if j < len(ls) {
-				next = ls[j]
-			}
-			switch {
-			case next == ':':
-				h, m, sc, n, err := scanClock(ls[i:])
-				if err != "" {
-					return bad(i+n, err)
-				}
-				k := i + n
-				// Optional AM/PM, possibly after blanks.
-				for k < len(ls) && ls[k] == ' ' {
-					k++
-				}
-				if strings.HasPrefix(ls[k:], "am") || strings.HasPrefix(ls[k:], "pm") {
-					if h < 1 || h > 12 {
-						return bad(i, "hour out of range for AM/PM")
-					}
-					h %= 12
-					if ls[k] == 'p' {
-						h += 12
-					}
-					n = k + 2 - i
-				}
-				setTime(h, m, sc)
-				i += n
-			case j-i == 4 && next == '-' && looksISO(ls[j+1:]):
-				// YYYY-MM-DD
-				y, _ := strconv.Atoi(ls[i:j])
-				mo, n1, ok1 := scanNum(ls, j+1, 2)
-				if !ok1 || n1 >= len(ls) || ls[n1] != '-' {
-					return bad(j+1, "expected YYYY-MM-DD")
-				}
-				d, n2, ok2 := scanNum(ls, n1+1, 2)
-				if !ok2 {
-					return bad(n1+1, "expected YYYY-MM-DD")
-				}
-				if err := checkDate(y, mo, d); err != "" {
-					return bad(i, err)
-				}
-				year, month, day, haveDate, haveYear, abs = y, time.Month(mo), d, true, true, nil
-				i = n2
-			case next == '/' || next == '.':
-				mo, _ := strconv.Atoi(ls[i:j])
-				d, n1, ok := scanNum(ls, j+1, 2)
-				if !ok || j-i > 2 {
-					return bad(i, "expected MM"+string(next)+"DD")
-				}
-				y, hy := 0, false
-				if n1 < len(ls) && ls[n1] == next {
-					yy, n2, ok := scanNum(ls, n1+1, 4)
-					if !ok || (n2-n1-1 != 2 && n2-n1-1 != 4) {
-						return bad(n1+1, "expected a two- or four-digit year")
-					}
-					y, hy, n1 = fullYear(yy, n2-n1-1), true, n2
-				}
-				if err := checkDate(yearOr(y, hy, now), mo, d); err != "" {
-					return bad(i, err)
-				}
-				year, month, day, haveDate, haveYear, abs = y, time.Month(mo), d, true, hy, nil
-				i = n1
-			case j-i == 4 || j-i == 6:
-				// MMDD[YY]
-				mo, _ := strconv.Atoi(ls[i : i+2])
-				d, _ := strconv.Atoi(ls[i+2 : i+4])
-				y, hy := 0, false
-				if j-i == 6 {
-					yy, _ := strconv.Atoi(ls[i+4 : i+6])
-					y, hy = fullYear(yy, 2), true
-				}
-				if err := checkDate(yearOr(y, hy, now), mo, d); err != "" {
-					return bad(i, err)
-				}
-				year, month, day, haveDate, haveYear, abs = y, time.Month(mo), d, true, hy, nil
-				i = j
-			default:
-				return bad(i, "unrecognised number")
-			}
+			setClock(h, m, sc)
+			i += n
 		default:
-			word := ""
-			for _, w := range []string{"now", "today", "tomorrow", "midnight", "noon", "elevenses", "fika", "teatime"} {
-				if strings.HasPrefix(ls[i:], w) {
-					word = w
-					break
-				}
+			y, mo, d, n, why := scanDate(ls[i:], now.Year())
+			if why != "" {
+				return bad(i+n, why)
 			}
-			switch word {
-			case "":
-				return bad(i, "unrecognised word")
-			case "now":
-				delta, n, err := scanDelta(ls[i+3:])
-				if err != "" {
-					return bad(i+3+n, err)
-				}
-				t := now.Add(time.Duration(delta) * time.Second)
-				abs = &t
-				haveDate, haveTime = false, false
-				i += 3 + n
-				continue
-			case "today":
-				setDay(now)
-			case "tomorrow":
-				setDay(now.AddDate(0, 0, 1))
-			case "midnight":
-				setTime(0, 0, 0)
-			case "noon":
-				setTime(12, 0, 0)
-			case "elevenses":
-				setTime(11, 0, 0)
-			case "fika":
-				setTime(15, 0, 0)
-			case "teatime":
-				setTime(16, 0, 0)
+			year, month, day = y, mo, d
+			i += n
+		}
+	}
+	if hour < 0 && month < 0 {
+		return bad(-1, "no date or time")
+	}
+	if hour < 0 {
+		hour, min = 0, 0
+	}
+	later := func(mo, d int) bool { // is (mo, d, hour, min) after now, by the minute?
+		a := [4]int{mo, d, hour, min}
+		b := [4]int{int(now.Month()), now.Day(), now.Hour(), now.Minute()}
+		for k := range a {
+			if a[k] != b[k] {
+				return a[k] > b[k]
 			}
-			i += len(word)
+		}
+		return false
+	}
+	if month < 0 {
+		if later(int(now.Month()), now.Day()) {
+			setDate(now)
+		} else {
+			setDate(now.AddDate(0, 0, 1))
 		}
 	}
-	if abs != nil {
-		return *abs, nil
+	if year < 0 {
+		year = now.Year()
+		if !later(month, day) {
+			year++
+		}
 	}
-	switch {
-	case haveDate:
-		y := year
-		if !haveYear {
-			y = now.Year()
-		}
-		t := time.Date(y, month, day, hour, min, sec, 0, loc)
-		if !haveYear && t.Before(now) {
-			t = time.Date(y+1, month, day, hour, min, sec, 0, loc)
-		}
-		return t, nil
-	case haveTime:
-		y, mo, d := now.Date()
-		t := time.Date(y, mo, d, hour, min, sec, 0, loc)
-		if t.Before(now) {
-			t = time.Date(y, mo, d+1, hour, min, sec, 0, loc)
-		}
-		return t, nil
+	if why := checkDate(year, month, day); why != "" {
+		return bad(-1, why)
 	}
-	return bad(-1, "no date or time")
+	return time.Date(year, time.Month(month), day, hour, min, sec, 0, loc), nil
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// looksISO reports whether s (after "YYYY-") continues as "MM-", so that
-// "1122-10:00" (MMDD, then a clock) is not read as a year.
-func looksISO(s string) bool {
-	_, n, ok := scanNum(s, 0, 2)
-	return ok && n < len(s) && s[n] == '-'
+// scanClock reads HH:MM[:SS] (one- or two-digit hours, two-digit minutes
+// and seconds) and an optional AM/PM after blanks. It returns the fields
+// and the length read, or a reason and the offset where it failed.
+func scanClock(s string) (h, m, sec, n int, why string) {
+	h, n, _ = scanNum(s, 0, 2)
+	if h > 23 {
+		return 0, 0, 0, 0, "hour out of range"
+	}
+	n++ // the ':' the caller saw
+	m, n2, ok := scanNum(s, n, 2)
+	if !ok || n2-n != 2 {
+		return 0, 0, 0, n, "expected two-digit minutes"
+	}
+	if m > 59 {
+		return 0, 0, 0, n, "minute out of range"
+	}
+	n = n2
+	if n < len(s) && s[n] == ':' {
+		sec, n2, ok = scanNum(s, n+1, 2)
+		if !ok || n2-n-1 != 2 {
+			return 0, 0, 0, n + 1, "expected two-digit seconds"
+		}
+		if sec > 59 {
+			return 0, 0, 0, n + 1, "second out of range"
+		}
+		n = n2
+	}
+	k := n
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	switch {
+	case strings.HasPrefix(s[k:], "pm"):
+		// 12 PM is noon; 13 PM and above are nonsense.
+		switch {
+		case h < 12:
+			h += 12
+		case h > 12:
+			return 0, 0, 0, k, "hour out of range for PM"
+		}
+		n = k + 2
+	case strings.HasPrefix(s[k:], "am"):
+		switch {
+		case h == 12:
+			h = 0
+		case h > 12:
+			return 0, 0, 0, k, "hour out of range for AM"
+		}
+		n = k + 2
+	}
+	return h, m, sec, n, ""
+}
+
+// scanDate reads YYYY-MM-DD, or MM[/.]DD[[/.]YY] (also MMDD[YY]), and
+// returns year (-1 when not given), month, day and the length read.
+func scanDate(s string, thisYear int) (y, mo, d, n int, why string) {
+	if len(s) >= 8 && s[4] == '-' && s[7] == '-' {
+		if !allDigits(s[:4]) || !allDigits(s[5:7]) {
+			return 0, 0, 0, 0, "expected YYYY-MM-DD"
+		}
+		y, _ = strconv.Atoi(s[:4])
+		mo, _ = strconv.Atoi(s[5:7])
+		d, n, ok := scanNum(s, 8, 2)
+		if !ok {
+			return 0, 0, 0, 8, "expected a day"
+		}
+		if why := checkDate(y, mo, d); why != "" {
+			return 0, 0, 0, 0, why
+		}
+		return y, mo, d, n, ""
+	}
+	mo, n, _ = scanNum(s, 0, 2)
+	if n < len(s) && (s[n] == '/' || s[n] == '.') {
+		n++
+	}
+	d, n2, ok := scanNum(s, n, 2)
+	if !ok {
+		return 0, 0, 0, n, "expected a day"
+	}
+	n = n2
+	if n < len(s) && (s[n] == '/' || s[n] == '.') {
+		n++
+	}
+	y = -1
+	if n < len(s) && isDigit(s[n]) {
+		yy, n2, _ := scanNum(s, n, 2)
+		if n2-n != 2 {
+			return 0, 0, 0, n, "expected a two-digit year"
+		}
+		y, n = 2000+yy, n2
+	}
+	// A year-less 02/29 is checked against this year: that is the year it
+	// would get unless it is already past.
+	if why := checkDate(max(y, thisYear), mo, d); why != "" {
+		return 0, 0, 0, 0, why
+	}
+	return y, mo, d, n, ""
 }
 
 // scanNum reads 1..max digits at s[i:] and returns the value and the index
@@ -383,78 +428,78 @@ func scanNum(s string, i, max int) (int, int, bool) {
 	return n, j, true
 }
 
-// scanClock reads HH:MM[:SS] and returns its fields and length, or an error
-// reason and the offset where it was found.
-func scanClock(s string) (h, m, sec, n int, why string) {
-	h, n, ok := scanNum(s, 0, 2)
-	if !ok || n >= len(s) || s[n] != ':' {
-		return 0, 0, 0, 0, "expected HH:MM"
-	}
-	m, n2, ok := scanNum(s, n+1, 2)
-	if !ok || n2-n-1 != 2 {
-		return 0, 0, 0, n + 1, "expected two-digit minutes"
-	}
-	n = n2
-	if n < len(s) && s[n] == ':' {
-		sec, n2, ok = scanNum(s, n+1, 2)
-		if !ok || n2-n-1 != 2 {
-			return 0, 0, 0, n + 1, "expected two-digit seconds"
-		}
-		n = n2
-	}
-	if h > 23 || m > 59 || sec > 59 {
-		return 0, 0, 0, 0, "clock field out of range"
-	}
-	return h, m, sec, n, ""
+// deltaUnits are the units "now+N" accepts, longest first so that a plural
+// is not read as its singular plus a stray 's'.
+var deltaUnits = []struct {
+	name string
+	secs int64
+}{
+	{"seconds", 1}, {"second", 1}, {"minutes", 60}, {"minute", 60}, {"hours", 3600},
+	{"hour", 3600}, {"days", 86400}, {"day", 86400}, {"weeks", 604800}, {"week", 604800},
 }
 
-// scanDelta reads the optional "+N[unit]" / "-N[unit]" after "now".
-func scanDelta(s string) (int64, int, string) {
-	if s == "" || (s[0] != '+' && s[0] != '-') {
-		return 0, 0, ""
+// scanDelta reads what follows "now": blanks, then either the end or a
+// sign, a count (blanks allowed) and an optional unit (default seconds).
+func scanDelta(s string) (delta int64, n int, why string) {
+	for n < len(s) && (s[n] == ' ' || s[n] == '\t') {
+		n++
+	}
+	if n == len(s) {
+		return 0, n, ""
+	}
+	if s[n] != '+' && s[n] != '-' {
+		return 0, n, "only +N or -N may follow now"
 	}
 	sign := int64(1)
-	if s[0] == '-' {
+	if s[n] == '-' {
 		sign = -1
 	}
-	j := 1
-	for j < len(s) && isDigit(s[j]) {
-		j++
+	n++
+	digits := 0
+	mult := int64(1)
+	for n < len(s) {
+		c := s[n]
+		if c == ' ' || c == '\t' {
+			n++
+			continue
+		}
+		if isDigit(c) {
+			if delta > maxFieldSeconds {
+				return 0, n, "count too large"
+			}
+			delta = delta*10 + int64(c-'0')
+			digits++
+			n++
+			continue
+		}
+		unit := false
+		for _, u := range deltaUnits {
+			if strings.HasPrefix(s[n:], u.name) {
+				mult, n, unit = u.secs, n+len(u.name), true
+				break
+			}
+		}
+		if !unit {
+			return 0, n, "unknown unit"
+		}
+		break
 	}
-	if j == 1 {
-		return 0, 1, "expected a count after now" + s[:1]
+	if digits == 0 {
+		return 0, n, "expected a count"
 	}
-	n, err := strconv.ParseInt(s[1:j], 10, 64)
-	if err != nil || n > maxFieldSeconds {
-		return 0, 1, "count too large"
+	if delta > maxFieldSeconds/mult {
+		return 0, n, "count too large"
 	}
-	k := j
-	for k < len(s) && s[k] >= 'a' && s[k] <= 'z' {
-		k++
-	}
-	unit := strings.TrimSuffix(s[j:k], "s")
-	mult := map[string]int64{"": 1, "second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}[unit]
-	if mult == 0 {
-		return 0, j, "unknown unit " + strconv.Quote(s[j:k])
-	}
-	if n > maxFieldSeconds/mult {
-		return 0, 1, "count too large"
-	}
-	return sign * n * mult, k, ""
+	return sign * delta * mult, n, ""
 }
 
-func fullYear(yy, digits int) int {
-	if digits == 2 {
-		return 2000 + yy
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
 	}
-	return yy
-}
-
-func yearOr(y int, have bool, now time.Time) int {
-	if have {
-		return y
-	}
-	return now.Year()
+	return true
 }
 
 // checkDate refuses dates that time.Date would silently normalise
@@ -517,21 +562,34 @@ func FormatTimeLimit(secs int64, long bool) string {
 }
 
 // FormatTimestamp prints a Unix time as Slurm clients do (COMPAT.md §1.5):
-// format is $SLURM_TIME_FORMAT ("" = ISO local, "relative", or strftime).
+// format is $SLURM_TIME_FORMAT ("" or "standard" = ISO local, "relative",
+// or a strftime pattern).
 // now supplies both the location and, for "relative", today's date.
 func FormatTimestamp(unix int64, format string, now time.Time) string {
-	if unix == 0 {
+	switch unix {
+	case 0, infiniteTime:
 		return "Unknown"
+	case noValTime:
+		return "None"
 	}
 	t := time.Unix(unix, 0).In(now.Location())
-	switch format {
-	case "":
-		return t.Format("2006-01-02T15:04:05")
-	case "relative":
+	switch {
+	case format == "relative":
 		return Strftime(relativeFormat(t, now), t)
+	case format == "" || format == "standard" || !strings.Contains(format, "%") || len(format) >= 32:
+		// Slurm falls back to the standard form for "standard" and for
+		// formats without a conversion or too long for its buffer.
+		return t.Format("2006-01-02T15:04:05")
 	}
 	return Strftime(format, t)
 }
+
+// Slurm's 32-bit sentinels that reach time printing: INFINITE prints as
+// Unknown, NO_VAL as None.
+const (
+	infiniteTime = 0xffffffff
+	noValTime    = 0xfffffffe
+)
 
 // relativeFormat picks Slurm's relative style by calendar distance. Like
 // Slurm it measures the distance as year*1000+day-of-year, so dates across
@@ -542,7 +600,7 @@ func relativeFormat(t, now time.Time) string {
 	case dist == -1:
 		return "Ystday %H:%M"
 	case dist == 0:
-		return "%H:%M"
+		return "%H:%M:%S"
 	case dist == 1:
 		return "Tomorr %H:%M"
 	case dist < -365 || dist > 365:
