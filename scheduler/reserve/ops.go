@@ -125,7 +125,7 @@ func (ix *Index) Reserve(req Request) (Booking, error) {
 	bb := b
 	bb.Nodes = slices.Clone(b.Nodes)
 	bb.Ends = slices.Clone(b.Ends)
-	ix.books[b.ID] = &bb
+	ix.books[b.ID] = bb
 	return b, nil
 }
 
@@ -135,7 +135,8 @@ func (ix *Index) Booking(id int64) (Booking, bool) {
 	if !ok {
 		return Booking{}, false
 	}
-	return *b, true
+	b.Nodes, b.Ends = slices.Clone(b.Nodes), slices.Clone(b.Ends)
+	return b, true
 }
 
 // prune forgets the bookings of node i that ended before the first live strip.
@@ -348,7 +349,7 @@ func (ix *Index) Occupy(nodes []int, start, end int64) (Booking, error) {
 	}
 	bb := b
 	bb.Nodes, bb.Ends = slices.Clone(b.Nodes), slices.Clone(b.Ends)
-	ix.books[b.ID] = &bb
+	ix.books[b.ID] = bb
 	return b, nil
 }
 

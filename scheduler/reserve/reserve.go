@@ -162,7 +162,7 @@ type Index struct {
 	tails   []*tree   // per class: node completion times (LACT, min-TIP)
 	mir     *mirror   // vertical strips (min-TIP only)
 	lact    []*period // per node: its entry in tails
-	books   map[int64]*Booking
+	books   map[int64]Booking
 	nextID  int64
 	stats   Stats
 }
@@ -187,7 +187,7 @@ func New(cfg Config) (*Index, error) {
 	if int(cfg.Strategy) < 0 || int(cfg.Strategy) >= len(strategyNames) {
 		return nil, fmt.Errorf("reserve: bad strategy %d", cfg.Strategy)
 	}
-	ix := &Index{cfg: cfg, width: int64(cfg.M) * 2 * cfg.LMin, now: cfg.Start, books: map[int64]*Booking{}, nextID: 1}
+	ix := &Index{cfg: cfg, width: int64(cfg.M) * 2 * cfg.LMin, now: cfg.Start, books: map[int64]Booking{}, nextID: 1}
 	ix.base = floorDiv(cfg.Start, ix.width)
 	ix.ring = make([]*strip, 8)
 	byRate := map[float64]int{}

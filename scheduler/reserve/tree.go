@@ -27,6 +27,7 @@ type period struct {
 	// twin links a period and its mirror image (st, end) → (−end, −st) in
 	// the end-ordered strips of min-TIP (see mirror.go).
 	twin *period
+	tn   tnode // its node in the tree t (one allocation per period)
 }
 
 func (p *period) length() int64 { return span(p.st, p.end) }
@@ -151,7 +152,8 @@ func (t *tree) merge(a, b *tnode) *tnode {
 }
 
 func (t *tree) insert(p *period) {
-	nn := &tnode{p: p, prio: prioOf(p.st, p.node)}
+	nn := &p.tn
+	*nn = tnode{p: p, prio: prioOf(p.st, p.node)}
 	nn.pull()
 	t.root = t.ins(t.root, nn)
 	p.t = t
