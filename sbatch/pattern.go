@@ -21,12 +21,16 @@ type PatternFields struct {
 	Restarts          int    // %r
 }
 
-// ExpandPattern expands a Slurm filename pattern: %A %a %b %j %J %N %n %t
-// %s %u %x %r and %%, with an optional zero-padding width after the '%'
-// (at most 10, so %4j → 0128). Unknown letters are kept literally, width
-// included. A pattern holding a backslash is not expanded at all; its
-// backslashes are removed, which is how users write a literal '%' in a
-// file name.
+// ExpandPattern expands a Slurm filename pattern (print_fields.c
+// expand_stdio_fields): %A %a %b %j %J %N %n %t %s %u %x %r and %%, with an
+// optional zero-padding width after the '%' (at most 10, so %4j → 0128;
+// string fields ignore it). An unknown letter stays with its '%' ("%q");
+// digits before an unknown letter collapse to their last digit and lose
+// the '%' ("%12q" → "2q"); a '%' at the very end is dropped. A pattern
+// holding a backslash is not expanded at all and loses its backslashes,
+// which is how users write a literal '%' in a file name.
+func isPatternLetter(c byte) bool { return strings.IndexByte("AabjJNntsuxr", c) >= 0 }
+
 func ExpandPattern(pattern string, f PatternFields) string {
 	if strings.ContainsRune(pattern, '\\') {
 		return strings.ReplaceAll(pattern, "\\", "")
@@ -42,10 +46,25 @@ func ExpandPattern(pattern string, f PatternFields) string {
 		for j < len(pattern) && isDigit(pattern[j]) {
 			j++
 		}
-		if j >= len(pattern) {
-			// A '%' (with digits) at the end has no letter: literal.
-			b.WriteString(pattern[i:])
-			break
+		if j == i+1 && j < len(pattern) && pattern[j] == '%' {
+			b.WriteByte('%')
+			i = j
+			continue
+		}
+		if j >= len(pattern) || !isPatternLetter(pattern[j]) {
+			switch {
+			case j > i+1:
+				// Digits without a field letter: Slurm keeps only the
+				// last digit and drops the '%' ("%12q" → "2q").
+				b.WriteByte(pattern[j-1])
+				i = j - 1
+			case j < len(pattern):
+				// An unknown letter stays, with its '%'.
+				b.WriteString(pattern[i : j+1])
+				i = j
+			}
+			// A lone '%' at the end is dropped.
+			continue
 		}
 		width := 0
 		if j > i+1 {
@@ -61,8 +80,6 @@ func ExpandPattern(pattern string, f PatternFields) string {
 			arrayTask = noArrayTask
 		}
 		switch pattern[j] {
-		case '%':
-			b.WriteByte('%')
 		case 'A':
 			if f.ArrayJobID > 0 {
 				num(f.ArrayJobID)
@@ -99,8 +116,6 @@ func ExpandPattern(pattern string, f PatternFields) string {
 			b.WriteString(f.JobName)
 		case 'r':
 			num(int64(f.Restarts))
-		default:
-			b.WriteString(pattern[i : j+1])
 		}
 		i = j
 	}
