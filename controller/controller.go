@@ -179,7 +179,7 @@ func (c *Controller) recover(ctx context.Context) error {
 					Nodes: aj.Nodes, Started: float64(aj.StartTime)})
 				c.log.Info("re-attached running job", "job", aj.ID, "node", s.Node)
 				continue
-			case ok:
+			case ok && !(s.State == nodes.StepLost && s.Pid == 0):
 				// Ended while horad was away: record the real outcome.
 				c.addJob(j)
 				j.launched = true
@@ -202,8 +202,12 @@ func (c *Controller) recover(ctx context.Context) error {
 				j.State, j.EndTime = api.StateCancelled, end
 				continue
 			default:
-				// The start was recorded but the launch never happened (horad
-				// died in between): the job never ran, so it goes back to the queue.
+				// The start was recorded but the job's process never started
+				// (horad died before or during the launch): it never ran, so it
+				// goes back to the queue.
+				if ok {
+					_ = c.exec.Forget(ctx, s.Node, key)
+				}
 				if err := c.st.Append(ctx, store.Event{JobID: aj.ID, Time: c.now().Unix(), Kind: store.KindRequeue}); err != nil {
 					return err
 				}

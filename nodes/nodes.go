@@ -59,7 +59,7 @@ type Status struct {
 	ExitCode int  // exit status when it exited normally
 	Signal   int  // terminating signal, 0 if none
 	TimedOut bool // killed by the shepherd at the time limit
-	Pid      int  // process group leader of the step
+	Pid      int  // process group leader of the step; 0 for a lost step whose job process never started
 	Started  time.Time
 	Ended    time.Time
 	Err      string // launch failure text (e.g. cannot open output file)

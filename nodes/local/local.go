@@ -441,6 +441,11 @@ func (e *Executor) endedStatus(id stepID, rec shepherdRecord) nodes.Status {
 		} else {
 			st.Err = "reading the step's exit status: " + err.Error()
 		}
+		// Pid tells the controller whether the job's process ever started:
+		// a step lost before that (horad died mid-launch) is requeued, not failed.
+		if b, err := readSmallFile(filepath.Join(e.stepDir(id.node, id.key), userDirName, pidFile)); err == nil {
+			st.Pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
 		return st
 	}
 	st.ExitCode, st.Signal, st.TimedOut, st.Err = s.ExitCode, s.Signal, s.TimedOut, s.Err

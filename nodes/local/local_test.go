@@ -670,7 +670,15 @@ func TestHoradKilled(t *testing.T) {
 	e := newExecutor(t, state)
 	key := nodes.StepKey{Job: job, Step: -1}
 	st := runningStep(t, e, "local1", key)
-	if b, _ := os.ReadFile(filepath.Join(dir, "out")); string(b) != "waiting\n" {
+	// Launch returns once the shepherd holds the step; the first line may
+	// still be on its way.
+	var b []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, _ = os.ReadFile(filepath.Join(dir, "out")); string(b) == "waiting\n" {
+			break
+		}
+	}
+	if string(b) != "waiting\n" {
 		t.Errorf("job output %q while running", b)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
