@@ -36,6 +36,8 @@ type Policy struct {
 	ix   *Index
 	jobs map[scheduler.JobID]*booked
 	now  float64
+	// pass is the now of the last Schedule: a booking due by then was tried.
+	pass float64
 }
 
 type booked struct {
@@ -80,7 +82,7 @@ func NewPolicy(p *scheduler.Partition) (scheduler.Policy, error) {
 	for i := range p.Len() {
 		cfg.Rates = append(cfg.Rates, p.Rate(i))
 	}
-	return &Policy{p: p, cfg: cfg, jobs: map[scheduler.JobID]*booked{}}, nil
+	return &Policy{p: p, cfg: cfg, jobs: map[scheduler.JobID]*booked{}, pass: math.Inf(-1)}, nil
 }
 
 func floorT(t float64) int64 { return int64(math.Floor(t)) }
@@ -237,6 +239,7 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 // Schedule starts the jobs whose booked start has come.
 func (pl *Policy) Schedule(now float64) {
 	pl.index(now)
+	pl.pass = now
 	for _, id := range pl.order() {
 		bk := pl.jobs[id]
 		if bk.running || float64(bk.b.Start) > now || bk.job.Held {
@@ -316,11 +319,13 @@ func (pl *Policy) Pending(dst []scheduler.JobID) []scheduler.JobID {
 	return append(dst, pl.order()...)
 }
 
-// NextWakeup is the earliest booked start after the last pass.
+// NextWakeup is the earliest booked start that no pass has tried yet. It is
+// measured from the last pass, not the last call: a refused Submit at the
+// very second a booking starts runs no pass, and that start is still due.
 func (pl *Policy) NextWakeup() float64 {
 	t := math.Inf(1)
 	for _, bk := range pl.jobs {
-		if s := float64(bk.b.Start); !bk.running && s > pl.now {
+		if s := float64(bk.b.Start); !bk.running && s > pl.pass {
 			t = min(t, s)
 		}
 	}

@@ -44,6 +44,22 @@ func TestPolicyBooksAndRefuses(t *testing.T) {
 	}
 }
 
+// A refused submission at the second a booking starts runs no pass; the
+// booking must still start then (found by replay's reproduction of §3.4).
+func TestPolicyStartAfterRefusalAtSameSecond(t *testing.T) {
+	cfg := schedtest.Cluster(1).Partition("rt", PolicyName).Default().Param("lmin", "10").Config()
+	h := schedtest.New(t, cfg)
+	h.Submit(schedtest.Job(1).Limit(100).Begin(100).Run(100))
+	h.Handle(scheduler.Submit{Now: 100, Job: schedtest.Job(2).Limit(50).Deadline(120).Submit(100).Build()})
+	if h.Rejects[2] == nil {
+		t.Fatal("job 2 should be refused")
+	}
+	h.Advance(math.Inf(1))
+	if s, ok := h.StartOf(1); !ok || s.At != 100 {
+		t.Fatalf("job 1 started %v at %v, want 100", ok, s.At)
+	}
+}
+
 func TestPolicyBadStrategy(t *testing.T) {
 	cfg := schedtest.Cluster(2).Partition("rt", PolicyName).Default().Param("strategy", "worst-fit").Config()
 	if _, err := scheduler.New(cfg); err == nil {
