@@ -364,3 +364,77 @@ func TestEveryOptionHandled(t *testing.T) {
 		}
 	}
 }
+
+// Every option COMPAT.md §1.3 lists is in the table, with its short form.
+func TestOptionTableCoversCompat(t *testing.T) {
+	want := map[string]rune{
+		"job-name": 'J', "output": 'o', "error": 'e', "input": 'i', "nodes": 'N', "ntasks": 'n',
+		"cpus-per-task": 'c', "mem": 0, "mem-per-cpu": 0, "mem-per-gpu": 0, "time": 't', "time-min": 0,
+		"begin": 'b', "deadline": 0, "partition": 'p', "reservation": 0, "qos": 'q', "account": 'A',
+		"chdir": 'D', "export": 0, "wrap": 0, "parsable": 0, "array": 'a', "dependency": 'd', "hold": 'H',
+		"test-only": 0, "wait": 'W', "quiet": 'Q', "open-mode": 0, "signal": 0, "no-requeue": 0,
+		"requeue": 0, "constraint": 'C', "nodelist": 'w', "exclude": 'x', "exclusive": 0, "gres": 0,
+		"gpus": 'G', "gpus-per-node": 0, "ntasks-per-node": 0, "comment": 0, "wckey": 0, "clusters": 'M',
+		"mail-type": 0, "mail-user": 0, "load": 0, "ignore-pbs": 0, "help": 'h', "version": 'V',
+	}
+	have := map[string]Opt{}
+	for _, o := range SbatchOptions {
+		if _, dup := have[o.Long]; dup {
+			t.Errorf("--%s listed twice", o.Long)
+		}
+		have[o.Long] = o
+	}
+	for long, short := range want {
+		o, ok := have[long]
+		if !ok {
+			t.Errorf("--%s missing", long)
+			continue
+		}
+		if o.Short != short {
+			t.Errorf("--%s: short -%c, want -%c", long, o.Short, short)
+		}
+	}
+}
+
+// Every SBATCH_* input variable of COMPAT.md §1.2 is read: a valid value
+// is accepted and a bad one (where values are checked) is refused.
+func TestSbatchEnvVars(t *testing.T) {
+	cases := []struct {
+		env   string
+		check func(*api.JobSpec, *Flags) bool
+	}{
+		{"SBATCH_ACCOUNT=a1", func(s *api.JobSpec, _ *Flags) bool { return s.Account == "a1" }},
+		{"SBATCH_ERROR=e.txt", func(s *api.JobSpec, _ *Flags) bool { return s.Stderr == "e.txt" }},
+		{"SBATCH_OUTPUT=o.txt", func(s *api.JobSpec, _ *Flags) bool { return s.Stdout == "o.txt" }},
+		{"SBATCH_EXPORT=NONE", func(s *api.JobSpec, _ *Flags) bool { return s.Export == "NONE" && len(s.Env) == 0 }},
+		{"SBATCH_JOB_NAME=n1", func(s *api.JobSpec, _ *Flags) bool { return s.Name == "n1" }},
+		{"SBATCH_MEM_PER_NODE=2G", func(s *api.JobSpec, _ *Flags) bool { return s.MemMB == 2048 }},
+		{"SBATCH_MEM_PER_CPU=10", func(s *api.JobSpec, _ *Flags) bool { return s.MemMB == 10 }},
+		{"SBATCH_PARTITION=p1", func(s *api.JobSpec, _ *Flags) bool { return s.Partition == "p1" }},
+		{"SBATCH_QOS=q1", func(s *api.JobSpec, _ *Flags) bool { return s.QOS == "q1" }},
+		{"SBATCH_RESERVATION=r1", func(s *api.JobSpec, _ *Flags) bool { return s.Reservation == "r1" }},
+		{"SBATCH_TIMELIMIT=2:00:00", func(s *api.JobSpec, _ *Flags) bool { return s.TimeLimit == 7200 }},
+		{"SBATCH_WAIT=yes", func(_ *api.JobSpec, f *Flags) bool { return f.Wait }},
+		{"SBATCH_OPEN_MODE=append", func(s *api.JobSpec, _ *Flags) bool { return s.OpenAppend }},
+		{"SBATCH_NO_REQUEUE=1", func(s *api.JobSpec, _ *Flags) bool { return !s.Requeue }},
+		{"SBATCH_REQUEUE=", func(s *api.JobSpec, _ *Flags) bool { return s.Requeue }},
+		{"SBATCH_CONSTRAINT=avx", nil}, {"SBATCH_EXCLUSIVE=user", nil}, {"SBATCH_GPUS=1", nil},
+		{"SBATCH_GPUS_PER_NODE=1", nil}, {"SBATCH_GPUS_PER_TASK=1", nil}, {"SBATCH_SIGNAL=USR1@60", nil},
+		{"SBATCH_DEBUG=1", nil}, {"SBATCH_WCKEY=w", nil}, {"SBATCH_IGNORE_PBS=", nil},
+	}
+	for _, c := range cases {
+		spec, flags, err := submit([]string{"--wrap=true"}, []string{c.env}, nil, "")
+		if err != nil {
+			t.Errorf("%s: %v", c.env, err)
+			continue
+		}
+		if c.check != nil && !c.check(spec, flags) {
+			t.Errorf("%s: not applied: %+v %+v", c.env, spec, flags)
+		}
+	}
+	for _, env := range []string{"SBATCH_TIMELIMIT=x", "SBATCH_MEM_PER_NODE=x", "SBATCH_OPEN_MODE=x", "SBATCH_ARRAY_INX=1-3"} {
+		if _, _, err := submit([]string{"--wrap=true"}, []string{env}, nil, ""); err == nil {
+			t.Errorf("%s accepted", env)
+		}
+	}
+}
