@@ -198,7 +198,7 @@ func (pl *Policy) owned(i int) bool {
 func (pl *Policy) Remove(now float64, id scheduler.JobID) {
 	ix := pl.index(now)
 	if bk := pl.jobs[id]; bk != nil {
-		_ = ix.Finish(bk.b.ID, floorT(now))
+		_ = ix.Finish(bk.b.ID, ceilT(now))
 		delete(pl.jobs, id)
 	}
 }
