@@ -252,9 +252,16 @@ func TestEndToEnd(t *testing.T) {
 
 	// 6. A job running while horad dies keeps running and is re-attached;
 	// its real exit status is recorded.
-	flag := filepath.Join(work, "go-on")
-	id = c.submit(work, "--wrap", fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; exit 7", flag))
-	c.waitState(id, "RUNNING")
+	flag, started := filepath.Join(work, "go-on"), filepath.Join(work, "started")
+	id = c.submit(work, "--wrap", fmt.Sprintf("touch %s; while [ ! -e %s ]; do sleep 0.05; done; exit 7", started, flag))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s never started", id)
+		}
+	}
 	c.kill9()
 	c.start()
 	if got := c.state(id); got != "RUNNING" {
