@@ -219,7 +219,7 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 		all = append(all, setting{v.Key, v.Name, v.Val, ""})
 	}
 
-	st := &state{spec: spec, flags: flags, in: in, env: envMap}
+	st := &state{spec: spec, flags: flags, in: in}
 	for _, s := range all {
 		if msg := st.apply(s); msg != "" {
 			e := &Error{Msg: "error: " + msg, Exit: exitOption}
@@ -339,7 +339,6 @@ type state struct {
 	spec  *api.JobSpec
 	flags *Flags
 	in    Input
-	env   map[string]string
 
 	export           string
 	exportSet        bool
