@@ -110,10 +110,16 @@ func (m Model) Partition(sigma float64, n int) []float64 {
 		return nil
 	}
 	out := make([]float64, n)
+	beta, phi := m.Beta(), 0.0
+	if m.ST > 0 {
+		phi = m.phi(sigma)
+	}
+	a := m.b(sigma, n)
 	sum := 0.0
-	for j := 1; j <= n; j++ {
-		out[j-1] = m.alpha(sigma, n, j) * sigma
-		sum += out[j-1]
+	for j := range out { // α_{j+1} = α_j β − φ (rt-dlt-2005 §4.2)
+		out[j] = a * sigma
+		sum += out[j]
+		a = a*beta - phi
 	}
 	out[0] += sigma - sum // absorb rounding (in the largest part) so the sizes sum to σ
 	return out

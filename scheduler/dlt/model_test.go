@@ -239,3 +239,29 @@ func sortFloats(r []float64) {
 		}
 	}
 }
+
+// dlt-feedback eq. (1)–(9) is safe: executing its partition exactly (node i's
+// transmission at max(r_i, channel free), nodes in available-time order)
+// never ends after r_n + 𝓔̂. (It is pessimistic: usually earlier.)
+func TestPropHetEstimateSafe(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := genModel(t, false)
+		n := rapid.IntRange(1, 24).Draw(t, "n")
+		r := make([]float64, n)
+		for i := range r {
+			r[i] = rapid.Float64Range(0, 500).Draw(t, "r")
+		}
+		sortFloats(r)
+		sigma := rapid.Float64Range(0.1, 1e4).Draw(t, "sigma")
+		eh, parts := m.HetEstimate(sigma, r)
+		ch, fin := r[0], 0.0
+		for i, p := range parts {
+			st := max(r[i], ch)
+			ch = st + m.SendTime(p)
+			fin = max(fin, st+m.ChunkTime(p))
+		}
+		if lim := r[n-1] + eh; fin > lim+1e-9*max(1, lim) {
+			t.Fatalf("ends at %g > r_n + 𝓔̂ = %g", fin, lim)
+		}
+	})
+}
