@@ -184,8 +184,15 @@ func opr(m Model, sigma float64, nodes []int, t float64) []pchunk {
 	if parts == nil {
 		return nil
 	}
-	out := make([]pchunk, len(nodes))
-	for j, sz := range parts {
+	// Fractions below 1e-12 of σ (β^j underflowing on many nodes) are folded
+	// into the first, largest one instead of being sent as empty chunks.
+	k := len(parts)
+	for k > 1 && parts[k-1] < 1e-12*sigma {
+		parts[0] += parts[k-1]
+		k--
+	}
+	out := make([]pchunk, k)
+	for j, sz := range parts[:k] {
 		out[j] = pchunk{node: nodes[j], start: t, size: sz, end: t + m.ChunkTime(sz)}
 		t += m.SendTime(sz)
 	}
@@ -351,6 +358,9 @@ func (p *planner) dispatch(s *Scheduler, now float64, out []Chunk) []Chunk {
 		p.pend = p.pend[1:]
 		slices.SortStableFunc(pt.chunks, func(a, b pchunk) int { return cmp.Compare(a.start, b.start) })
 		for _, c := range pt.chunks {
+			if pt.ts.left <= 0 {
+				break // rounding: the earlier chunks already carry all of σ
+			}
 			ch := s.cut(pt.ts, c.node, c.start, c.size)
 			p.emit = append(p.emit, ch)
 			s.nodeFree[c.node] = max(s.nodeFree[c.node], ch.End)

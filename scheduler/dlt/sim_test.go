@@ -27,6 +27,9 @@ func (w workload) String() string {
 // time and either twice it (tight) or the one-node time (loose).
 func genWorkload(r *rand.Rand, count int) workload {
 	w := workload{n: 1 + r.IntN(12)}
+	if r.IntN(4) == 0 {
+		w.n = []int{32, 64, 128}[r.IntN(3)]
+	}
 	w.m = Model{Cms: []float64{0.1, 1, 5, 10}[r.IntN(4)], Cps: []float64{1, 10, 100, 1000}[r.IntN(4)]}
 	if r.IntN(2) == 0 {
 		w.m.ST = []float64{0.5, 5, 20}[r.IntN(3)]
