@@ -3,6 +3,7 @@ package replay
 import (
 	"hora/scheduler"
 	_ "hora/scheduler/batch"   // registers the batch (FCFS/EASY) policy
+	_ "hora/scheduler/dlt"     // registers the dlt (divisible real-time) policy
 	_ "hora/scheduler/reserve" // registers the reserve (advance reservation) policy
 )
 
