@@ -216,3 +216,48 @@ func TestPropEarliestDeadline(t *testing.T) {
 		}
 	})
 }
+
+// Reading 2 (README): with the MNA dispatcher a task that left the queue may
+// hold every node until its deadline. N = 2, Cms = 1, Cps = 9: task 1
+// (σ = 19, due 100) has 𝓔(19, 2) = 100 and is cut into 10 on node 0 and 9 on
+// node 1, both busy to 100. Task 2 (σ = 1, due 30) arriving at 11 would pass
+// Algorithm 1 read literally (S = A = 11, 𝓔 = 5.26) and then miss; it is
+// refused, with the earliest deadline 100 + 𝓔(1, 2).
+func TestACFastStartAfterDispatchedWork(t *testing.T) {
+	m := Model{Cms: 1, Cps: 9}
+	s, _ := New("ac-fast", m, 2)
+	if err := s.Admit(0, Task{ID: 1, Size: 19, Deadline: 100 + 1e-6}); err != nil {
+		t.Fatal(err)
+	}
+	s.Dispatch(0)
+	s.Dispatch(s.Next())
+	if s.Queued() != 0 || s.running[0] == nil || s.running[1] == nil {
+		t.Fatalf("task 1 not fully dispatched: queued %d", s.Queued())
+	}
+	err := s.Admit(11, Task{ID: 2, Size: 1, Deadline: 30})
+	r, ok := err.(*Refusal)
+	if !ok {
+		t.Fatalf("admitted a task no node can serve before 100: %v", err)
+	}
+	if want := m.Exec(19, 2) + m.Exec(1, 2); math.Abs(r.EarliestDeadline-want) > 1e-6 {
+		t.Fatalf("earliest %g, want %g", r.EarliestDeadline, want)
+	}
+}
+
+// Reading 4: a task arriving at a cluster that has been idle for a long time
+// gets S = A: a deadline of A + 𝓔(σ, N) is accepted (Algorithm 3 read
+// literally would add (N(1−β)/(1−β^N) − 1)·idle, here about 10⁶ seconds).
+func TestACFastIdleClusterNoPenalty(t *testing.T) {
+	m := Model{Cms: 1, Cps: 1000}
+	s, _ := New("ac-fast", m, 64)
+	if err := s.Admit(0, Task{ID: 1, Size: 5, Deadline: 1e4}); err != nil {
+		t.Fatal(err)
+	}
+	c := s.Dispatch(0)
+	s.Finished(c[0].End, c[0].Node)
+	a := 1e7
+	d := a + m.Exec(100, 64)*(1+1e-12)
+	if err := s.Admit(a, Task{ID: 2, Size: 100, Deadline: d}); err != nil {
+		t.Fatalf("refused at an idle cluster: %v", err)
+	}
+}

@@ -121,7 +121,7 @@ func (pl *Policy) task(now float64, j *scheduler.Job) (Task, *scheduler.Admissio
 
 func refusal(r *Refusal) *scheduler.AdmissionError {
 	return &scheduler.AdmissionError{Verdict: scheduler.NotNow, Code: "DeadlineNotGuaranteed",
-		Message: "Job deadline can not be guaranteed", EarliestDeadline: r.EarliestDeadline}
+		Message: "Requested deadline cannot be guaranteed", EarliestDeadline: r.EarliestDeadline}
 }
 
 // Admit runs the admission test.
