@@ -64,6 +64,7 @@ type job struct {
 	api.Job
 	cancelRequested bool
 	launched        bool
+	chunks          map[int]string // running chunks of a divisible job: step → node
 }
 
 // Options configures New.
@@ -283,12 +284,12 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 				continue
 			}
 			if a.Step != scheduler.BatchStep {
-				c.log.Error("divisible job steps are not executed yet", "job", a.ID, "step", a.Step)
+				c.startChunkLocked(j, a)
 				continue
 			}
 			j.State, j.Nodes, j.StartTime, j.Reason = api.StateRunning, a.Nodes, c.now().Unix(), "None"
 			j.StdoutPath, j.StderrPath = outputPaths(&j.Job)
-			spec := c.launchSpec(j)
+			spec := c.launchSpec(j, scheduler.BatchStep, a.Nodes[0])
 			ev := store.Event{JobID: j.ID, Time: j.StartTime, Kind: store.KindStart, Nodes: a.Nodes,
 				StdoutPath: j.StdoutPath, StderrPath: j.StderrPath}
 			c.work.push(func(ctx context.Context) { c.launch(ctx, spec, ev) })
@@ -306,12 +307,21 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 			}
 			// The store keeps StartTime 0 for a job that never ran; memory agrees.
 			j.State, j.Reason, j.ExitCode, j.EndTime = st, a.Reason, 1, now
+			// A policy may end a running divisible job (an overrun that would
+			// break an admitted deadline): its chunks are stopped.
+			for step, node := range j.chunks {
+				key := nodes.StepKey{Job: j.ID, Step: step}
+				c.work.push(func(ctx context.Context) { _ = c.exec.Terminate(ctx, node, key, c.killWait()) })
+			}
 		case scheduler.Signal:
 			j := c.jobs[int64(a.ID)]
 			if j == nil || len(j.Nodes) == 0 {
 				continue
 			}
 			node, key, sig := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: a.Step}, signum(a.Sig)
+			if n, ok := j.chunks[a.Step]; ok {
+				node = n
+			}
 			c.work.push(func(ctx context.Context) {
 				if err := c.exec.Signal(ctx, node, key, sig); err != nil {
 					c.log.Warn("signal", "job", key.Job, "err", err)
@@ -330,7 +340,7 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 }
 
 // launch records the start durably, then starts the step on its node.
-func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, ev store.Event) {
+func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...store.Event) {
 	c.mu.Lock()
 	j := c.jobs[spec.Key.Job]
 	cancelled := j == nil || j.State.Finished()
@@ -338,8 +348,8 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, ev store
 	if cancelled {
 		return
 	}
-	if err := c.st.Append(ctx, ev); err != nil {
-		c.log.Error("recording start", "job", spec.Key.Job, "err", err)
+	if err := c.st.Append(ctx, evs...); err != nil {
+		c.log.Error("recording start", "job", spec.Key.Job, "step", spec.Key.Step, "err", err)
 		return
 	}
 	err := c.exec.Launch(ctx, spec)
@@ -356,8 +366,12 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, ev store
 	}
 	if err != nil {
 		c.log.Error("launch failed", "job", spec.Key.Job, "node", spec.Node, "err", err)
-		_ = c.finishLocked(ctx, c.jobs[spec.Key.Job], nodes.Status{Key: spec.Key, Node: spec.Node,
-			State: nodes.StepExited, ExitCode: 1, Err: err.Error()})
+		st := nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepExited, ExitCode: 1, Err: err.Error()}
+		if spec.Key.Step >= 0 {
+			_ = c.chunkEndLocked(ctx, c.jobs[spec.Key.Job], st)
+		} else {
+			_ = c.finishLocked(ctx, c.jobs[spec.Key.Job], st)
+		}
 	}
 }
 
@@ -376,7 +390,10 @@ func (c *Controller) watchExits(ctx context.Context) {
 			c.mu.Lock()
 			j := c.jobs[s.Key.Job]
 			var err error
-			if j != nil && !j.State.Finished() {
+			switch {
+			case s.Key.Step >= 0:
+				err = c.chunkEndLocked(ctx, j, s)
+			case j != nil && !j.State.Finished():
 				err = c.finishLocked(ctx, j, s)
 			}
 			c.mu.Unlock()

@@ -276,6 +276,23 @@ func (c *Controller) cancelOneLocked(ctx context.Context, who *Caller, j *job, s
 		return nil
 	}
 	j.cancelRequested = true
+	// The Engine starts nothing more for it (no further chunks); its nodes
+	// are freed as its processes end.
+	c.applyLocked(ctx, c.eng.Handle(scheduler.Cancel{Now: c.nowSec(), ID: scheduler.JobID(j.ID)}))
+	if j.Spec.Load > 0 {
+		for step, node := range j.chunks {
+			key := nodes.StepKey{Job: j.ID, Step: step}
+			c.work.push(func(ctx context.Context) {
+				if err := c.exec.Terminate(ctx, node, key, c.killWait()); err != nil {
+					c.log.Warn("terminate", "job", key.Job, "step", key.Step, "err", err)
+				}
+			})
+		}
+		if len(j.chunks) == 0 {
+			return c.endDivisibleLocked(ctx, j)
+		}
+		return nil
+	}
 	node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
 	if j.launched {
 		c.work.push(func(ctx context.Context) {
@@ -329,7 +346,7 @@ func (c *Controller) hold(ctx context.Context, who *Caller, ids []int64, hold bo
 
 // launchSpec builds what the node needs: the script, files, and the
 // environment a Slurm batch job sees (COMPAT.md §2.1).
-func (c *Controller) launchSpec(j *job) nodes.LaunchSpec {
+func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec {
 	var limit, kill = int64(0), c.killWait()
 	if j.Spec.TimeLimit > 0 {
 		limit = j.Spec.TimeLimit
@@ -343,10 +360,10 @@ func (c *Controller) launchSpec(j *job) nodes.LaunchSpec {
 		stdin = expand(&j.Job, stdin)
 	}
 	return nodes.LaunchSpec{
-		Key: nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}, Node: j.Nodes[0],
+		Key: nodes.StepKey{Job: j.ID, Step: step}, Node: node,
 		Script: []byte(j.Spec.Script), Args: j.Spec.Args, WorkDir: j.Spec.WorkDir,
 		Stdout: j.StdoutPath, Stderr: errPathIfSeparate(&j.Job), Stdin: stdin, Append: j.Spec.OpenAppend,
-		Env: c.jobEnv(j), UID: j.UID, GID: j.GID, User: j.User,
+		Env: c.jobEnv(j, node), UID: j.UID, GID: j.GID, User: j.User,
 		TimeLimit: secondsDur(limit), KillWait: kill,
 	}
 }
@@ -370,7 +387,7 @@ func (c *Controller) partitionDefaultTime(name string) int64 {
 	return 0
 }
 
-func (c *Controller) jobEnv(j *job) []string {
+func (c *Controller) jobEnv(j *job, node string) []string {
 	env := make([]string, 0, len(j.Spec.Env)+40)
 	for _, kv := range j.Spec.Env {
 		// the job's own SLURM_* values are set below; stale ones from the
@@ -380,7 +397,7 @@ func (c *Controller) jobEnv(j *job) []string {
 		}
 	}
 	n := len(j.Nodes)
-	cpus := c.nodeCPUs(j.Nodes[0])
+	cpus := c.nodeCPUs(node)
 	id := strconv.FormatInt(j.ID, 10)
 	nodelist := sbatch.CompressHostlist(j.Nodes)
 	ntasks := j.Spec.NTasks
@@ -402,7 +419,7 @@ func (c *Controller) jobEnv(j *job) []string {
 	set("SLURM_JOB_NUM_NODES", strconv.Itoa(n))
 	set("SLURM_NNODES", strconv.Itoa(n))
 	set("SLURM_CLUSTER_NAME", c.cfg.ClusterName)
-	set("SLURMD_NODENAME", j.Nodes[0])
+	set("SLURMD_NODENAME", node)
 	set("SLURM_CPUS_ON_NODE", strconv.Itoa(cpus))
 	set("SLURM_JOB_CPUS_PER_NODE", repeatCount(strconv.Itoa(cpus), n))
 	if ntasks > 0 {
@@ -422,7 +439,7 @@ func (c *Controller) jobEnv(j *job) []string {
 	set("SLURM_GTIDS", "0")
 	set("SLURM_PRIO_PROCESS", "0")
 	set("SLURM_RESTART_COUNT", strconv.Itoa(j.Restarts))
-	set("SLURM_TOPOLOGY_ADDR", j.Nodes[0])
+	set("SLURM_TOPOLOGY_ADDR", node)
 	set("SLURM_TOPOLOGY_ADDR_PATTERN", "node")
 	set("SLURM_JOB_START_TIME", strconv.FormatInt(j.StartTime, 10))
 	if j.Spec.TimeLimit > 0 {

@@ -320,7 +320,9 @@ func sacctRows(jobs []api.Job, allocations bool, now time.Time, tfmt string) []s
 		if allocations {
 			continue
 		}
-		if j.StartTime != 0 {
+		// A divisible job has no batch step: its work runs as chunks,
+		// which are its steps (JOBID.0, JOBID.1, ...).
+		if j.StartTime != 0 && j.Spec.Load == 0 {
 			rows = append(rows, saRow{job: j, kind: 'b', now: now, tfmt: tfmt, idTxt: id + ".batch"})
 		}
 		for k := range j.Steps {

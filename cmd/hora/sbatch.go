@@ -18,14 +18,6 @@ func init() { register("sbatch", sbatchMain) }
 // sbatchMain submits a batch script, printing exactly what Slurm's sbatch
 // prints: workflow tools parse "Submitted batch job N" (COMPAT.md §9.1).
 func sbatchMain(ctx context.Context, env *Env, args []string) int {
-	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "--usage") {
-		fmt.Fprint(env.Stdout, sbatchHelp())
-		return 0
-	}
-	if len(args) == 1 && (args[0] == "--version" || args[0] == "-V") {
-		fmt.Fprintln(env.Stdout, versionLine())
-		return 0
-	}
 	cwd, err := env.Getwd()
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sbatch: error: getcwd failed: %v\n", err)
@@ -36,7 +28,14 @@ func sbatchMain(ctx context.Context, env *Env, args []string) int {
 		Argv: args, Env: env.Environ(), Cwd: cwd, Stdin: env.Stdin,
 		ReadFile: os.ReadFile, Now: time.Now(), Hostname: host,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, sbatch.ErrHelp), errors.Is(err, sbatch.ErrUsage):
+		fmt.Fprint(env.Stdout, sbatchHelp())
+		return 0
+	case errors.Is(err, sbatch.ErrVersion):
+		fmt.Fprintln(env.Stdout, versionLine())
+		return 0
+	case err != nil:
 		return printSbatchError(env, err)
 	}
 	for _, w := range flags.Warnings {

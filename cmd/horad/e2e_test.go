@@ -26,6 +26,7 @@ type cluster struct {
 	varDir string
 	daemon *exec.Cmd
 	log    *bytes.Buffer
+	config string // optional hora.toml
 }
 
 func buildBinaries(t testing.TB, dir string) string {
@@ -46,7 +47,11 @@ func buildBinaries(t testing.TB, dir string) string {
 	return bin
 }
 
-func newCluster(t testing.TB) *cluster {
+func newCluster(t testing.TB) *cluster { return newClusterWith(t, "") }
+
+// newClusterWith starts horad with the given hora.toml text ("" = the
+// embedded default).
+func newClusterWith(t testing.TB, configText string) *cluster {
 	dir, err := os.MkdirTemp("", "hora-e2e-")
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +62,12 @@ func newCluster(t testing.TB) *cluster {
 	}
 	c := &cluster{t: t, dir: dir, sock: filepath.Join(dir, "horad.sock"), varDir: filepath.Join(dir, "var")}
 	c.bin = buildBinaries(t, dir)
+	if configText != "" {
+		c.config = filepath.Join(dir, "hora.toml")
+		if err := os.WriteFile(c.config, []byte(configText), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.start()
 	t.Cleanup(c.stop)
 	return c
@@ -65,7 +76,11 @@ func newCluster(t testing.TB) *cluster {
 func (c *cluster) start() {
 	c.t.Helper()
 	c.log = &bytes.Buffer{}
-	c.daemon = exec.Command(filepath.Join(c.bin, "horad"), "--state-dir", c.varDir, "--socket", c.sock, "--log-level", "debug")
+	args := []string{"--state-dir", c.varDir, "--socket", c.sock, "--log-level", "debug"}
+	if c.config != "" {
+		args = append(args, "--config", c.config)
+	}
+	c.daemon = exec.Command(filepath.Join(c.bin, "horad"), args...)
 	c.daemon.Stderr = c.log
 	c.daemon.Dir = c.dir
 	if err := c.daemon.Start(); err != nil {

@@ -23,7 +23,7 @@ import (
 	"hora/config"
 	"hora/controller"
 	"hora/nodes/local"
-	_ "hora/scheduler/batch" // registers the batch (FCFS/EASY) policy
+	_ "hora/scheduler/policies" // registers batch, dlt and reserve
 	"hora/store"
 )
 

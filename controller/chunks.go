@@ -1,0 +1,115 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"hora/api"
+	"hora/nodes"
+	"hora/scheduler"
+	"hora/store"
+)
+
+// Divisible real-time jobs run as chunks: the dlt policy starts steps 0, 1,
+// 2, ... one node each, with a byte range of the load. Each chunk is a Slurm
+// job step (sacct JOBID.N); the job ends when the Engine has forgotten it
+// and no chunk still runs.
+
+// startChunkLocked records and launches one chunk. Caller holds c.mu.
+func (c *Controller) startChunkLocked(j *job, a scheduler.Start) {
+	now := c.now().Unix()
+	node := a.Nodes[0]
+	var evs []store.Event
+	if j.State != api.StateRunning {
+		j.State, j.StartTime, j.Reason = api.StateRunning, now, "None"
+		j.Nodes = []string{node}
+		j.StdoutPath, j.StderrPath = outputPaths(&j.Job)
+		evs = append(evs, store.Event{JobID: j.ID, Time: now, Kind: store.KindStart, Nodes: []string{node},
+			StdoutPath: j.StdoutPath, StderrPath: j.StderrPath})
+	} else if !slices.Contains(j.Nodes, node) {
+		j.Nodes = append(j.Nodes, node)
+	}
+	step := api.Step{Index: a.Step, Node: node, State: api.StateRunning, Offset: a.Offset, Size: a.Size, StartTime: now}
+	j.Steps = append(j.Steps, step)
+	if j.chunks == nil {
+		j.chunks = map[int]string{}
+	}
+	j.chunks[a.Step] = node
+	evs = append(evs, store.Event{JobID: j.ID, Time: now, Kind: store.KindStepStart, Step: &step})
+
+	spec := c.launchSpec(j, a.Step, node)
+	// All chunks share the job's output files: the first one creates them,
+	// the others append, so no chunk truncates another's lines.
+	spec.Append = spec.Append || a.Step > 0
+	spec.Env = append(spec.Env,
+		"HORA_CHUNK_INDEX="+strconv.Itoa(a.Step),
+		"HORA_CHUNK_OFFSET="+strconv.FormatFloat(a.Offset, 'f', -1, 64),
+		"HORA_CHUNK_SIZE="+strconv.FormatFloat(a.Size, 'f', -1, 64),
+		"SLURM_STEP_ID="+strconv.Itoa(a.Step),
+		"SLURM_STEPID="+strconv.Itoa(a.Step))
+	c.work.push(func(ctx context.Context) { c.launch(ctx, spec, evs...) })
+}
+
+// chunkEndLocked records a chunk's end, tells the Engine (which may start
+// the next chunks), and ends the job after its last chunk. Caller holds c.mu.
+func (c *Controller) chunkEndLocked(ctx context.Context, j *job, s nodes.Status) error {
+	if j == nil {
+		return nil
+	}
+	st := api.StateCompleted
+	switch {
+	case j.cancelRequested || j.CancelledBy >= 0:
+		st = api.StateCancelled
+	case s.TimedOut:
+		st = api.StateTimeout
+	case s.State == nodes.StepLost:
+		st = api.StateNodeFail
+	case s.Err != "" || s.Signal != 0 || s.ExitCode != 0:
+		st = api.StateFailed
+	}
+	end := s.Ended.Unix()
+	if s.Ended.IsZero() {
+		end = c.now().Unix()
+	}
+	if i := slices.IndexFunc(j.Steps, func(x api.Step) bool { return x.Index == s.Key.Step }); i >= 0 && !j.State.Finished() {
+		step := j.Steps[i]
+		step.State, step.EndTime, step.ExitCode, step.Signal = st, end, s.ExitCode, s.Signal
+		if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: end, Kind: store.KindStepEnd, Step: &step}); err != nil {
+			return err
+		}
+		j.Steps[i] = step
+	}
+	delete(j.chunks, s.Key.Step)
+	acts := c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID), Step: s.Key.Step,
+		Failed: st != api.StateCompleted})
+	if _, known := c.eng.Job(scheduler.JobID(j.ID)); !known && len(j.chunks) == 0 && !j.State.Finished() {
+		if err := c.endDivisibleLocked(ctx, j); err != nil {
+			return err
+		}
+	}
+	c.applyLocked(ctx, acts)
+	return nil
+}
+
+// endDivisibleLocked records the end of a divisible job from its chunks:
+// cancelled if asked, completed if every chunk completed, else failed with
+// the first chunk's non-zero exit.
+func (c *Controller) endDivisibleLocked(ctx context.Context, j *job) error {
+	st, reason, exit, sig := api.StateCompleted, "None", 0, 0
+	for _, s := range j.Steps {
+		if s.State != api.StateCompleted && st == api.StateCompleted {
+			st, reason, exit, sig = api.StateFailed, "NonZeroExitCode", s.ExitCode, s.Signal
+		}
+	}
+	if j.cancelRequested || j.CancelledBy >= 0 {
+		st, reason = api.StateCancelled, "None"
+	}
+	now := c.now().Unix()
+	if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: now, Kind: store.KindEnd, State: st,
+		Reason: reason, ExitCode: exit, Signal: sig}); err != nil {
+		return err
+	}
+	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, exit, sig, now
+	return nil
+}
