@@ -260,6 +260,9 @@ type Error struct {
 	// Earliest is set when a deadline could not be guaranteed: the earliest
 	// deadline (Unix s) that would have been.
 	Earliest int64 `json:"earliest,omitempty"`
+	// EarliestStart is set when a booking was refused: the earliest start
+	// (Unix s) at which it would have fit.
+	EarliestStart int64 `json:"earliest_start,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }

@@ -91,6 +91,9 @@ func admissionError(err error) error {
 		if ae.EarliestDeadline > 0 {
 			e.Earliest = int64(math_Ceil(ae.EarliestDeadline))
 		}
+		if ae.EarliestStart > 0 {
+			e.EarliestStart = int64(math_Ceil(ae.EarliestStart))
+		}
 		return e
 	}
 	return &api.Error{Message: err.Error(), Code: api.CodeBadRequest}

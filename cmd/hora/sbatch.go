@@ -51,8 +51,15 @@ func sbatchMain(ctx context.Context, env *Env, args []string) int {
 		var ae *api.Error
 		if errors.As(err, &ae) {
 			msg := ae.Message
-			if ae.Earliest > 0 {
-				msg += " (earliest guaranteed deadline " + sbatch.FormatTimestamp(ae.Earliest, "", time.Now()) + ")"
+			now := time.Now()
+			switch {
+			case ae.EarliestStart > 0 && ae.Earliest > 0:
+				msg += " (earliest feasible start " + sbatch.FormatTimestamp(ae.EarliestStart, "", now) +
+					", earliest guaranteed deadline " + sbatch.FormatTimestamp(ae.Earliest, "", now) + ")"
+			case ae.Earliest > 0:
+				msg += " (earliest guaranteed deadline " + sbatch.FormatTimestamp(ae.Earliest, "", now) + ")"
+			case ae.EarliestStart > 0:
+				msg += " (earliest feasible start " + sbatch.FormatTimestamp(ae.EarliestStart, "", now) + ")"
 			}
 			if flags.TestOnly {
 				fmt.Fprintf(env.Stderr, "allocation failure: %s\n", msg)

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const resConfig = `
+[[node]]
+name = "local[1-4]"
+
+[[partition]]
+name = "batch"
+nodes = "local[1-4]"
+default = true
+
+[[partition]]
+name = "res"
+nodes = "local[1-4]"
+policy = "reserve"
+`
+
+// A rigid deadline job is booked at submit into [begin, deadline] and runs
+// at its booked time, not before; a job that cannot be booked by its
+// deadline is refused with the earliest feasible start and deadline.
+func TestReservationEndToEnd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the end-to-end tests must run as root (CI does)")
+	}
+	c := newClusterWith(t, resConfig)
+	work := filepath.Join(c.dir, "work")
+	os.MkdirAll(work, 0o777)
+	begin := time.Now().Add(3 * time.Second).Unix()
+	id := c.submit(work, "-p", "res", "-N", "4", "-t", "1", "--begin=now+3", "--deadline=now+600",
+		"-o", "res-%j.out", "--wrap", "date +%s")
+	if got := c.state(id); got != "PENDING" {
+		t.Errorf("booked job before its start: %s", got)
+	}
+	c.waitState(id, "COMPLETED")
+	out, _ := os.ReadFile(filepath.Join(work, "res-"+id+".out"))
+	started, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil || started < begin {
+		t.Errorf("job ran at %q, booked not before %d", out, begin)
+	}
+
+	// All four nodes are booked for [now+60, now+120]; a 2-node job needing
+	// one minute inside [now+60, now+90] cannot fit and is refused.
+	c.submit(work, "-p", "res", "-N", "4", "-t", "1", "--begin=now+60", "--deadline=now+120", "--wrap", "true")
+	r := c.run(0, work, "sbatch", "-p", "res", "-N", "2", "-t", "1", "--begin=now+60", "--deadline=now+90", "--wrap", "true")
+	want := regexp.MustCompile(`^sbatch: error: Batch job submission failed: .+ \(earliest feasible start \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d, earliest guaranteed deadline \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\)\n$`)
+	if r.code != 1 || !want.MatchString(r.stderr) {
+		t.Errorf("unbookable job: %+v", r)
+	}
+}
