@@ -114,12 +114,12 @@ func (m Model) Partition(sigma float64, n int) []float64 {
 	if m.ST > 0 {
 		phi = m.phi(sigma)
 	}
-	a := m.b(sigma, n)
-	sum := 0.0
-	for j := range out { // α_{j+1} = α_j β − φ (rt-dlt-2005 §4.2)
-		out[j] = a * sigma
+	a1 := m.b(sigma, n)
+	bj, sum := 1.0, 0.0  // bj = β^{j−1}
+	for j := range out { // α_j = α₁β^{j−1} − φ(1−β^{j−1})/(1−β) (rt-dlt-2005 §4.2)
+		out[j] = (a1*bj - phi*(1-bj)/(1-beta)) * sigma
 		sum += out[j]
-		a = a*beta - phi
+		bj *= beta
 	}
 	out[0] += sigma - sum // absorb rounding (in the largest part) so the sizes sum to σ
 	return out

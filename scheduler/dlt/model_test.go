@@ -42,7 +42,9 @@ func TestPropOPRTiming(t *testing.T) {
 				t.Fatalf("α_%d σ = %g ≤ 0", j+1, p)
 			}
 			end := start + m.ChunkTime(p)
-			if !near(end, e) {
+			// With setup costs and β → 1, 𝓑(n) and α_j are small differences
+			// of large terms (φ/(1−β)): float64 keeps about 1e-9 of them.
+			if math.Abs(end-e) > 1e-7*max(1, e) {
 				t.Fatalf("node %d ends at %g, 𝓔 = %g", j+1, end, e)
 			}
 			start += m.SendTime(p)

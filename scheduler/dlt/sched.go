@@ -169,12 +169,6 @@ func (s *Scheduler) Admit(now float64, t Task) error {
 	}
 	t.Arrival = now
 	ok, reason := s.alg.admit(s, now, t, true)
-	if !ok && s.anyOverrun() {
-		// dlt-feedback §3.2 condition (ii): an overrun may not block an
-		// admission. The planners already count overrunning nodes as free
-		// (they are killed when needed), so nothing more is possible here.
-		reason += " (with overrunning chunks counted as killed)"
-	}
 	if ok {
 		return nil
 	}
@@ -299,15 +293,13 @@ func (s *Scheduler) wanted(now float64) []int {
 	return nil
 }
 
-func (s *Scheduler) anyOverrun() bool { return slices.Contains(s.overrun, true) }
-
-// Finished reports that the chunk on node ended at now; failed if it did not
-// complete its work. An early end (underrun) frees the node at once. It
-// returns whether the task has nothing more to run.
+// Finished reports that the chunk on node ended at now (completed, failed or
+// killed). An early end (underrun) frees the node at once; a completed
+// chunk's duration feeds the estimator. It returns whether the task has
+// nothing more to run.
 func (s *Scheduler) Finished(now float64, node int) (taskDone bool) {
 	now = s.tick(now)
-	c := s.running[node]
-	if c == nil {
+	if node < 0 || node >= s.n || s.running[node] == nil {
 		return false
 	}
 	return s.finish(now, node, !s.killing[node], s.killing[node])
