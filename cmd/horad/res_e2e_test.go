@@ -48,10 +48,10 @@ func TestReservationEndToEnd(t *testing.T) {
 		t.Errorf("job ran at %q, booked not before %d", out, begin)
 	}
 
-	// All four nodes are booked for [now+60, now+120]; a 2-node job needing
-	// one minute inside [now+60, now+90] cannot fit and is refused.
+	// All four nodes are booked for exactly [now+60, now+120]; a 2-node job
+	// needing one minute inside [now+60, now+150] cannot fit and is refused.
 	c.submit(work, "-p", "res", "-N", "4", "-t", "1", "--begin=now+60", "--deadline=now+120", "--wrap", "true")
-	r := c.run(0, work, "sbatch", "-p", "res", "-N", "2", "-t", "1", "--begin=now+60", "--deadline=now+90", "--wrap", "true")
+	r := c.run(0, work, "sbatch", "-p", "res", "-N", "2", "-t", "1", "--begin=now+60", "--deadline=now+150", "--wrap", "true")
 	want := regexp.MustCompile(`^sbatch: error: Batch job submission failed: .+ \(earliest feasible start \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d, earliest guaranteed deadline \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\)\n$`)
 	if r.code != 1 || !want.MatchString(r.stderr) {
 		t.Errorf("unbookable job: %+v", r)
