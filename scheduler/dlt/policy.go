@@ -32,6 +32,8 @@ type Policy struct {
 	now   float64
 	// expire holds restored jobs whose deadline can no longer be guaranteed.
 	expire []scheduler.JobID
+	// gone holds the running steps of removed jobs, until their node is free.
+	gone []stepKey
 }
 
 type stepKey struct {
@@ -158,11 +160,24 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 	pl.expire = append(pl.expire, j.ID) // ended at the next pass
 }
 
-// Remove forgets a job; a running one gets no more chunks.
+// Remove forgets a job; a running one gets no more chunks. The Engine does
+// not report the steps of a removed job, so Schedule frees their nodes in the
+// scheduler once the Partition shows them free.
 func (pl *Policy) Remove(now float64, id scheduler.JobID) {
 	pl.now = now
 	pl.s.Drop(int64(id))
 	delete(pl.jobs, id)
+	for k := range pl.steps {
+		if k.id == id {
+			pl.gone = append(pl.gone, k)
+		}
+	}
+	slices.SortFunc(pl.gone, func(a, b stepKey) int {
+		if a.id != b.id {
+			return int(a.id - b.id)
+		}
+		return a.step - b.step
+	})
 }
 
 // Hold and Release are ignored: an admitted job's deadline is a promise, and
@@ -206,6 +221,18 @@ func (pl *Policy) Schedule(now float64) {
 		_ = pl.p.End(id, "DEADLINE", "DeadLine")
 	}
 	pl.expire = pl.expire[:0]
+	kept := pl.gone[:0]
+	for _, k := range pl.gone {
+		node := pl.steps[k]
+		if !pl.p.IsFree(node) {
+			kept = append(kept, k)
+			continue
+		}
+		pl.s.killing[node] = true // not a measurement
+		pl.s.Finished(now, node)
+		delete(pl.steps, k)
+	}
+	pl.gone = kept
 	for _, c := range pl.s.Kills(now) {
 		pl.p.Signal(scheduler.JobID(c.Task), c.Step, "KILL")
 	}

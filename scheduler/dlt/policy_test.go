@@ -165,3 +165,24 @@ func TestPolicyGuarantee(t *testing.T) {
 		}
 	}
 }
+
+// Cancelling a running job: no more chunks, and its node serves the next job
+// once the driver reports the killed step (the Engine does not pass that
+// Finished on to the policy).
+func TestPolicyCancelRunning(t *testing.T) {
+	h := schedtest.New(t, cluster(1, map[string]string{"cms": "1", "cps": "9"}))
+	d := &driver{t: t, h: h, factor: 1}
+	d.submit(schedtest.Job(1).Load(10).Deadline(1000).Run(-1))
+	if len(h.Starts) != 1 {
+		t.Fatalf("starts %+v", h.Starts)
+	}
+	h.Now = 10
+	h.Handle(scheduler.Cancel{Now: 10, ID: 1})
+	d.pend = nil
+	h.Finish(1, 0, true)
+	d.submit(schedtest.Job(2).Load(5).Deadline(200).Run(-1))
+	d.until(math.Inf(1))
+	if h.Rejects[2] != nil || len(h.Starts) != 2 || h.Starts[1].ID != 2 || h.Starts[1].At != 10 {
+		t.Fatalf("after cancel: rejects %v, starts %+v", h.Rejects, h.Starts)
+	}
+}
