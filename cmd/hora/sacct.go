@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -574,7 +575,7 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 		}
 		kept = append(kept, *j)
 	}
-	slices.SortStableFunc(kept, func(a, b api.Job) int { return cmpInt64(a.ID, b.ID) })
+	slices.SortStableFunc(kept, func(a, b api.Job) int { return cmp.Compare(a.ID, b.ID) })
 	rows := sacctRows(kept, has("allocations") && len(steps) == 0, now, timeFormat(env))
 	if len(steps) > 0 {
 		rows = slices.DeleteFunc(rows, func(r saRow) bool {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -367,7 +368,7 @@ func naturalCompare(a, b string) int {
 		}
 		if isDigit(a[i]) && isDigit(b[i]) {
 			// Equal numbers end the comparison as equal, as in sinfo.
-			return cmpInt64(leadingNumber(a[i:]), leadingNumber(b[i:]))
+			return cmp.Compare(leadingNumber(a[i:]), leadingNumber(b[i:]))
 		}
 		return strings.Compare(a[i:], b[i:])
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -444,16 +445,6 @@ func parseSort(s string) ([]sortKey, error) {
 	return keys, nil
 }
 
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // sortJobs orders jobs by the keys, with the job id as the final tie-break so
 // that the output never depends on the order horad sent.
 func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
@@ -462,29 +453,29 @@ func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
 			var d int
 			switch k.kind {
 			case 'i', 'A':
-				d = cmpInt64(a.ID, b.ID)
+				d = cmp.Compare(a.ID, b.ID)
 			case 'P':
 				d = strings.Compare(a.Spec.Partition, b.Spec.Partition)
 			case 't', 'T':
 				d = stateRank(a.State) - stateRank(b.State)
 			case 'p', 'Q':
-				d = cmpInt64(a.Priority, b.Priority)
+				d = cmp.Compare(a.Priority, b.Priority)
 			case 'j':
 				d = strings.Compare(a.Spec.Name, b.Spec.Name)
 			case 'u':
 				d = strings.Compare(a.User, b.User)
 			case 'U':
-				d = cmpInt64(int64(a.UID), int64(b.UID))
+				d = cmp.Compare(int64(a.UID), int64(b.UID))
 			case 'M':
-				d = cmpInt64(timeUsed(&a, now), timeUsed(&b, now))
+				d = cmp.Compare(timeUsed(&a, now), timeUsed(&b, now))
 			case 'l':
-				d = cmpInt64(a.Spec.TimeLimit, b.Spec.TimeLimit)
+				d = cmp.Compare(a.Spec.TimeLimit, b.Spec.TimeLimit)
 			case 'S':
-				d = cmpInt64(startKey(&a, now), startKey(&b, now))
+				d = cmp.Compare(startKey(&a, now), startKey(&b, now))
 			case 'e':
-				d = cmpInt64(endTime(&a), endTime(&b))
+				d = cmp.Compare(endTime(&a), endTime(&b))
 			case 'V':
-				d = cmpInt64(a.SubmitTime, b.SubmitTime)
+				d = cmp.Compare(a.SubmitTime, b.SubmitTime)
 			case 'D':
 				d = jobNodeCount(&a) - jobNodeCount(&b)
 			case 'C':
@@ -499,7 +490,7 @@ func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
 				return d
 			}
 		}
-		return cmpInt64(a.ID, b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 }
 
