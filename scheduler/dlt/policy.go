@@ -197,6 +197,9 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 		return !pl.jobs[id]
 	}
 	delete(pl.steps, k)
+	if failed {
+		pl.s.killing[node] = true // a failed chunk is no measurement
+	}
 	done := pl.s.Finished(now, node)
 	if done || pl.s.Left(int64(id)) == 0 && !pl.hasSteps(id) {
 		delete(pl.jobs, id)
@@ -241,6 +244,7 @@ func (pl *Policy) Schedule(now float64) {
 		if err := pl.p.Start(id, c.Step, []int{c.Node}, c.Offset, c.Size, c.End); err != nil {
 			// The Engine refused the node (down, or a policy bug): the chunk
 			// is lost and its job will miss; free the scheduler's view.
+			pl.s.killing[c.Node] = true
 			pl.s.Finished(now, c.Node)
 			continue
 		}
