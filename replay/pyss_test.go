@@ -3,9 +3,11 @@ package replay
 import (
 	"path/filepath"
 	"testing"
+
+	"hora/replay/swf"
 )
 
-const dataDir = "/work/shared/data/swf"
+var dataDir = swf.SharedDataDir()
 
 // engines are the schedulers every cross-check runs on: the independent
 // reference EASY and hora's Engine.

@@ -12,3 +12,10 @@ func init() {
 		return replay.Main(ctx, args, env.Stdout, env.Stderr)
 	})
 }
+
+// hora compare: several policies on one log or workload, side by side.
+func init() {
+	register("compare", func(ctx context.Context, env *Env, args []string) int {
+		return replay.CompareMain(ctx, args, env.Stdout, env.Stderr)
+	})
+}

@@ -11,7 +11,7 @@ import (
 )
 
 // dataDir holds the Parallel Workloads Archive logs shared by the project.
-const dataDir = "/work/shared/data/swf"
+var dataDir = SharedDataDir()
 
 func logPath(t testing.TB, name string) string {
 	t.Helper()

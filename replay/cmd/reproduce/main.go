@@ -10,11 +10,13 @@ import (
 	"os/signal"
 
 	"hora/replay"
+
+	"hora/replay/swf"
 )
 
 func main() {
 	out := flag.String("out", "docs/reproductions", "output directory")
-	data := flag.String("data", "/work/shared/data/swf", "directory of the SWF logs (with easy-reference/)")
+	data := flag.String("data", swf.SharedDataDir(), "directory of the SWF logs (with easy-reference/)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
