@@ -58,7 +58,7 @@ func (a *acFast) admit(s *Scheduler, now float64, t Task, commit bool) (bool, st
 	lc := a.lastC
 	if a.q.len() == 0 && a.cur == nil {
 		if s.idle(now) {
-			lc = max(lc, now) // τ arrives at an empty cluster: τ_b
+			lc = now // τ arrives at an empty cluster: τ_b, the view starts afresh
 		} else {
 			lc += a.adjust(s, now) // lines 15–17, Algorithm 3
 		}

@@ -261,3 +261,32 @@ func TestACFastIdleClusterNoPenalty(t *testing.T) {
 		t.Fatalf("refused at an idle cluster: %v", err)
 	}
 }
+
+// With an estimator, chunks that run at 5 s per unit where 10 were planned
+// bring Cps down to what they measure, and a tighter deadline then passes.
+func TestEstimatorLearnsFromChunks(t *testing.T) {
+	m := Model{Cms: 0, Cps: 10}
+	s, _ := New("ac-fast", m, 1)
+	s.SetEstimator(&Estimator{})
+	now := 0.0
+	tight := Task{ID: 100, Size: 10, Deadline: 0} // needs Cps ≤ 6 in 60 s
+	for i := range 12 {
+		tight.Deadline = now + 60
+		if i == 0 && s.Test(now, tight) {
+			t.Fatal("tight task admitted before learning")
+		}
+		if err := s.Admit(now, Task{ID: int64(i + 1), Size: 10, Deadline: now + 1000}); err != nil {
+			t.Fatal(err)
+		}
+		c := s.Dispatch(now)
+		now = c[0].Start + c[0].Size*5
+		s.Finished(now, c[0].Node)
+	}
+	if got := s.Model().Cps; math.Abs(got-5) > 1e-9 {
+		t.Fatalf("Cps = %g, want 5", got)
+	}
+	tight.Deadline = now + 60
+	if !s.Test(now, tight) {
+		t.Fatal("tight task still refused after learning")
+	}
+}

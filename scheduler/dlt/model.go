@@ -53,7 +53,12 @@ func (m Model) phi(sigma float64) float64 { return m.ST / (sigma * m.unit()) }
 
 // b is 𝓑(n) = (1−β)/(1−βⁿ) + nφ/(1−βⁿ) − φ/(1−β), rt-dlt-2005 eq. (4.12):
 // the first node's fraction α₁ under the optimal partitioning rule.
+//
+// With Cms = 0 (β = 1) it is the limit 1/n + φ(n−1)/2 (α_{j+1} = α_j − φ).
 func (m Model) b(sigma float64, n int) float64 {
+	if m.Cms == 0 {
+		return 1/float64(n) + m.phi(sigma)*float64(n-1)/2
+	}
 	beta := m.Beta()
 	bn := math.Pow(beta, float64(n))
 	if m.ST == 0 {
@@ -79,6 +84,9 @@ func (m Model) Valid(sigma float64, n int) bool {
 // alpha is α_j of the optimal partition over n nodes, rt-dlt-2005 §4.2:
 // α_j = α₁β^{j−1} − φ(1−β^{j−1})/(1−β) with α₁ = 𝓑(n) (eq. 4.12).
 func (m Model) alpha(sigma float64, n, j int) float64 {
+	if m.Cms == 0 {
+		return m.b(sigma, n) - float64(j-1)*m.phi(sigma)
+	}
 	beta := m.Beta()
 	a1 := m.b(sigma, n)
 	bj := math.Pow(beta, float64(j-1))
@@ -117,7 +125,11 @@ func (m Model) Partition(sigma float64, n int) []float64 {
 	a1 := m.b(sigma, n)
 	bj, sum := 1.0, 0.0  // bj = β^{j−1}
 	for j := range out { // α_j = α₁β^{j−1} − φ(1−β^{j−1})/(1−β) (rt-dlt-2005 §4.2)
-		out[j] = (a1*bj - phi*(1-bj)/(1-beta)) * sigma
+		geo := float64(j) // (1−β^{j−1})/(1−β) = 1 + β + … + β^{j−2}
+		if beta < 1 {
+			geo = (1 - bj) / (1 - beta)
+		}
+		out[j] = (a1*bj - phi*geo) * sigma
 		sum += out[j]
 		bj *= beta
 	}

@@ -8,8 +8,12 @@ import (
 )
 
 func genModel(t *rapid.T, setup bool) Model {
+	cms := rapid.Float64Range(0.01, 20).Draw(t, "cms")
+	if rapid.IntRange(0, 9).Draw(t, "cms0") == 0 {
+		cms = 0 // β = 1: the limits of the formulas
+	}
 	m := Model{
-		Cms: rapid.Float64Range(0.01, 20).Draw(t, "cms"),
+		Cms: cms,
 		Cps: rapid.Float64Range(0.5, 2000).Draw(t, "cps"),
 	}
 	if setup {
