@@ -60,7 +60,7 @@ type host struct {
 
 type stepKey = string // step directory name, "<job>.<step>"
 
-// errUnreachable wraps every failure to reach a node.
+// UnreachableError wraps every failure to reach a node.
 type UnreachableError struct {
 	Node string
 	Err  error
@@ -88,7 +88,7 @@ func (h *host) conn(ctx context.Context, force bool) (*gossh.Client, error) {
 			case <-ch:
 				continue
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, &UnreachableError{h.node.Name, fmt.Errorf("waiting for the connection: %w", ctx.Err())}
 			}
 		}
 		if !force && time.Now().Before(h.retryAt) && h.lastErr != nil {

@@ -158,7 +158,7 @@ func TestReattachAfterRestart(t *testing.T) {
 	// A step that ended is relaunched under the same key (requeue); a
 	// running one is refused.
 	v.launch(t, v.spec(quick, "n1", "#!/bin/sh\nexit 8\n"))
-	if st := v.exits.wait2(t, quick, 30*time.Second); st.ExitCode != 8 {
+	if st := v.exits.wait(t, quick, 30*time.Second); st.ExitCode != 8 {
 		t.Errorf("relaunched: %+v", st)
 	}
 }
@@ -219,7 +219,7 @@ func TestInjection(t *testing.T) {
 		"it's", `"quoted"`, "$(touch " + marker + ")", "`touch " + marker + "`",
 		"a; touch " + marker, "two  spaces", "new\nline", `back\slash`, "$HOME", "*", "-x",
 	}
-	dir := filepath.Join(v.out, "job 'x' \"y\" $(touch "+marker+") ; `touch "+marker+"`")
+	dir := filepath.Join(v.out, "job 'x' \"y\" $(id) ; `id` && id")
 	if err := os.Mkdir(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestInjection(t *testing.T) {
 	spec := v.spec(key, "n1", "#!/bin/sh\nfor a; do printf '[%s]\\n' \"$a\"; done\nprintf 'env[%s]\\n' \"$EVIL\"\npwd\n")
 	spec.Args = evil
 	spec.WorkDir = dir
-	spec.Stdout = filepath.Join(dir, "out; touch "+marker+" 'q' \"$(id)\"")
+	spec.Stdout = filepath.Join(dir, "out; id 'q' \"$(id)\" \nx")
 	spec.Stderr = filepath.Join(dir, "err`id`")
 	spec.Env = append(spec.Env, "EVIL=$(touch "+marker+")'\";`id`\nx")
 	v.launch(t, spec)
