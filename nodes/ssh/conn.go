@@ -325,24 +325,9 @@ func (h *host) run(ctx context.Context, slot chan struct{}, force bool, script s
 		s   *gossh.Session
 		err error
 	}
-	// NewSession waits for the peer's answer; a dead peer never answers.
-	oc := make(chan opened, 1)
-	go func() {
-		s, err := c.NewSession()
-		oc <- opened{s, err}
-	}()
-	var sess *gossh.Session
-	select {
-	case o := <-oc:
-		if o.err != nil {
-			h.drop(c)
-			return result{}, &UnreachableError{h.node.Name, fmt.Errorf("opening a session: %w", o.err)}
-		}
-		sess = o.s
-	case <-ctx.Done():
-		// The connection does not answer: it is of no further use.
-		h.drop(c)
-		return result{}, &UnreachableError{h.node.Name, fmt.Errorf("opening a session: %w", ctx.Err())}
+	sess, err := h.session(ctx, c)
+	if err != nil {
+		return result{}, err
 	}
 	defer sess.Close()
 	out := &cappedBuffer{max: 4 << 20}
@@ -372,6 +357,45 @@ func (h *host) run(ctx context.Context, slot chan struct{}, force bool, script s
 		return r, &UnreachableError{h.node.Name, err}
 	}
 	return r, nil
+}
+
+// session opens a session on c. sshd refuses sessions beyond its
+// MaxSessions, counting some that are closing on its side; such a refusal is
+// retried (bounded by ctx) and does not condemn the connection. A peer that
+// does not answer at all does.
+func (h *host) session(ctx context.Context, c *gossh.Client) (*gossh.Session, error) {
+	type opened struct {
+		s   *gossh.Session
+		err error
+	}
+	for wait := 2 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		oc := make(chan opened, 1)
+		go func() {
+			s, err := c.NewSession()
+			oc <- opened{s, err}
+		}()
+		select {
+		case o := <-oc:
+			var oe *gossh.OpenChannelError
+			switch {
+			case o.err == nil:
+				return o.s, nil
+			case errors.As(o.err, &oe):
+				select {
+				case <-time.After(wait):
+					continue
+				case <-ctx.Done():
+					return nil, &UnreachableError{h.node.Name, fmt.Errorf("opening a session: %v: %w", o.err, ctx.Err())}
+				}
+			default:
+				h.drop(c)
+				return nil, &UnreachableError{h.node.Name, fmt.Errorf("opening a session: %w", o.err)}
+			}
+		case <-ctx.Done():
+			h.drop(c)
+			return nil, &UnreachableError{h.node.Name, fmt.Errorf("opening a session: %w", ctx.Err())}
+		}
+	}
 }
 
 // command is the line sshd hands to the SSH user's login shell (which must

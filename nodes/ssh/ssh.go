@@ -56,8 +56,9 @@ type Config struct {
 	ReconnectMax      time.Duration // 30 s
 	CommandTimeout    time.Duration // bounds every remote command; 30 s
 	// MaxSessions is the number of concurrent sessions per connection;
-	// keep it at or below sshd's MaxSessions (default 10). 10; two are
-	// kept for the exit poller and the prober.
+	// keep it below sshd's MaxSessions (default 10), which also counts
+	// sessions still closing on its side. 8; two of them are kept for the
+	// exit poller and the prober.
 	MaxSessions int
 	// PollInterval is how often each node with running steps is asked which
 	// of them ended. 500 ms.
@@ -118,7 +119,7 @@ func New(cfg Config) (*Executor, error) {
 	def(&cfg.ProbeInterval, 5*time.Second)
 	def(&cfg.ProbeTimeout, 5*time.Second)
 	if cfg.MaxSessions <= 0 {
-		cfg.MaxSessions = 10
+		cfg.MaxSessions = 8
 	}
 	if cfg.MaxSessions < 3 {
 		return nil, fmt.Errorf("ssh executor: max_sessions %d: at least 3 are needed", cfg.MaxSessions)

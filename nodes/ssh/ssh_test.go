@@ -50,7 +50,7 @@ func fastConfig(c *sshtest.Cluster, state string) hssh.Config {
 	return cfg
 }
 
-func start(t *testing.T, n int) *env {
+func start(t testing.TB, n int) *env {
 	t.Helper()
 	c := sshtest.StartCluster(t, n)
 	v := &env{c: c, state: filepath.Join(c.Dir, "state"), out: filepath.Join(c.Dir, "out")}
@@ -72,7 +72,7 @@ func start(t *testing.T, n int) *env {
 }
 
 // open (re)creates the executor.
-func (v *env) open(t *testing.T) {
+func (v *env) open(t testing.TB) {
 	t.Helper()
 	e, err := hssh.New(fastConfig(v.c, v.state))
 	if err != nil {
@@ -100,7 +100,7 @@ func (v *env) spec(key nodes.StepKey, node, script string) nodes.LaunchSpec {
 	}
 }
 
-func (v *env) launch(t *testing.T, spec nodes.LaunchSpec) {
+func (v *env) launch(t testing.TB, spec nodes.LaunchSpec) {
 	t.Helper()
 	if err := v.e.Launch(t.Context(), spec); err != nil {
 		t.Fatalf("Launch %v on %s: %v", spec.Key, spec.Node, err)
@@ -130,7 +130,7 @@ func collect(e *hssh.Executor) *collector {
 	return c
 }
 
-func (c *collector) wait(t *testing.T, key nodes.StepKey, limit time.Duration) nodes.Status {
+func (c *collector) wait(t testing.TB, key nodes.StepKey, limit time.Duration) nodes.Status {
 	t.Helper()
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
