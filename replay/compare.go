@@ -8,11 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/urfave/cli/v2"
 )
@@ -83,25 +81,18 @@ func CompareRuns(ctx context.Context, loads []string, variants []Variant, warmup
 			tasks = append(tasks, task{w: w, opt: o, run: r})
 		}
 	}
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	errs := make([]error, len(tasks))
-	var wg sync.WaitGroup
+	fs := make([]func() error, len(tasks))
 	for i, t := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		fs[i] = func() error {
 			o, err := Simulate(ctx, t.w, t.opt)
 			if err != nil {
-				errs[i] = fmt.Errorf("%s: %w", t.run.Variant.Name(), err)
-				return
+				return fmt.Errorf("%s: %w", t.run.Variant.Name(), err)
 			}
 			t.run.Summary = Summarize(o, warmup, "simulated")
-		}()
+			return nil
+		}
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := parallel(fs); err != nil {
 		return nil, err
 	}
 	return runs, nil
