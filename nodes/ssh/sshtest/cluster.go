@@ -61,25 +61,8 @@ type Host struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
-	log    *lockedBuffer
+	log    string // sshd's log file
 	cfg    string
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // StartCluster creates n hosts and waits until each sshd accepts
@@ -277,9 +260,16 @@ func (h *Host) StartSSHD() {
 	if h.cmd != nil {
 		t.Fatalf("sshtest: sshd of %s already running", h.Name)
 	}
-	h.log = &lockedBuffer{}
+	// A file, not a pipe: sshd's session processes inherit its stderr, and
+	// a pipe would keep cmd.Wait waiting for all of them.
+	logf, err := os.OpenFile(filepath.Join(filepath.Dir(h.cfg), "sshd.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatalf("sshtest: %v", err)
+	}
+	defer logf.Close()
+	h.log = logf.Name()
 	cmd := exec.Command("ip", "netns", "exec", h.NS, SSHD, "-D", "-e", "-f", h.cfg)
-	cmd.Stdout, cmd.Stderr = h.log, h.log
+	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("sshtest: starting sshd on %s: %v", h.Name, err)
@@ -292,7 +282,7 @@ func (h *Host) StartSSHD() {
 	for i := 0; ; i++ {
 		select {
 		case <-exited:
-			t.Fatalf("sshtest: sshd on %s exited: %s", h.Name, h.log.String())
+			t.Fatalf("sshtest: sshd on %s exited: %s", h.Name, h.readLog())
 		default:
 		}
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
@@ -301,7 +291,7 @@ func (h *Host) StartSSHD() {
 			return
 		}
 		if i == 200 {
-			t.Fatalf("sshtest: sshd on %s does not accept connections on %s: %v; log: %s", h.Name, addr, err, h.log.String())
+			t.Fatalf("sshtest: sshd on %s does not accept connections on %s: %v; log: %s", h.Name, addr, err, h.readLog())
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -317,9 +307,9 @@ func (h *Host) StopSSHD() {
 		return
 	}
 	pid := h.cmd.Process.Pid
-	children := childrenOf(pid)
+	tree := descendants(pid)
 	_ = h.cmd.Process.Kill()
-	for _, c := range children {
+	for _, c := range tree {
 		_ = syscall.Kill(c, syscall.SIGKILL)
 	}
 	<-h.exited
@@ -330,10 +320,33 @@ func (h *Host) StopSSHD() {
 func (h *Host) Log() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.log == nil {
+	return h.readLog()
+}
+
+func (h *Host) readLog() string {
+	if h.log == "" {
 		return ""
 	}
-	return h.log.String()
+	b, _ := os.ReadFile(h.log)
+	return string(b)
+}
+
+// descendants lists the sshd's session processes: its children and theirs,
+// but not the jobs, which left for sessions of their own.
+func descendants(pid int) []int {
+	var out []int
+	for _, c := range childrenOf(pid) {
+		if strings.HasPrefix(comm(c), "sshd") {
+			out = append(out, c)
+			out = append(out, descendants(c)...)
+		}
+	}
+	return out
+}
+
+func comm(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return strings.TrimSpace(string(b))
 }
 
 // childrenOf lists the processes whose parent is pid.
