@@ -38,6 +38,7 @@ type Config struct {
 
 	Nodes      []Node      `toml:"node"`
 	Partitions []Partition `toml:"partition"`
+	SSH        SSH         `toml:"ssh"`
 
 	// path is the file the config came from, for messages ("" = embedded default).
 	path string
@@ -52,6 +53,23 @@ type Node struct {
 	CPUs     int     `toml:"cpus"`      // 0 = this machine's CPU count (local)
 	MemoryMB int64   `toml:"memory_mb"` // informational (sinfo)
 	Rate     float64 `toml:"rate"`      // relative speed; 0 = 1
+	// ssh: login user and key for this node (defaults in [ssh])
+	User         string `toml:"user"`
+	IdentityFile string `toml:"identity_file"`
+}
+
+// SSH holds the defaults of nodes reached over SSH (executor = "ssh"); see
+// docs/operations.md for preparing the nodes.
+type SSH struct {
+	KnownHosts   string `toml:"known_hosts"`   // required: host keys are always verified
+	IdentityFile string `toml:"identity_file"` // default key
+	User         string `toml:"user"`          // default login user (root)
+	StateDir     string `toml:"state_dir"`     // node-side state; default /var/lib/hora-node
+	Launcher     string `toml:"launcher"`      // auto, systemd or setsid
+	// The health prober marks a node down after ProbeMisses failed probes
+	// ProbeIntervalS apart (defaults 5 s and 3).
+	ProbeIntervalS int `toml:"probe_interval_s"`
+	ProbeMisses    int `toml:"probe_misses"`
 }
 
 // Partition declares a partition and its scheduling policy.
@@ -239,6 +257,11 @@ func validKeys(t reflect.Type, prefix string) map[string]bool {
 				out[k] = true
 			}
 		}
+		if ft.Kind() == reflect.Struct {
+			for k := range validKeys(ft, path+".") {
+				out[k] = true
+			}
+		}
 		if ft.Kind() == reflect.Map {
 			out[path+".*"] = true
 		}
@@ -324,6 +347,19 @@ func (c *Config) Validate() error {
 	}
 	if c.Executor != "local" && c.Executor != "ssh" {
 		ps = append(ps, c.problem("executor", "must be \"local\" or \"ssh\", got %q", c.Executor))
+	}
+	if c.Executor == "ssh" {
+		if c.SSH.KnownHosts == "" {
+			ps = append(ps, c.problem("ssh.known_hosts", "required with executor = \"ssh\": host keys are always verified"))
+		}
+		switch c.SSH.Launcher {
+		case "", "auto", "systemd", "setsid":
+		default:
+			ps = append(ps, c.problem("ssh.launcher", "must be auto, systemd or setsid, got %q", c.SSH.Launcher))
+		}
+		if c.SSH.ProbeIntervalS < 0 || c.SSH.ProbeMisses < 0 {
+			ps = append(ps, c.problem("ssh", "probe_interval_s and probe_misses must be ≥ 0"))
+		}
 	}
 	seen := map[string]string{}
 	for i, n := range c.Nodes {

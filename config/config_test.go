@@ -90,6 +90,9 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"duplicate node", "[[node]]\nname = \"a[1-2]\"\n[[node]]\nname = \"a2\"\n", []string{"t.toml:4: node.1.name: node a2 already declared"}},
 		{"syntax", "cluster_name = \n", []string{"t.toml:1:"}},
 		{"type", "kill_wait_s = \"ten\"\n", []string{"t.toml"}},
+		{"ssh without known_hosts", "executor = \"ssh\"\n[ssh]\nuser = \"root\"\nlauncher = \"rsh\"\n",
+			[]string{"ssh.known_hosts: required", "t.toml:4: ssh.launcher: must be auto"}},
+		{"unknown ssh key", "[ssh]\nknown_host = \"x\"\n", []string{"t.toml:2: ssh.known_host: unknown key"}},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.src), "t.toml")

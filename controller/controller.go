@@ -119,6 +119,10 @@ func (c *Controller) nowSec() float64 { return float64(c.now().UnixNano()) / 1e9
 // drained; running jobs keep running (their shepherds outlive horad).
 func (c *Controller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
+	if hr, ok := c.exec.(nodes.HealthReporter); ok {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.watchNodes(ctx, hr.NodeEvents()) }()
+	}
 	wg.Add(3)
 	go func() { defer wg.Done(); c.dispatch(ctx) }()
 	go func() { defer wg.Done(); c.watchExits(ctx) }()
@@ -366,7 +370,10 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 	}
 	if err != nil {
 		c.log.Error("launch failed", "job", spec.Key.Job, "node", spec.Node, "err", err)
-		st := nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepExited, ExitCode: 1, Err: err.Error()}
+		// Launch errors are the node's (unreachable, state directory, shepherd);
+		// what the job's owner must fix (an output file) ends the step with
+		// Status.Err instead. Nothing of the job ran: NODE_FAIL.
+		st := nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepLost, ExitCode: 1, Err: err.Error()}
 		if spec.Key.Step >= 0 {
 			_ = c.chunkEndLocked(ctx, c.jobs[spec.Key.Job], st)
 		} else {
@@ -402,6 +409,40 @@ func (c *Controller) watchExits(ctx context.Context) {
 				continue // keep the node-side state: recovery will record it
 			}
 			_ = c.exec.Forget(ctx, s.Node, s.Key)
+		}
+	}
+}
+
+// watchNodes turns the executor's health events into node states: a down
+// node gets no new work (the Engine's NodeDown) and shows "down" with the
+// reason in sinfo; its running steps are reported lost by the executor and
+// end NODE_FAIL through watchExits.
+func (c *Controller) watchNodes(ctx context.Context, evs <-chan nodes.NodeEvent) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-evs:
+			if !ok {
+				return
+			}
+			c.mu.Lock()
+			_, wasDown := c.downNodes[ev.Node]
+			switch {
+			case !ev.Up && !wasDown:
+				reason := "Not responding"
+				if ev.Err != nil {
+					reason = ev.Err.Error()
+				}
+				c.downNodes[ev.Node] = reason
+				c.log.Warn("node down", "node", ev.Node, "reason", reason)
+				c.applyLocked(ctx, c.eng.Handle(scheduler.NodeDown{Now: c.nowSec(), Node: ev.Node}))
+			case ev.Up && wasDown:
+				delete(c.downNodes, ev.Node)
+				c.log.Info("node up", "node", ev.Node)
+				c.applyLocked(ctx, c.eng.Handle(scheduler.NodeUp{Now: c.nowSec(), Node: ev.Node}))
+			}
+			c.mu.Unlock()
 		}
 	}
 }

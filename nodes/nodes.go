@@ -90,3 +90,17 @@ type Executor interface {
 
 // Signum is a POSIX signal number (syscall.Signal values on Linux).
 type Signum int
+
+// NodeEvent is an up/down transition of a node, as a health prober sees it.
+type NodeEvent struct {
+	Node string
+	Up   bool
+	Err  error // why the node is down
+}
+
+// HealthReporter is implemented by executors that watch their nodes' health
+// (ssh). The controller turns the events into NodeDown/NodeUp for the
+// Engine and the node states sinfo shows. The channel must be drained.
+type HealthReporter interface {
+	NodeEvents() <-chan NodeEvent
+}

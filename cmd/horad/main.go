@@ -22,7 +22,9 @@ import (
 
 	"hora/config"
 	"hora/controller"
+	"hora/nodes"
 	"hora/nodes/local"
+	hssh "hora/nodes/ssh"
 	_ "hora/scheduler/policies" // registers batch, dlt and reserve
 	"hora/store"
 )
@@ -101,14 +103,7 @@ func serve(cc *cli.Context) error {
 	}
 	defer st.Close()
 
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	exec, err := local.New(local.Config{
-		StateDir:     filepath.Join(cfg.StateDir, "nodes"),
-		ShepherdArgv: []string{self, local.ShepherdCommand},
-	})
+	exec, err := newExecutor(cfg, log)
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
 	}
@@ -147,6 +142,31 @@ func serve(cc *cli.Context) error {
 	_ = srv.Shutdown(shCtx)
 	_ = os.Remove(cfg.Socket)
 	return <-runDone
+}
+
+// newExecutor builds the executor the config names: local processes on
+// this machine (the embedded default) or ordinary hosts over SSH.
+func newExecutor(cfg *config.Config, log *slog.Logger) (nodes.Executor, error) {
+	if cfg.Executor == "ssh" {
+		var ns []hssh.Node
+		for _, n := range cfg.ExpandedNodes() {
+			ns = append(ns, hssh.Node{Name: n.Name, Address: n.Address, User: n.User, IdentityFile: n.IdentityFile})
+		}
+		return hssh.New(hssh.Config{
+			Nodes: ns, KnownHostsFile: cfg.SSH.KnownHosts, User: cfg.SSH.User,
+			IdentityFile: cfg.SSH.IdentityFile, StateDir: cfg.SSH.StateDir, Launcher: cfg.SSH.Launcher,
+			ProbeInterval: time.Duration(cfg.SSH.ProbeIntervalS) * time.Second, ProbeMisses: cfg.SSH.ProbeMisses,
+			Logger: log,
+		})
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return local.New(local.Config{
+		StateDir:     filepath.Join(cfg.StateDir, "nodes"),
+		ShepherdArgv: []string{self, local.ShepherdCommand},
+	})
 }
 
 // watchdog returns the controller's heartbeat: a systemd watchdog ping,

@@ -74,11 +74,7 @@ type Config struct {
 
 // NodeEvent is an up/down transition seen by the prober. The first probe
 // of every node yields one event, so the receiver learns every node's state.
-type NodeEvent struct {
-	Node string
-	Up   bool
-	Err  error // why the node is down
-}
+type NodeEvent = nodes.NodeEvent
 
 // Executor implements nodes.Executor over SSH.
 type Executor struct {
