@@ -107,3 +107,18 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		}
 	}
 }
+
+// The example shipped in contrib/ must stay a valid, complete config.
+func TestContribExampleParses(t *testing.T) {
+	c, err := Load("../contrib/hora.toml.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.Scheduler()
+	if len(sc.Partitions) != 3 || sc.Partitions[1].Policy != "dlt" || sc.Partitions[2].Params["strategy"] != "min-lip" {
+		t.Fatalf("partitions %+v", sc.Partitions)
+	}
+	if sc.Partitions[0].DefaultTime != 3600 || c.SSH.ProbeMisses != 3 || c.KillWaitS != 30 {
+		t.Fatalf("values not read: default_time %v, probe_misses %d, kill_wait_s %d", sc.Partitions[0].DefaultTime, c.SSH.ProbeMisses, c.KillWaitS)
+	}
+}
