@@ -135,15 +135,18 @@ type Job struct {
 	SubmitTime   int64    `json:"submit_time"`
 	EligibleTime int64    `json:"eligible_time,omitempty"`
 	StartTime    int64    `json:"start_time,omitempty"` // 0 = not started
-	EndTime      int64    `json:"end_time,omitempty"`   // 0 = not ended
-	Nodes        []string `json:"nodes,omitempty"`      // allocated nodes
-	ExitCode     int      `json:"exit_code"`
-	Signal       int      `json:"signal"`
-	CancelledBy  int64    `json:"cancelled_by"` // uid, -1 = not cancelled
-	Restarts     int      `json:"restarts,omitempty"`
-	Steps        []Step   `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
-	StdoutPath   string   `json:"stdout_path,omitempty"` // expanded
-	StderrPath   string   `json:"stderr_path,omitempty"`
+	// ExpectedStart is, for a pending job booked ahead (reservations), when
+	// it is planned to start; squeue %S shows it as Slurm shows expected starts.
+	ExpectedStart int64    `json:"expected_start,omitempty"`
+	EndTime       int64    `json:"end_time,omitempty"` // 0 = not ended
+	Nodes         []string `json:"nodes,omitempty"`    // allocated nodes
+	ExitCode      int      `json:"exit_code"`
+	Signal        int      `json:"signal"`
+	CancelledBy   int64    `json:"cancelled_by"` // uid, -1 = not cancelled
+	Restarts      int      `json:"restarts,omitempty"`
+	Steps         []Step   `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
+	StdoutPath    string   `json:"stdout_path,omitempty"` // expanded
+	StderrPath    string   `json:"stderr_path,omitempty"`
 }
 
 // Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.

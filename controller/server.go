@@ -244,6 +244,11 @@ func (c *Controller) present(j api.Job, full bool) api.Job {
 			j.Reason = r
 		}
 	}
+	if j.State == api.StatePending {
+		if t, ok := c.eng.PlannedStart(schedID(j.ID)); ok {
+			j.ExpectedStart = int64(t)
+		}
+	}
 	switch {
 	case j.State == api.StatePending && (j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin"):
 		j.Priority = 0

@@ -646,3 +646,16 @@ func (e *Engine) PartitionSpec(name string) (PartitionSpec, bool) {
 	}
 	return PartitionSpec{}, false
 }
+
+// PlannedStart is when a pending job is booked to start, if its partition's
+// policy books ahead (Planner); ok is false otherwise.
+func (e *Engine) PlannedStart(id JobID) (float64, bool) {
+	r := e.jobs[id]
+	if r == nil || r.started {
+		return 0, false
+	}
+	if pl, ok := r.part.policy.(Planner); ok {
+		return pl.PlannedStart(id)
+	}
+	return 0, false
+}

@@ -101,3 +101,10 @@ func lookupPolicy(name string) (PolicyFactory, error) {
 	}
 	return nil, fmt.Errorf("unknown policy %q (%s)", name, hint)
 }
+
+// Planner is implemented by policies that book jobs ahead of time
+// (reservations): they can say when a pending job is planned to start, which
+// `squeue --start` shows. Policies that only queue (batch) need not.
+type Planner interface {
+	PlannedStart(id JobID) (start float64, ok bool)
+}

@@ -297,7 +297,7 @@ func (c *sqCtx) appendValue(b []byte, f *sqField, j *api.Job) []byte {
 	case 'P':
 		s = j.Spec.Partition
 	case 'S':
-		s = c.sqTime(j.StartTime)
+		s = c.sqTime(shownStart(j))
 	case 'e':
 		if j.EndTime == 0 && j.StartTime != 0 && j.Spec.TimeLimit == api.NoLimit {
 			s = "NONE"
@@ -496,7 +496,19 @@ func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
 
 // startKey puts jobs without a start time after all others (squeue sorts
 // "unknown" as the future).
+// shownStart is the start squeue prints: the actual one, or for a pending
+// job booked ahead its planned start (Slurm prints expected starts too).
+func shownStart(j *api.Job) int64 {
+	if j.StartTime == 0 && j.State == api.StatePending {
+		return j.ExpectedStart
+	}
+	return j.StartTime
+}
+
 func startKey(j *api.Job, now int64) int64 {
+	if j.StartTime == 0 && j.ExpectedStart != 0 && j.State == api.StatePending {
+		return j.ExpectedStart
+	}
 	if j.StartTime == 0 {
 		return now + 100
 	}

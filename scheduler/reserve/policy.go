@@ -331,3 +331,12 @@ func (pl *Policy) NextWakeup() float64 {
 	}
 	return t
 }
+
+// PlannedStart is the booked start of a pending job (scheduler.Planner).
+func (pl *Policy) PlannedStart(id scheduler.JobID) (float64, bool) {
+	bk := pl.jobs[id]
+	if bk == nil || bk.running {
+		return 0, false
+	}
+	return float64(bk.b.Start), true
+}
