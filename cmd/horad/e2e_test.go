@@ -180,6 +180,35 @@ func (c *cluster) waitState(id string, want ...string) string {
 	return ""
 }
 
+// requireRoot: the end-to-end tests run jobs as other users (CI runs as root).
+func requireRoot(t testing.TB) {
+	if os.Geteuid() != 0 {
+		t.Fatal("the end-to-end tests run jobs as other users and must run as root (CI does)")
+	}
+}
+
+// workDir is a directory every user may write, for jobs' output files.
+func (c *cluster) workDir() string {
+	w := filepath.Join(c.dir, "work")
+	if err := os.MkdirAll(w, 0o777); err != nil {
+		c.t.Fatal(err)
+	}
+	os.Chmod(w, 0o777)
+	return w
+}
+
+// localBatch is the start of a hora.toml with the four local nodes and the
+// default batch partition; tests append their own partitions.
+const localBatch = `
+[[node]]
+name = "local[1-4]"
+
+[[partition]]
+name = "batch"
+nodes = "local[1-4]"
+default = true
+`
+
 func writeScript(t testing.TB, dir, name, body string) string {
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
@@ -189,12 +218,9 @@ func writeScript(t testing.TB, dir, name, body string) string {
 }
 
 func TestEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the end-to-end test runs jobs as other users and must run as root (CI does)")
-	}
+	requireRoot(t)
 	c := newCluster(t)
-	work := filepath.Join(c.dir, "work")
-	os.MkdirAll(work, 0o777)
+	work := c.workDir()
 
 	// 1. A job runs to completion; squeue and sacct say so; its output file
 	// is where Slurm would put it, with the Slurm environment inside.

@@ -10,15 +10,7 @@ import (
 	"time"
 )
 
-const resConfig = `
-[[node]]
-name = "local[1-4]"
-
-[[partition]]
-name = "batch"
-nodes = "local[1-4]"
-default = true
-
+const resConfig = localBatch + `
 [[partition]]
 name = "res"
 nodes = "local[1-4]"
@@ -29,12 +21,9 @@ policy = "reserve"
 // at its booked time, not before; a job that cannot be booked by its
 // deadline is refused with the earliest feasible start and deadline.
 func TestReservationEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the end-to-end tests must run as root (CI does)")
-	}
+	requireRoot(t)
 	c := newClusterWith(t, resConfig)
-	work := filepath.Join(c.dir, "work")
-	os.MkdirAll(work, 0o777)
+	work := c.workDir()
 	begin := time.Now().Add(3 * time.Second).Unix()
 	id := c.submit(work, "-p", "res", "-N", "4", "-t", "1", "--begin=now+3", "--deadline=now+600",
 		"-o", "res-%j.out", "--wrap", "date +%s")

@@ -10,15 +10,7 @@ import (
 	"testing"
 )
 
-const rtConfig = `
-[[node]]
-name = "local[1-4]"
-
-[[partition]]
-name = "batch"
-nodes = "local[1-4]"
-default = true
-
+const rtConfig = localBatch + `
 [[partition]]
 name = "rt"
 nodes = "local[1-4]"
@@ -33,12 +25,9 @@ cps = "0.002"
 // impossible deadline is refused with the earliest deadline that could be
 // guaranteed, and nothing is queued.
 func TestRealTimeDivisibleEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the end-to-end tests must run as root (CI does)")
-	}
+	requireRoot(t)
 	c := newClusterWith(t, rtConfig)
-	work := filepath.Join(c.dir, "work")
-	os.MkdirAll(work, 0o777)
+	work := c.workDir()
 
 	// 2,000 units at cps 0.002 s/unit: 4 s of work on one node, so a 60 s
 	// deadline is easy; the chunks must cover the load exactly.

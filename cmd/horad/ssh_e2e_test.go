@@ -16,9 +16,7 @@ import (
 // nobody; a host lost in the middle of a job makes the job NODE_FAIL and the
 // node "down" in sinfo, and the node returns to service when it answers again.
 func TestSSHNodesEndToEnd(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the end-to-end tests must run as root (CI does)")
-	}
+	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3)
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "executor = \"ssh\"\n")
