@@ -148,3 +148,24 @@ func TestEndedCountsAsMiss(t *testing.T) {
 		t.Errorf("result %+v, summary misses %d rejected %d loss %g", r, s.DeadlineMisses, s.Rejected, s.JobLossRate)
 	}
 }
+
+// TestChunkEndsAtItsExpect: a chunk that takes what the policy planned ends
+// at Start.Expect itself, not at now + (Expect − now), which rounds one ulp
+// past it for these numbers. The dlt policy (ac-fast) plans the first chunk
+// to end at the deadline exactly; the job used to count as a miss.
+func TestChunkEndsAtItsExpect(t *testing.T) {
+	now, dl := 27296.64, 158368.763
+	if now+(dl-now) <= dl {
+		t.Fatal("scenario lost: now + (dl − now) no longer rounds up")
+	}
+	w := &Workload{Name: "t", Procs: 2, Cluster: dltCluster(2, 1, 1000, "ac-fast"),
+		Jobs: []Job{{ID: 1, Submit: now, Run: 200 * 1001, Limit: scheduler.Inf, Procs: 1, Deadline: dl, Load: 200, RecordedWait: -1}}}
+	o, err := Simulate(t.Context(), w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := o.Results[0]
+	if !r.Admitted || r.Chunks < 2 || r.End != dl || missed(&w.Jobs[0], &r) {
+		t.Errorf("result %+v: want admitted, its first chunk ending at the deadline %v (over by %g)", r, dl, r.End-dl)
+	}
+}

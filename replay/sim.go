@@ -411,6 +411,11 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 						f *= 1 + opt.ChunkJitter*(2*jitter.Float64()-1)
 					}
 					end = now + (a.Expect-now)*f
+					if f == 1 {
+						// As planned: at Expect itself (now + (Expect − now)
+						// may round one ulp past it, past a deadline).
+						end = a.Expect
+					}
 					r.Chunks++
 					for _, n := range ns {
 						if !slices.Contains(usedNodes[i], n) {

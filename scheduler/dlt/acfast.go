@@ -150,6 +150,11 @@ func (a *acFast) dispatch(s *Scheduler, now float64, out []Chunk) []Chunk {
 			continue
 		}
 		c := s.cut(ts, node, now, size)
+		// σ̂ ends by the deadline in exact arithmetic; now + σ̂(Cms+Cps) may
+		// round one ulp past it (and cut's snap to σ_left adds ≤ 1e-12
+		// relative). The planned end is the deadline then, or a driver that
+		// runs the chunk to its planned end sees a miss.
+		c.End = min(c.End, ts.t.Deadline)
 		s.chanFree = now + s.m.SendTime(c.Size)
 		s.nodeFree[node] = c.End
 		out = append(out, c)

@@ -278,3 +278,33 @@ func TestLooseEverythingAdmitted(t *testing.T) {
 		}
 	}
 }
+
+// TestMNAChunkEndsByDeadlineExactly: a chunk the MNA dispatcher sizes to end
+// at the deadline, σ̂ = (A+D−now)/(Cms+Cps), is planned (Chunk.End, the
+// Engine's Expect) to end at the deadline, not one ulp after it: now +
+// σ̂·(Cms+Cps) rounds up for these numbers (found by the ac-fast-2009 replay,
+// which runs chunks to Expect and counted such jobs as misses).
+func TestMNAChunkEndsByDeadlineExactly(t *testing.T) {
+	for _, alg := range []string{"ac-fast", "ac-fast-ref"} {
+		s, err := New(alg, Model{Cms: 1, Cps: 1000, Share: 1}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, dl, unit := 2506.27, 66577.393, 1001.0 // variables: float64 arithmetic, not exact constants
+		if now+(dl-now)/unit*unit <= dl {
+			t.Fatal("scenario lost: the product no longer rounds up")
+		}
+		if err := s.Admit(now, Task{ID: 1, Size: 100, Deadline: dl}); err != nil {
+			t.Fatal(err)
+		}
+		cs := s.Dispatch(now)
+		if len(cs) == 0 || cs[0].Size >= 100 {
+			t.Fatalf("%s: want a first chunk limited by the deadline, got %+v", alg, cs)
+		}
+		for _, c := range cs {
+			if c.End > dl {
+				t.Errorf("%s: chunk %d planned to end at %v, %g after the deadline %v", alg, c.Step, c.End, c.End-dl, dl)
+			}
+		}
+	}
+}
