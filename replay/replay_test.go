@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -256,5 +257,28 @@ func TestNormalize(t *testing.T) {
 	got := strings.Join(normalize([]string{"a.swf", "--procs", "8", "--json", "--out=d", "--", "-x"}), " ")
 	if got != "--procs 8 --json --out=d -- a.swf -x" {
 		t.Errorf("normalize: %s", got)
+	}
+}
+
+// A Submit refused at the very second a booked job starts runs no
+// scheduling pass; the reserve policy then still asks for a wakeup at that
+// second, and the simulator must deliver it rather than wait for the next
+// event (castillo-ch3 counted such late starts as deadline misses).
+func TestReserveStartAtRefusedSubmit(t *testing.T) {
+	w := &Workload{Name: "refused-at-start", Procs: 1, Cluster: reserveCluster("ar", []float64{0}, "min-lip")}
+	w.Jobs = []Job{
+		{ID: 1, Submit: 0, Begin: 100, Run: 60, Limit: 60, Deadline: 160, Procs: 1, RecordedWait: -1},   // booked [100, 160)
+		{ID: 2, Submit: 100, Begin: 100, Run: 60, Limit: 60, Deadline: 170, Procs: 1, RecordedWait: -1}, // refused at 100
+		{ID: 3, Submit: 500, Run: 60, Limit: 60, Procs: 1, RecordedWait: -1},                            // the next event
+	}
+	o, err := Simulate(context.Background(), w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := o.Results[1]; !r.Rejected {
+		t.Fatalf("job 2 not refused: %+v", r)
+	}
+	if r := o.Results[0]; !r.Started || r.Start != 100 || r.End != 160 {
+		t.Errorf("job 1 ran %v–%v (started %v), want 100–160", r.Start, r.End, r.Started)
 	}
 }
