@@ -14,7 +14,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -585,8 +584,6 @@ func (q *workQueue) close() {
 	q.mu.Unlock()
 	q.cond.Broadcast()
 }
-
-var errNotFound = errors.New("not found")
 
 // outputPaths expands the job's -o/-e patterns (default slurm-%j.out) into
 // absolute paths, relative ones against the job's working directory.

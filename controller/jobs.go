@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -50,7 +51,7 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 		for _, n := range nodeList {
 			cpus += c.nodeCPUs(n)
 		}
-		return &api.SubmitResponse{JobID: c.nextID, StartTime: int64(math_Ceil(start)), Nodes: nodeList,
+		return &api.SubmitResponse{JobID: c.nextID, StartTime: int64(math.Ceil(start)), Nodes: nodeList,
 			Partition: c.partitionOf(spec.Partition), CPUs: cpus}, nil
 	}
 	j.ID = c.nextID
@@ -77,22 +78,14 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 // default "-p" order. Held jobs show 0 (see present).
 func basePriority(id int64) int64 { return 4294901760 - id%4294901760 }
 
-func math_Ceil(f float64) float64 {
-	i := float64(int64(f))
-	if f > i {
-		return i + 1
-	}
-	return i
-}
-
 func admissionError(err error) error {
 	if ae, ok := err.(*scheduler.AdmissionError); ok {
 		e := &api.Error{Message: ae.Message, Code: ae.Code}
 		if ae.EarliestDeadline > 0 {
-			e.Earliest = int64(math_Ceil(ae.EarliestDeadline))
+			e.Earliest = int64(math.Ceil(ae.EarliestDeadline))
 		}
 		if ae.EarliestStart > 0 {
-			e.EarliestStart = int64(math_Ceil(ae.EarliestStart))
+			e.EarliestStart = int64(math.Ceil(ae.EarliestStart))
 		}
 		return e
 	}
@@ -183,8 +176,6 @@ func (c *Controller) nodeCPUs(name string) int {
 func (c *Controller) mayTouch(who *Caller, j *job) bool {
 	return who.UID == j.UID || c.operators[who.UID]
 }
-
-var errInvalidJobID = &api.Error{Message: "Invalid job id specified", Code: api.CodeInvalidJobID}
 
 // cancel implements scancel: select, check permission, then cancel or signal.
 func (c *Controller) cancel(ctx context.Context, who *Caller, req api.CancelRequest) (*api.CancelResponse, error) {
