@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strconv"
 
@@ -48,6 +49,17 @@ func (c *Controller) startChunkLocked(j *job, a scheduler.Start) {
 		"HORA_CHUNK_SIZE="+strconv.FormatFloat(a.Size, 'f', -1, 64),
 		"SLURM_STEP_ID="+strconv.Itoa(a.Step),
 		"SLURM_STEPID="+strconv.Itoa(a.Step))
+	if in := j.Spec.Input; in != "" && c.isDLT(j.Spec.Partition) {
+		// The file's size was checked at submit; a file changed since then
+		// fails its chunks when staging reads past its end.
+		size := int64(math.Round(j.Spec.Load * c.unitBytes(j.Spec.Partition)))
+		start, end := chunkRange(a.Offset, a.Size, j.Spec.Load, c.unitBytes(j.Spec.Partition), size)
+		spec.Env = append(spec.Env,
+			"HORA_CHUNK_FILE_OFFSET="+strconv.FormatInt(start, 10),
+			"HORA_CHUNK_FILE_SIZE="+strconv.FormatInt(end-start, 10))
+		c.stageQueue(j.Spec.Partition).push(func(ctx context.Context) { c.stageAndLaunch(ctx, spec, in, start, end, evs) })
+		return
+	}
 	c.work.push(func(ctx context.Context) { c.launch(ctx, spec, evs...) })
 }
 
@@ -81,8 +93,15 @@ func (c *Controller) chunkEndLocked(ctx context.Context, j *job, s nodes.Status)
 		j.Steps[i] = step
 	}
 	delete(j.chunks, s.Key.Step)
-	acts := c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID), Step: s.Key.Step,
-		Failed: st != api.StateCompleted})
+	fin := scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID), Step: s.Key.Step,
+		Failed: st != api.StateCompleted}
+	// Measured times for the estimator (dlt-feedback §3.2): the staging
+	// transfer is the chunk's Cms part, the process's run its Cps part.
+	if t, ok := j.transfer[s.Key.Step]; ok && !fin.Failed && !s.Started.IsZero() && s.Ended.After(s.Started) {
+		fin.Transfer, fin.Compute = t, s.Ended.Sub(s.Started).Seconds()
+	}
+	delete(j.transfer, s.Key.Step)
+	acts := c.eng.Handle(fin)
 	if _, known := c.eng.Job(scheduler.JobID(j.ID)); !known && len(j.chunks) == 0 && !j.State.Finished() {
 		if err := c.endDivisibleLocked(ctx, j); err != nil {
 			return err

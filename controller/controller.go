@@ -53,6 +53,7 @@ type Controller struct {
 	downNodes map[string]string // node → reason
 
 	work      *workQueue
+	stageQ    map[string]*workQueue // dlt partition → its staging channel (staging.go)
 	wake      chan struct{} // poke the tick loop after the Engine's wakeup time may have moved
 	heartbeat func()
 }
@@ -64,6 +65,7 @@ type job struct {
 	cancelRequested bool
 	launched        bool
 	chunks          map[int]string // running chunks of a divisible job: step → node
+	transfer        map[int]float64 // staged chunks: step → measured transfer seconds
 }
 
 // Options configures New.
@@ -97,7 +99,12 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
 		downNodes: map[string]string{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
-		heartbeat: o.Heartbeat,
+		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{},
+	}
+	for _, p := range o.Config.Partitions {
+		if p.Policy == "dlt" {
+			c.stageQ[p.Name] = newWorkQueue()
+		}
 	}
 	for _, op := range o.Config.Operators {
 		if uid, ok := lookupUID(op); ok {
@@ -126,8 +133,20 @@ func (c *Controller) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); c.dispatch(ctx) }()
 	go func() { defer wg.Done(); c.watchExits(ctx) }()
 	go func() { defer wg.Done(); c.tickLoop(ctx) }()
+	for _, q := range c.stageQ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f, ok := q.pop(); ok; f, ok = q.pop() {
+				f(ctx)
+			}
+		}()
+	}
 	<-ctx.Done()
 	c.work.close()
+	for _, q := range c.stageQ {
+		q.close()
+	}
 	wg.Wait()
 	return nil
 }

@@ -374,6 +374,9 @@ func (e *Engine) finished(now float64, ev Finished) {
 	}
 	r.steps = slices.Delete(r.steps, k, k+1)
 	if !r.removed && !r.done {
+		if m, ok := r.part.policy.(Measurer); ok && (ev.Transfer > 0 || ev.Compute > 0) {
+			m.StepMeasured(now, ev.ID, ev.Step, ev.Transfer, ev.Compute)
+		}
 		r.done = r.part.policy.StepFinished(now, ev.ID, ev.Step, ev.Failed)
 	}
 	if (r.removed || r.done) && len(r.steps) == 0 {

@@ -102,6 +102,13 @@ func lookupPolicy(name string) (PolicyFactory, error) {
 	return nil, fmt.Errorf("unknown policy %q (%s)", name, hint)
 }
 
+// Measurer is implemented by policies that learn from a step's measured
+// transfer and compute times (dlt). The Engine calls StepMeasured just
+// before StepFinished when a Finished event carries them.
+type Measurer interface {
+	StepMeasured(now float64, id JobID, step int, transfer, compute float64)
+}
+
 // Planner is implemented by policies that book jobs ahead of time
 // (reservations): they can say when a pending job is planned to start, which
 // `squeue --start` shows. Policies that only queue (batch) need not.

@@ -107,6 +107,10 @@ type Finished struct {
 	// Failed is true when the step did not complete its work (non-zero exit,
 	// signal, timeout, node failure).
 	Failed bool
+	// Transfer and Compute are measured seconds of a chunk whose data was
+	// sent before it ran (0 = not measured): the time of the transfer and
+	// of the run. Policies that implement Measurer learn from them.
+	Transfer, Compute float64
 }
 
 // NodeDown takes a node out of service; NodeUp returns it.

@@ -34,6 +34,9 @@ type Policy struct {
 	expire []scheduler.JobID
 	// gone holds the running steps of removed jobs, until their node is free.
 	gone []stepKey
+	// measured holds the transfer and compute seconds of a step that is
+	// about to be reported finished (StepMeasured, then StepFinished).
+	measured map[stepKey][2]float64
 }
 
 type stepKey struct {
@@ -65,6 +68,10 @@ func ParseParams(prm map[string]string) (m Model, alg string, adapt bool, err er
 	num("st", &m.ST, false)
 	num("sc", &m.SC, false)
 	num("share", &m.Share, true)
+	// unit_bytes (bytes of --input per load unit) is the controller's; it
+	// is checked here so a bad value stops horad at start-up.
+	var unit float64
+	num("unit_bytes", &unit, true)
 	if err == nil && m.Share > 1 {
 		err = fmt.Errorf("share: want a number in (0, 1], got %g", m.Share)
 	}
@@ -200,12 +207,27 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 	if failed {
 		pl.s.killing[node] = true // a failed chunk is no measurement
 	}
-	done := pl.s.Finished(now, node)
+	var done bool
+	if m, ok := pl.measured[k]; ok {
+		delete(pl.measured, k)
+		done = pl.s.FinishedMeasured(now, node, m[0], m[1])
+	} else {
+		done = pl.s.Finished(now, node)
+	}
 	if done || pl.s.Left(int64(id)) == 0 && !pl.hasSteps(id) {
 		delete(pl.jobs, id)
 		return true
 	}
 	return false
+}
+
+// StepMeasured records a staged chunk's measured transfer and compute
+// seconds for the StepFinished that follows (scheduler.Measurer).
+func (pl *Policy) StepMeasured(now float64, id scheduler.JobID, step int, transfer, compute float64) {
+	if pl.measured == nil {
+		pl.measured = map[stepKey][2]float64{}
+	}
+	pl.measured[stepKey{id, step}] = [2]float64{transfer, compute}
 }
 
 func (pl *Policy) hasSteps(id scheduler.JobID) bool {

@@ -305,6 +305,21 @@ func (s *Scheduler) Finished(now float64, node int) (taskDone bool) {
 	return s.finish(now, node, !s.killing[node], s.killing[node])
 }
 
+// FinishedMeasured is Finished for a chunk whose transfer and run were
+// measured apart (staged input): the estimator learns Cms and Cps each from
+// its own time (Estimator.ObserveSplit) instead of from now − start.
+func (s *Scheduler) FinishedMeasured(now float64, node int, transfer, compute float64) (taskDone bool) {
+	now = s.tick(now)
+	if node < 0 || node >= s.n || s.running[node] == nil {
+		return false
+	}
+	if s.est != nil && !s.killing[node] && s.running[node].Size > 0 {
+		s.est.ObserveSplit(s.m, s.running[node].Size, transfer, compute)
+		s.m = s.est.Apply(s.m)
+	}
+	return s.finish(now, node, false, s.killing[node])
+}
+
 func (s *Scheduler) finish(now float64, node int, measured, killed bool) bool {
 	c := s.running[node]
 	s.running[node] = nil
