@@ -54,7 +54,7 @@ type Controller struct {
 
 	work      *workQueue
 	stageQ    map[string]*workQueue // dlt partition → its staging channel (staging.go)
-	wake      chan struct{} // poke the tick loop after the Engine's wakeup time may have moved
+	wake      chan struct{}         // poke the tick loop after the Engine's wakeup time may have moved
 	heartbeat func()
 }
 
@@ -64,7 +64,7 @@ type job struct {
 	api.Job
 	cancelRequested bool
 	launched        bool
-	chunks          map[int]string // running chunks of a divisible job: step → node
+	chunks          map[int]string  // running chunks of a divisible job: step → node
 	transfer        map[int]float64 // staged chunks: step → measured transfer seconds
 }
 
