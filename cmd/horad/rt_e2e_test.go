@@ -1,13 +1,17 @@
 package main
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 const rtConfig = localBatch + `
@@ -75,3 +79,113 @@ func TestRealTimeDivisibleEndToEnd(t *testing.T) {
 }
 
 func fmtSscan(s string, f *float64) (int, error) { return fmt.Sscan(s, f) }
+
+// rtStageConfig: 3,000 units of 100 bytes need 12 s on one node, so a
+// deadline 8 s away takes two or more chunks.
+const rtStageConfig = localBatch + `
+[[partition]]
+name = "rt"
+nodes = "local[1-4]"
+policy = "dlt"
+[partition.params]
+cms = "0.0001"
+cps = "0.004"
+unit_bytes = "100"
+`
+
+// A divisible job whose load is a file (--input with --load): each chunk
+// finds its byte range staged at $HORA_CHUNK_FILE, a file of the job's
+// owner only, and checksums it; the ranges cover the file exactly and every
+// sum matches; the staged files are gone once the job is. A file the
+// submitter cannot read, or whose size is not the load, is refused at
+// submit with the file named, and nothing is queued.
+func TestRealTimeStagedInputEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, rtStageConfig)
+	work := c.workDir()
+	data := make([]byte, 300_000) // 3,000 units of 100 bytes
+	rand.Read(data)
+	input := filepath.Join(work, "input.bin")
+	if err := os.WriteFile(input, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `#!/bin/sh
+f=$HORA_CHUNK_FILE
+echo "chunk $HORA_CHUNK_INDEX $HORA_CHUNK_FILE_OFFSET $HORA_CHUNK_FILE_SIZE $(wc -c < "$f") $(sha256sum < "$f" | cut -d' ' -f1) $(stat -c %u:%a "$f") $(id -u)"
+`
+	writeScript(t, work, "sum.sh", script)
+	r := c.run(65534, work, "sbatch", "-p", "rt", "--deadline=now+8", "--load=3k", "--input=input.bin", "-o", "st-%j.out", "sum.sh")
+	m := submitted.FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		t.Fatalf("sbatch as nobody: %+v", r)
+	}
+	id := m[1]
+	c.waitState(id, "COMPLETED")
+	out, err := os.ReadFile(filepath.Join(work, "st-"+id+".out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type chunk struct{ off, size int }
+	var chunks []chunk
+	re := regexp.MustCompile(`^chunk (\d+) (\d+) (\d+) (\d+) ([0-9a-f]{64}) 65534:600 65534$`)
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		m := re.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("chunk line %q (want the staged file nobody's, mode 600, read as nobody)", l)
+		}
+		off, _ := strconv.Atoi(m[2])
+		size, _ := strconv.Atoi(m[3])
+		if n, _ := strconv.Atoi(m[4]); n != size || off+size > len(data) {
+			t.Fatalf("chunk %s: staged %d bytes for range [%d,+%d)", m[1], n, off, size)
+		}
+		if want := fmt.Sprintf("%x", sha256.Sum256(data[off:off+size])); m[5] != want {
+			t.Errorf("chunk %s [%d,+%d): sum %s, want %s", m[1], off, size, m[5], want)
+		}
+		chunks = append(chunks, chunk{off, size})
+	}
+	sort.Slice(chunks, func(i, j int) bool { return chunks[i].off < chunks[j].off })
+	next := 0
+	for _, ch := range chunks {
+		if ch.off != next {
+			t.Fatalf("chunks %v do not tile the file at byte %d", chunks, next)
+		}
+		next += ch.size
+	}
+	if next != len(data) || len(chunks) < 2 {
+		t.Fatalf("%d chunks cover %d of %d bytes", len(chunks), next, len(data))
+	}
+	eventuallyE2E(t, "staged files removed", func() bool {
+		ents, _ := filepath.Glob(filepath.Join(c.varDir, "nodes", "*", "staged", id+".*"))
+		return len(ents) == 0
+	})
+
+	// Refusals: a root-only file (horad is root, nobody is not), a file of
+	// the wrong size. Exit 1, the file named, nothing queued.
+	secret := filepath.Join(work, "secret.bin")
+	if err := os.WriteFile(secret, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ file, load, want string }{
+		{secret, "3k", `input "` + secret + `": permission denied`},
+		{input, "2k", `input "` + input + `": the file has 300000 bytes but --load=2000 at 100 bytes per unit means 200000 bytes`},
+	} {
+		r := c.run(65534, work, "sbatch", "-p", "rt", "--deadline=now+120", "--load="+tc.load, "--input="+tc.file, "sum.sh")
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("sbatch --input=%s --load=%s: %+v, want exit 1 and %q", filepath.Base(tc.file), tc.load, r, tc.want)
+		}
+	}
+	r = c.run(0, work, "squeue", "-h", "-t", "all", "-o", "%i")
+	if strings.TrimSpace(r.stdout) != id {
+		t.Errorf("queue after refusals: %q", r.stdout)
+	}
+}
+
+func eventuallyE2E(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("not within 20 s: %s", what)
+}

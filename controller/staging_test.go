@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// openAs lets the kernel decide with the user's rights: a root-only file, a
+// file under a directory the user cannot search, and a file the user owns
+// but made unreadable are all refused; a public one, and one readable only
+// through the user's group, open. Root's
+// own rights are intact afterwards on every thread (many calls in parallel,
+// then a root-only open).
+func TestOpenAsUsesTheUsersRights(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test needs root (horad's situation: it opens files for other users)")
+	}
+	const nobody = 65534
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, mode os.FileMode, uid, gid int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("data"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rootOnly := mk("root-only", 0o600, 0, 0)
+	public := mk("public", 0o644, 0, 0)
+	ownUnreadable := mk("own-unreadable", 0o200, nobody, nobody)
+	byGroup := mk("by-group", 0o640, 0, nobody)
+	hidden := filepath.Join(dir, "hidden")
+	if err := os.Mkdir(hidden, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inHidden := filepath.Join(hidden, "f")
+	if err := os.WriteFile(inHidden, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		ok   bool
+	}{{rootOnly, false}, {public, true}, {ownUnreadable, false}, {byGroup, true}, {inHidden, false}} {
+		f, err := openAs(c.path, nobody, nobody)
+		if c.ok != (err == nil) {
+			t.Errorf("openAs(%s) as nobody: %v, want ok=%v", filepath.Base(c.path), err, c.ok)
+		}
+		if err == nil {
+			f.Close()
+		} else if !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("openAs(%s): %v, want permission denied", filepath.Base(c.path), err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			if f, err := openAs(public, nobody, nobody); err == nil {
+				f.Close()
+			}
+		})
+	}
+	wg.Wait()
+	for range 64 {
+		f, err := os.Open(rootOnly)
+		if err != nil {
+			t.Fatalf("root lost its rights after openAs: %v", err)
+		}
+		f.Close()
+		if g, _ := syscall.Getgroups(); len(g) == 1 && g[0] == nobody {
+			t.Fatal("root's groups were changed")
+		}
+	}
+}
+
+// chunkRange: adjacent chunks meet at the same byte and the chunks cover
+// the file exactly, for sizes cut as dlt cuts them (offset += size).
+func TestChunkRangeCoversTheFile(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		unit := []float64{1, 3, 4096, 0.5}[r.IntN(4)]
+		load := float64(1 + r.IntN(1_000_000))
+		size := int64(load*unit + 0.5)
+		var off float64
+		var next int64
+		for left := load; left > 0; {
+			s := min(left, r.Float64()*load/3+1e-3)
+			if s >= left*(1-1e-12) {
+				s = left
+			}
+			a, b := chunkRange(off, s, load, unit, size)
+			if a != next || b < a {
+				t.Fatalf("load %g unit %g: chunk [%g,+%g) → bytes [%d,%d), want start %d", load, unit, off, s, a, b, next)
+			}
+			next = b
+			off += s
+			left = max(left-s, 0)
+		}
+		if next != size {
+			t.Fatalf("load %g unit %g: chunks end at byte %d of %d", load, unit, next, size)
+		}
+	}
+}
