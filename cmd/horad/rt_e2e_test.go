@@ -37,6 +37,21 @@ func TestRealTimeDivisibleEndToEnd(t *testing.T) {
 	// deadline is easy; the chunks must cover the load exactly.
 	id := c.submit(work, "-p", "rt", "--deadline=now+60", "--load=2k", "-o", "rt-%j.out",
 		"--wrap", `echo "chunk $HORA_CHUNK_INDEX $HORA_CHUNK_OFFSET $HORA_CHUNK_SIZE $SLURM_JOB_ID"`)
+	// The deadline shows as Slurm shows it: squeue --Format=Deadline and
+	// scontrol show job's Deadline=, the submit time plus 60 s.
+	r := c.run(0, work, "squeue", "-h", "-t", "all", "-j", id, "-O", "SubmitTime,Deadline")
+	f := strings.Fields(r.stdout)
+	if len(f) != 2 {
+		t.Fatalf("squeue -O SubmitTime,Deadline: %+v", r)
+	}
+	submitAt, err1 := time.ParseInLocation("2006-01-02T15:04:05", f[0], time.UTC)
+	deadline, err2 := time.ParseInLocation("2006-01-02T15:04:05", f[1], time.UTC)
+	if err1 != nil || err2 != nil || deadline.Sub(submitAt) < 59*time.Second || deadline.Sub(submitAt) > 61*time.Second {
+		t.Errorf("squeue submit %q deadline %q, want the deadline 60 s after the submit", f[0], f[1])
+	}
+	if r := c.run(0, work, "scontrol", "show", "job", id); !strings.Contains(r.stdout, " Deadline="+f[1]) {
+		t.Errorf("scontrol show job has no Deadline=%s:\n%s", f[1], r.stdout)
+	}
 	c.waitState(id, "COMPLETED")
 	out, err := os.ReadFile(filepath.Join(work, "rt-"+id+".out"))
 	if err != nil {
@@ -60,7 +75,7 @@ func TestRealTimeDivisibleEndToEnd(t *testing.T) {
 	if total < 1999.999 || total > 2000.001 {
 		t.Errorf("chunks cover %g units, want 2000 (%q)", total, lines)
 	}
-	r := c.run(0, work, "sacct", "-j", id, "-P", "-n", "-o", "JobID,State")
+	r = c.run(0, work, "sacct", "-j", id, "-P", "-n", "-o", "JobID,State")
 	rows := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(rows) != 1+len(lines) || rows[0] != id+"|COMPLETED" || !strings.HasPrefix(rows[1], id+".0|COMPLETED") {
 		t.Errorf("sacct rows %q for %d chunks", rows, len(lines))
