@@ -69,28 +69,9 @@ func (c *Controller) chunkEndLocked(ctx context.Context, j *job, s nodes.Status)
 	if j == nil {
 		return nil
 	}
-	st := api.StateCompleted
-	switch {
-	case j.cancelRequested || j.CancelledBy >= 0:
-		st = api.StateCancelled
-	case s.TimedOut:
-		st = api.StateTimeout
-	case s.State == nodes.StepLost:
-		st = api.StateNodeFail
-	case s.Err != "" || s.Signal != 0 || s.ExitCode != 0:
-		st = api.StateFailed
-	}
-	end := s.Ended.Unix()
-	if s.Ended.IsZero() {
-		end = c.now().Unix()
-	}
-	if i := slices.IndexFunc(j.Steps, func(x api.Step) bool { return x.Index == s.Key.Step }); i >= 0 && !j.State.Finished() {
-		step := j.Steps[i]
-		step.State, step.EndTime, step.ExitCode, step.Signal = st, end, s.ExitCode, s.Signal
-		if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: end, Kind: store.KindStepEnd, Step: &step}); err != nil {
-			return err
-		}
-		j.Steps[i] = step
+	st, err := c.recordStepEndLocked(ctx, j, s)
+	if err != nil {
+		return err
 	}
 	delete(j.chunks, s.Key.Step)
 	fin := scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID), Step: s.Key.Step,
@@ -111,15 +92,51 @@ func (c *Controller) chunkEndLocked(ctx context.Context, j *job, s nodes.Status)
 	return nil
 }
 
+// recordStepEndLocked records how a chunk ended (step_end) and returns its
+// state. Caller holds c.mu.
+func (c *Controller) recordStepEndLocked(ctx context.Context, j *job, s nodes.Status) (api.JobState, error) {
+	st := api.StateCompleted
+	switch {
+	case j.cancelRequested || j.CancelledBy >= 0:
+		st = api.StateCancelled
+	case s.TimedOut:
+		st = api.StateTimeout
+	case s.State == nodes.StepLost:
+		st = api.StateNodeFail
+	case s.Err != "" || s.Signal != 0 || s.ExitCode != 0:
+		st = api.StateFailed
+	}
+	end := s.Ended.Unix()
+	if s.Ended.IsZero() {
+		end = c.now().Unix()
+	}
+	if i := slices.IndexFunc(j.Steps, func(x api.Step) bool { return x.Index == s.Key.Step }); i >= 0 && !j.State.Finished() {
+		step := j.Steps[i]
+		step.State, step.EndTime, step.ExitCode, step.Signal = st, end, s.ExitCode, s.Signal
+		if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: end, Kind: store.KindStepEnd, Step: &step}); err != nil {
+			return st, err
+		}
+		j.Steps[i] = step
+	}
+	return st, nil
+}
+
 // endDivisibleLocked records the end of a divisible job from its chunks:
 // cancelled if asked, completed if every chunk completed, else failed with
 // the first chunk's non-zero exit.
 func (c *Controller) endDivisibleLocked(ctx context.Context, j *job) error {
 	st, reason, exit, sig := api.StateCompleted, "None", 0, 0
+	done := 0.0
 	for _, s := range j.Steps {
 		if s.State != api.StateCompleted && st == api.StateCompleted {
 			st, reason, exit, sig = api.StateFailed, "NonZeroExitCode", s.ExitCode, s.Signal
 		}
+		done = max(done, s.Offset+s.Size)
+	}
+	if st == api.StateCompleted && done < j.Spec.Load*(1-1e-9) {
+		// Part of the load was never handed out: the policy gave up the rest
+		// because its deadline could no longer be guaranteed.
+		st, reason = api.StateDeadline, "DeadLine"
 	}
 	if j.cancelRequested || j.CancelledBy >= 0 {
 		st, reason = api.StateCancelled, "None"
@@ -130,5 +147,54 @@ func (c *Controller) endDivisibleLocked(ctx context.Context, j *job) error {
 		return err
 	}
 	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, exit, sig, now
+	return nil
+}
+
+// recoverDivisible re-attaches a divisible job that was running when horad
+// stopped, chunk by chunk from the node-side state: a chunk still running is
+// watched again and holds its node; one that ended meanwhile is recorded
+// with its real exit status; one whose start was recorded but which never
+// reached its node is recorded NODE_FAIL (its data is not run again). The
+// Engine then gets the job with its running chunks and the load already
+// handed out, and the dlt policy admits the rest anew (ChunkRestorer).
+func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[nodes.StepKey]nodes.Status, now float64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addJob(j)
+	j.launched = true
+	j.chunks = map[int]string{}
+	var running []scheduler.RestoredChunk
+	done, next := 0.0, 0
+	for _, st := range slices.Clone(j.Steps) {
+		next = max(next, st.Index+1)
+		done = max(done, st.Offset+st.Size)
+		if st.State != api.StateRunning {
+			continue
+		}
+		key := nodes.StepKey{Job: j.ID, Step: st.Index}
+		s, ok := onNode[key]
+		switch {
+		case ok && s.State == nodes.StepRunning:
+			j.chunks[st.Index] = st.Node
+			running = append(running, scheduler.RestoredChunk{Step: st.Index, Node: st.Node,
+				Offset: st.Offset, Size: st.Size, Start: float64(st.StartTime)})
+			c.log.Info("re-attached running chunk", "job", j.ID, "step", st.Index, "node", st.Node)
+			continue
+		case !ok || (s.State == nodes.StepLost && s.Pid == 0):
+			s = nodes.Status{Key: key, Node: st.Node, State: nodes.StepLost, ExitCode: 1,
+				Err: "the chunk never started (horad stopped while launching it)"}
+		}
+		if _, err := c.recordStepEndLocked(ctx, j, s); err != nil {
+			return err
+		}
+		if ok {
+			_ = c.exec.Forget(ctx, s.Node, key)
+		}
+	}
+	if len(running) == 0 && (done >= j.Spec.Load*(1-1e-9) || j.cancelRequested || j.CancelledBy >= 0) {
+		return c.endDivisibleLocked(ctx, j)
+	}
+	c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Started: float64(j.StartTime),
+		Chunks: running, Done: done, NextStep: next})
 	return nil
 }

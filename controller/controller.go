@@ -192,6 +192,11 @@ func (c *Controller) recover(ctx context.Context) error {
 				_ = c.exec.Forget(ctx, s.Node, key)
 			}
 			continue
+		case aj.State == api.StateRunning && aj.Spec.Load > 0 && c.isDLT(aj.Spec.Partition):
+			if err := c.recoverDivisible(ctx, j, onNode, now); err != nil {
+				return err
+			}
+			continue
 		case aj.State == api.StateRunning:
 			s, ok := onNode[key]
 			switch {

@@ -405,6 +405,23 @@ func (e *Engine) restore(now float64, ev Restore) {
 	}
 	r := &jobRec{job: j, part: p}
 	e.jobs[j.ID] = r
+	if cr, ok := p.policy.(ChunkRestorer); ok && ev.Running && j.Load > 0 {
+		// Chunks are planned to end by the deadline: a sound bound for the
+		// other policies sharing these nodes until the chunk reports.
+		expect := max(j.Deadline, now)
+		for _, c := range ev.Chunks {
+			if g, ok := e.byName[c.Node]; ok && !e.nodes[g].busy {
+				e.allocate(g, j.ID, c.Step, expect)
+				r.steps = append(r.steps, runStep{step: c.Step, nodes: []int{g}, expect: expect})
+			}
+		}
+		// Without a running chunk the job is pending again for the Engine
+		// (the policy may still end it with Partition.End).
+		r.started = len(r.steps) > 0
+		cr.RestoreChunks(now, &r.job, ev.Chunks, ev.Done, ev.NextStep)
+		p.dirty = true
+		return
+	}
 	if ev.Running {
 		r.started = true
 		expect := ev.Started + j.TimeLimit

@@ -109,6 +109,14 @@ type Measurer interface {
 	StepMeasured(now float64, id JobID, step int, transfer, compute float64)
 }
 
+// ChunkRestorer is implemented by policies that run jobs as chunks (dlt):
+// after a restart a running job's chunks are re-attached one by one (the
+// Engine has allocated their nodes, step = chunk step) and the rest of its
+// load continues from done.
+type ChunkRestorer interface {
+	RestoreChunks(now float64, j *Job, chunks []RestoredChunk, done float64, nextStep int)
+}
+
 // Planner is implemented by policies that book jobs ahead of time
 // (reservations): they can say when a pending job is planned to start, which
 // `squeue --start` shows. Policies that only queue (batch) need not.

@@ -109,6 +109,11 @@ func (h *Harness) Handle(ev scheduler.Event) []scheduler.Action {
 				h.owner[n] = k
 			}
 			h.running[k] = ev.Nodes
+			for _, c := range ev.Chunks {
+				k := stepKey{ev.Job.ID, c.Step}
+				h.owner[c.Node] = k
+				h.running[k] = []string{c.Node}
+			}
 		}
 	}
 	acts := h.Eng.Handle(ev)
