@@ -204,3 +204,73 @@ func eventuallyE2E(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("not within 20 s: %s", what)
 }
+
+// horad is SIGKILLed while the chunks of a staged divisible job run: after
+// the restart the chunks are re-attached one by one (not requeued, not run
+// twice), the job completes, and its chunks together checksum the file
+// exactly once.
+func TestRealTimeRestartWhileChunksRun(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, rtStageConfig)
+	work := c.workDir()
+	data := make([]byte, 300_000)
+	rand.Read(data)
+	if err := os.WriteFile(filepath.Join(work, "input.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeScript(t, work, "slow.sh", `#!/bin/sh
+sleep 3
+echo "chunk $HORA_CHUNK_INDEX $HORA_CHUNK_FILE_OFFSET $HORA_CHUNK_FILE_SIZE $(sha256sum < "$HORA_CHUNK_FILE" | cut -d' ' -f1)"
+`)
+	id := c.submit(work, "-p", "rt", "--deadline=now+10", "--load=3k", "--input=input.bin", "-o", "rs-%j.out", "slow.sh")
+	// Both chunks (the deadline needs two nodes) are running: their
+	// processes have recorded their pids node-side.
+	eventuallyE2E(t, "two chunks running", func() bool {
+		pids, _ := filepath.Glob(filepath.Join(c.varDir, "nodes", "*", id+".*", "user", "pid"))
+		return len(pids) >= 2
+	})
+	c.kill9()
+	c.start()
+	if r := c.run(0, work, "squeue", "-h", "-j", id, "-o", "%T"); strings.TrimSpace(r.stdout) != "RUNNING" {
+		t.Errorf("after the restart the job is %q, want RUNNING (re-attached, not requeued)", r.stdout)
+	}
+	c.waitState(id, "COMPLETED")
+	out, err := os.ReadFile(filepath.Join(work, "rs-"+id+".out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	seen := map[string]bool{}
+	covered := 0
+	for _, l := range lines {
+		var idx, off, size int
+		var sum string
+		if _, err := fmt.Sscanf(l, "chunk %d %d %d %s", &idx, &off, &size, &sum); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		if seen[strconv.Itoa(idx)] {
+			t.Errorf("chunk %d ran twice", idx)
+		}
+		seen[strconv.Itoa(idx)] = true
+		if want := fmt.Sprintf("%x", sha256.Sum256(data[off:off+size])); sum != want {
+			t.Errorf("chunk %d: sum %s, want %s", idx, sum, want)
+		}
+		covered += size
+	}
+	if covered != len(data) {
+		t.Errorf("chunks cover %d of %d bytes: %q", covered, len(data), lines)
+	}
+	r := c.run(0, work, "sacct", "-j", id, "-P", "-n", "-o", "JobID,State")
+	rows := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(rows) != 1+len(lines) || rows[0] != id+"|COMPLETED" {
+		t.Errorf("sacct rows %q for %d chunks", rows, len(lines))
+	}
+	for _, row := range rows[1:] {
+		if !strings.HasSuffix(row, "|COMPLETED") {
+			t.Errorf("step %q", row)
+		}
+	}
+	if !strings.Contains(c.log.String(), "re-attached running chunk") {
+		t.Errorf("the log does not show the chunks re-attached:\n%s", c.log)
+	}
+}
