@@ -222,8 +222,10 @@ func (e *Engine) Handle(ev Event) []Action {
 		e.finished(now, ev)
 	case NodeDown:
 		e.nodeState(ev.Node, true)
+		e.tellNode(now, ev.Node, true)
 	case NodeUp:
 		e.nodeState(ev.Node, false)
+		e.tellNode(now, ev.Node, false)
 	case Tick:
 		for _, p := range e.parts {
 			p.dirty = true
@@ -521,6 +523,19 @@ func (e *Engine) nodeState(name string, down bool) {
 	}
 }
 
+// tellNode passes a node's change to the policies that watch capacity.
+func (e *Engine) tellNode(now float64, name string, down bool) {
+	g, ok := e.byName[name]
+	if !ok {
+		return
+	}
+	for _, ref := range e.nodes[g].parts {
+		if w, ok := ref.p.policy.(NodeWatcher); ok {
+			w.NodeChanged(now, ref.i, down)
+		}
+	}
+}
+
 // Reason is the Slurm reason code of a job: "None" when it runs, the
 // policy's code when it is pending ("Priority", "Resources", "BeginTime",
 // "JobHeldUser", ...), a partition limit when the Engine keeps it, and ""
@@ -531,6 +546,11 @@ func (e *Engine) Reason(id JobID) string {
 	case r == nil:
 		return ""
 	case r.started:
+		if rr, ok := r.part.policy.(RunningReasoner); ok {
+			if s := rr.RunningReason(id); s != "" {
+				return s
+			}
+		}
 		return ReasonNone
 	case r.job.Held:
 		return ReasonHeld

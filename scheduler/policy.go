@@ -117,6 +117,19 @@ type ChunkRestorer interface {
 	RestoreChunks(now float64, j *Job, chunks []RestoredChunk, done float64, nextStep int)
 }
 
+// NodeWatcher is implemented by policies whose guarantees depend on the
+// partition's capacity (dlt): the Engine tells them when node i of the
+// partition goes down or comes back, after updating the Partition.
+type NodeWatcher interface {
+	NodeChanged(now float64, i int, down bool)
+}
+
+// RunningReasoner is implemented by policies that can give a running job a
+// reason (a divisible job whose deadline is no longer guaranteed); "" = none.
+type RunningReasoner interface {
+	RunningReason(id JobID) string
+}
+
 // Planner is implemented by policies that book jobs ahead of time
 // (reservations): they can say when a pending job is planned to start, which
 // `squeue --start` shows. Policies that only queue (batch) need not.

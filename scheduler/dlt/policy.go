@@ -37,7 +37,19 @@ type Policy struct {
 	// measured holds the transfer and compute seconds of a step that is
 	// about to be reported finished (StepMeasured, then StepFinished).
 	measured map[stepKey][2]float64
+	// Node loss (nodeloss.go): admitted jobs whose guarantee was lost wait
+	// in lost (none of their chunks started; they are admitted again when
+	// the capacity allows, else end DEADLINE at their deadline); running
+	// ones in atRisk are dispatched best-effort. Both show ReasonNodeLost.
+	lost   map[scheduler.JobID]*scheduler.Job
+	atRisk map[scheduler.JobID]bool
+	job    map[scheduler.JobID]*scheduler.Job // the Engine's, while it holds the job
 }
+
+// ReasonNodeLost is the reason (squeue %r, scontrol Reason=) of a divisible
+// job whose deadline is no longer guaranteed because a node went down:
+// Slurm's code for a job waiting on a down node.
+const ReasonNodeLost = "NodeDown"
 
 type stepKey struct {
 	id   scheduler.JobID
@@ -107,7 +119,9 @@ func NewPolicy(p *scheduler.Partition) (scheduler.Policy, error) {
 	if adapt {
 		s.SetEstimator(&Estimator{})
 	}
-	return &Policy{p: p, s: s, jobs: map[scheduler.JobID]bool{}, steps: map[stepKey]int{}}, nil
+	return &Policy{p: p, s: s, jobs: map[scheduler.JobID]bool{}, steps: map[stepKey]int{},
+		lost: map[scheduler.JobID]*scheduler.Job{}, atRisk: map[scheduler.JobID]bool{},
+		job: map[scheduler.JobID]*scheduler.Job{}}, nil
 }
 
 // Scheduler is the policy's DLT scheduler (for inspection in tests).
@@ -147,6 +161,7 @@ func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
 		return err
 	}
 	pl.jobs[j.ID] = true
+	pl.job[j.ID] = j
 	return nil
 }
 
@@ -162,6 +177,7 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 	t, ae := pl.task(now, j)
 	if ae == nil && pl.s.Admit(now, t) == nil {
 		pl.jobs[j.ID] = true
+		pl.job[j.ID] = j
 		return
 	}
 	pl.expire = append(pl.expire, j.ID) // ended at the next pass
@@ -174,6 +190,9 @@ func (pl *Policy) Remove(now float64, id scheduler.JobID) {
 	pl.now = now
 	pl.s.Drop(int64(id))
 	delete(pl.jobs, id)
+	delete(pl.lost, id)
+	delete(pl.atRisk, id)
+	delete(pl.job, id)
 	for k := range pl.steps {
 		if k.id == id {
 			pl.gone = append(pl.gone, k)
@@ -208,7 +227,12 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 		pl.s.killing[node] = true // a failed chunk is no measurement
 	}
 	var done bool
-	if m, ok := pl.measured[k]; ok {
+	if failed && pl.s.Down(node) {
+		// Lost with its node: the range is planned again (nodeloss.go).
+		var ids []int64
+		done, ids = pl.s.Lost(now, node)
+		pl.unguaranteed(ids)
+	} else if m, ok := pl.measured[k]; ok {
 		delete(pl.measured, k)
 		done = pl.s.FinishedMeasured(now, node, m[0], m[1])
 	} else {
@@ -216,6 +240,8 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 	}
 	if done || pl.s.Left(int64(id)) == 0 && !pl.hasSteps(id) {
 		delete(pl.jobs, id)
+		delete(pl.atRisk, id)
+		delete(pl.job, id)
 		return true
 	}
 	return false
@@ -246,6 +272,7 @@ func (pl *Policy) Schedule(now float64) {
 		_ = pl.p.End(id, "DEADLINE", "DeadLine")
 	}
 	pl.expire = pl.expire[:0]
+	pl.retryLost(now)
 	kept := pl.gone[:0]
 	for _, k := range pl.gone {
 		node := pl.steps[k]
@@ -288,6 +315,9 @@ func (pl *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error)
 
 // Reason of a waiting job: its chunks wait for nodes or the channel.
 func (pl *Policy) Reason(id scheduler.JobID) string {
+	if pl.lost[id] != nil {
+		return ReasonNodeLost
+	}
 	if pl.jobs[id] {
 		return "Resources"
 	}
@@ -299,14 +329,20 @@ func (pl *Policy) Pending(dst []scheduler.JobID) []scheduler.JobID {
 	for _, id := range pl.s.Waiting(nil) {
 		dst = append(dst, scheduler.JobID(id))
 	}
-	return dst
+	return append(dst, pl.lostIDs()...)
 }
 
 // NextWakeup is when a node, the channel or a planned chunk is due, or a
 // running chunk passes its planned end.
 func (pl *Policy) NextWakeup() float64 {
-	if t := pl.s.Next(); t > pl.now {
-		return t
+	t := math.Inf(1)
+	if n := pl.s.Next(); n > pl.now {
+		t = n
 	}
-	return math.Inf(1)
+	for _, j := range pl.lost { // a lost job ends DEADLINE at its deadline
+		if j.Deadline > pl.now {
+			t = min(t, j.Deadline)
+		}
+	}
+	return t
 }

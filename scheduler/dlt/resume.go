@@ -108,6 +108,7 @@ func (pl *Policy) RestoreChunks(now float64, j *scheduler.Job, chunks []schedule
 	for _, c := range run {
 		pl.steps[stepKey{j.ID, c.Step}] = c.Node
 	}
+	pl.job[j.ID] = j
 	switch {
 	case err == nil && pl.s.Left(int64(j.ID)) > 0, len(run) > 0:
 		pl.jobs[j.ID] = true
