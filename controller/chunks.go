@@ -99,7 +99,7 @@ func (c *Controller) recordStepEndLocked(ctx context.Context, j *job, s nodes.St
 	switch {
 	case j.cancelRequested || j.CancelledBy >= 0:
 		st = api.StateCancelled
-	case s.TimedOut:
+	case s.TimedOut || j.overrun[s.Key.Step]:
 		st = api.StateTimeout
 	case s.State == nodes.StepLost:
 		st = api.StateNodeFail
@@ -128,7 +128,12 @@ func (c *Controller) endDivisibleLocked(ctx context.Context, j *job) error {
 	st, reason, exit, sig := api.StateCompleted, "None", 0, 0
 	done := 0.0
 	for _, s := range j.Steps {
-		if s.State != api.StateCompleted && st == api.StateCompleted {
+		switch {
+		case s.State == api.StateTimeout && st != api.StateTimeout:
+			// A chunk killed for running past its planned end (or its time
+			// limit): the job timed out, as Slurm says of a job past its time.
+			st, reason, exit, sig = api.StateTimeout, "TimeLimit", s.ExitCode, s.Signal
+		case s.State != api.StateCompleted && st == api.StateCompleted:
 			st, reason, exit, sig = api.StateFailed, "NonZeroExitCode", s.ExitCode, s.Signal
 		}
 		done = max(done, s.Offset+s.Size)
@@ -197,4 +202,17 @@ func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[no
 	c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Started: float64(j.StartTime),
 		Chunks: running, Done: done, NextStep: next})
 	return nil
+}
+
+// markOverrunLocked records that the dlt policy kills a chunk that runs past
+// its planned end because its node is needed (dlt-feedback §3.2: an overrun
+// may not break an admitted deadline nor block an admission). The chunk
+// ends TIMEOUT and its job TIMEOUT with reason TimeLimit, so the user sees
+// why. Caller holds c.mu.
+func (c *Controller) markOverrunLocked(j *job, step int) {
+	if j.overrun == nil {
+		j.overrun = map[int]bool{}
+	}
+	j.overrun[step] = true
+	c.log.Warn("killing an overrunning chunk: its node is needed for a guaranteed deadline", "job", j.ID, "step", step, "node", j.chunks[step])
 }

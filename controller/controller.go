@@ -66,6 +66,7 @@ type job struct {
 	launched        bool
 	chunks          map[int]string  // running chunks of a divisible job: step → node
 	transfer        map[int]float64 // staged chunks: step → measured transfer seconds
+	overrun         map[int]bool    // chunks the policy killed for overrunning (end TIMEOUT)
 }
 
 // Options configures New.
@@ -348,6 +349,9 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 			node, key, sig := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: a.Step}, signum(a.Sig)
 			if n, ok := j.chunks[a.Step]; ok {
 				node = n
+				if a.Sig == "KILL" {
+					c.markOverrunLocked(j, a.Step)
+				}
 			}
 			c.work.push(func(ctx context.Context) {
 				if err := c.exec.Signal(ctx, node, key, sig); err != nil {

@@ -274,3 +274,49 @@ echo "chunk $HORA_CHUNK_INDEX $HORA_CHUNK_FILE_OFFSET $HORA_CHUNK_FILE_SIZE $(sh
 		t.Errorf("the log does not show the chunks re-attached:\n%s", c.log)
 	}
 }
+
+// rtOneNode: one node, 100 units take 1 s.
+const rtOneNode = localBatch + `
+[[partition]]
+name = "rt1"
+nodes = "local1"
+policy = "dlt"
+[partition.params]
+cps = "0.01"
+`
+
+// dlt-feedback §3.2 end to end: a chunk that runs past its planned end may
+// go on while its node is not needed, and is killed when a guaranteed job
+// needs it; the user sees the killed chunk's job TIMEOUT with reason
+// TimeLimit (squeue, scontrol, sacct), and the new job completes by its
+// deadline.
+func TestRealTimeOverrunKilledWhenNeeded(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, rtOneNode)
+	work := c.workDir()
+	// Planned 1 s, runs 600 s unless killed.
+	over := c.submit(work, "-p", "rt1", "--deadline=now+30", "--load=100", "-o", "over-%j.out", "--wrap", "exec sleep 600")
+	c.waitState(over, "RUNNING")
+	time.Sleep(2 * time.Second) // past its planned end: it overruns, nobody needs the node yet
+	if got := c.state(over); got != "RUNNING" {
+		t.Fatalf("the overrunning job is %s before its node is needed, want RUNNING", got)
+	}
+	next := c.submit(work, "-p", "rt1", "--deadline=now+20", "--load=100", "-o", "next-%j.out", "--wrap", "echo done")
+	c.waitState(next, "COMPLETED")
+	c.waitState(over, "TIMEOUT")
+	r := c.run(0, work, "squeue", "-h", "-t", "all", "-j", over, "-o", "%T %r")
+	if strings.TrimSpace(r.stdout) != "TIMEOUT TimeLimit" {
+		t.Errorf("squeue of the killed job: %q, want TIMEOUT TimeLimit", r.stdout)
+	}
+	r = c.run(0, work, "scontrol", "show", "job", over)
+	if !strings.Contains(r.stdout, "JobState=TIMEOUT Reason=TimeLimit") {
+		t.Errorf("scontrol show job:\n%s", r.stdout)
+	}
+	r = c.run(0, work, "sacct", "-j", over, "-P", "-n", "-o", "JobID,State")
+	if rows := strings.Fields(r.stdout); len(rows) != 2 || rows[0] != over+"|TIMEOUT" || rows[1] != over+".0|TIMEOUT" {
+		t.Errorf("sacct of the killed job: %q", r.stdout)
+	}
+	if !strings.Contains(c.log.String(), "killing an overrunning chunk") {
+		t.Errorf("no log line for the kill")
+	}
+}
