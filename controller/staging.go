@@ -225,6 +225,14 @@ func (c *Controller) stageAndLaunch(ctx context.Context, spec nodes.LaunchSpec, 
 		j.transfer[spec.Key.Step] = took
 	}
 	c.mu.Unlock()
+	c.mu.Lock()
+	j = c.jobs[spec.Key.Job]
+	gone = j == nil || j.State.Finished()
+	c.mu.Unlock()
+	if gone { // cancelled while its data travelled: nothing runs, nothing stays
+		_ = c.exec.Forget(ctx, spec.Node, spec.Key)
+		return
+	}
 	spec.Env = append(spec.Env, "HORA_CHUNK_FILE="+p)
 	c.launch(ctx, spec, evs...)
 }
