@@ -318,6 +318,9 @@ func (pl *Policy) Reason(id scheduler.JobID) string {
 	if pl.lost[id] != nil {
 		return ReasonNodeLost
 	}
+	if ts := pl.s.tasks[int64(id)]; ts != nil && ts.step > 0 {
+		return "" // restored between chunks: it runs, no pending reason
+	}
 	if pl.jobs[id] {
 		return "Resources"
 	}
