@@ -14,14 +14,13 @@ import (
 func TestEstimatorSplit(t *testing.T) {
 	m := Model{Cms: 1, Cps: 9, ST: 0.5, SC: 1, Share: 0.5}
 	e := &Estimator{MinSamples: 3}
-	for i := range 3 {
-		if i < 2 || e.Apply(m) != m {
-			if got := e.Apply(m); got != m {
-				t.Fatalf("changed before MinSamples: %+v", got)
-			}
-		}
+	for range 2 {
 		e.ObserveSplit(m, 10, 0.5+10*3, 1+10*4) // Cms 3, Cps 4 per unit of the share
+		if got := e.Apply(m); got != m {
+			t.Fatalf("changed before MinSamples: %+v", got)
+		}
 	}
+	e.ObserveSplit(m, 10, 0.5+10*3, 1+10*4)
 	got := e.Apply(m)
 	if !near(got.Cms, 3) || !near(got.Cps, 2) || !near(got.cps(), 4) {
 		t.Fatalf("Cms %g Cps %g cps() %g, want 3, 2 (= 4·share), 4", got.Cms, got.Cps, got.cps())
