@@ -187,33 +187,37 @@ func (c *Controller) stageQueue(part string) *workQueue {
 
 // stageAndLaunch sends the chunk's byte range, then records and launches
 // the chunk with HORA_CHUNK_FILE. Runs on the partition's staging queue.
-// A file that cannot be staged (its owner's rights changed, it shrank) ends
-// the chunk FAILED with the reason in the log; nothing runs.
+// An input that cannot be read any more (its owner's rights changed, it
+// shrank) ends the chunk FAILED without running; a node that cannot take
+// the data ends it NODE_FAIL, as a failed launch does.
 func (c *Controller) stageAndLaunch(ctx context.Context, spec nodes.LaunchSpec, input string, start, end int64, evs []store.Event) {
-	c.mu.Lock()
-	j := c.jobs[spec.Key.Job]
-	gone := j == nil || j.State.Finished()
-	c.mu.Unlock()
-	if gone {
+	if c.chunkGone(spec.Key) {
 		return
 	}
 	t0 := time.Now()
-	p, err := c.stage(ctx, spec, input, start, end)
+	p, nodeErr, err := c.stage(ctx, spec, input, start, end)
 	took := time.Since(t0).Seconds()
 	if err != nil {
 		if ctx.Err() != nil {
 			return // shutting down: recovery decides about this chunk
 		}
 		c.log.Error("staging failed", "job", spec.Key.Job, "step", spec.Key.Step, "node", spec.Node, "input", input, "err", err)
+		st := nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepExited, ExitCode: 1, Err: "staging " + input + ": " + err.Error()}
+		if nodeErr {
+			st.State = nodes.StepLost
+		}
 		c.mu.Lock()
-		defer c.mu.Unlock()
 		if j := c.jobs[spec.Key.Job]; j != nil {
 			if err := c.st.Append(ctx, evs...); err != nil {
 				c.log.Error("recording start", "job", spec.Key.Job, "err", err)
 			}
-			_ = c.chunkEndLocked(ctx, j, nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepExited,
-				ExitCode: 1, Err: "staging " + input + ": " + err.Error()})
+			_ = c.chunkEndLocked(ctx, j, st)
 		}
+		c.mu.Unlock()
+		_ = c.exec.Forget(ctx, spec.Node, spec.Key)
+		return
+	}
+	if c.chunkGone(spec.Key) { // cancelled while its data travelled: nothing runs, nothing stays
 		_ = c.exec.Forget(ctx, spec.Node, spec.Key)
 		return
 	}
@@ -225,32 +229,37 @@ func (c *Controller) stageAndLaunch(ctx context.Context, spec nodes.LaunchSpec, 
 		j.transfer[spec.Key.Step] = took
 	}
 	c.mu.Unlock()
-	c.mu.Lock()
-	j = c.jobs[spec.Key.Job]
-	gone = j == nil || j.State.Finished()
-	c.mu.Unlock()
-	if gone { // cancelled while its data travelled: nothing runs, nothing stays
-		_ = c.exec.Forget(ctx, spec.Node, spec.Key)
-		return
-	}
 	spec.Env = append(spec.Env, "HORA_CHUNK_FILE="+p)
 	c.launch(ctx, spec, evs...)
 }
 
-func (c *Controller) stage(ctx context.Context, spec nodes.LaunchSpec, input string, start, end int64) (string, error) {
+// chunkGone reports whether the chunk's job has ended (or is unknown).
+func (c *Controller) chunkGone(key nodes.StepKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := c.jobs[key.Job]
+	return j == nil || j.State.Finished()
+}
+
+// stage opens the input as the job's owner and sends the range; nodeErr
+// says the failure was the node's (the data could not be placed there).
+func (c *Controller) stage(ctx context.Context, spec nodes.LaunchSpec, input string, start, end int64) (string, bool, error) {
 	st, ok := c.exec.(nodes.Stager)
 	if !ok {
-		return "", errors.New("this executor cannot stage data to nodes")
+		return "", false, errors.New("this executor cannot stage data to nodes")
 	}
 	f, err := openAs(input, spec.UID, spec.GID)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("not a regular file")
+		return "", false, errors.New("not a regular file")
+	} else if fi.Size() < end {
+		return "", false, fmt.Errorf("the file has %d bytes, the chunk needs bytes up to %d", fi.Size(), end)
 	}
 	// The descriptor was opened non-blocking; a regular file reads normally.
-	return st.Stage(ctx, nodes.StageSpec{Key: spec.Key, Node: spec.Node, UID: spec.UID, GID: spec.GID,
+	p, err := st.Stage(ctx, nodes.StageSpec{Key: spec.Key, Node: spec.Node, UID: spec.UID, GID: spec.GID,
 		Data: io.NewSectionReader(f, start, end-start), Size: end - start})
+	return p, err != nil, err
 }

@@ -320,3 +320,37 @@ func TestRealTimeOverrunKilledWhenNeeded(t *testing.T) {
 		t.Errorf("no log line for the kill")
 	}
 }
+
+// Rights are checked again when the data is sent: a file readable at submit
+// but no longer by its owner when its chunk's turn comes is not staged; the
+// chunk fails without running and the job ends FAILED.
+func TestRealTimeStagingRechecksRights(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, rtOneNode+`unit_bytes = "10"
+`)
+	work := c.workDir()
+	in := filepath.Join(work, "in.bin")
+	if err := os.WriteFile(in, make([]byte, 1000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(in, 65534, 65534)
+	// A holds the only node for 3 s (planned and real), B waits for it.
+	a := c.submit(work, "-p", "rt1", "--deadline=now+30", "--load=300", "-o", "/dev/null", "--wrap", "sleep 3")
+	c.waitState(a, "RUNNING")
+	r := c.run(65534, work, "sbatch", "-p", "rt1", "--deadline=now+30", "--load=100", "--input=in.bin", "-o", "b-%j.out", "--wrap", "cat \"$HORA_CHUNK_FILE\" | wc -c")
+	m := submitted.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("sbatch B: %+v", r)
+	}
+	if err := os.Chmod(in, 0); err != nil { // its owner can no longer read it
+		t.Fatal(err)
+	}
+	c.waitState(a, "COMPLETED")
+	c.waitState(m[1], "FAILED")
+	if _, err := os.Stat(filepath.Join(work, "b-"+m[1]+".out")); !os.IsNotExist(err) {
+		t.Errorf("the chunk ran (output file exists: %v)", err)
+	}
+	if !strings.Contains(c.log.String(), "staging failed") || !strings.Contains(c.log.String(), "permission denied") {
+		t.Errorf("horad log does not say why:\n%s", c.log)
+	}
+}
