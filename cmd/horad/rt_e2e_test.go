@@ -49,6 +49,9 @@ func TestRealTimeDivisibleEndToEnd(t *testing.T) {
 	if err1 != nil || err2 != nil || deadline.Sub(submitAt) < 59*time.Second || deadline.Sub(submitAt) > 61*time.Second {
 		t.Errorf("squeue submit %q deadline %q, want the deadline 60 s after the submit", f[0], f[1])
 	}
+	if r := c.run(0, work, "squeue", "-t", "all", "-j", id, "-O", "Deadline"); strings.Fields(r.stdout)[0] != "DEADLINE" || strings.Fields(r.stdout)[1] != f[1] {
+		t.Errorf("squeue -O Deadline: %q, want header DEADLINE and %s", r.stdout, f[1])
+	}
 	if r := c.run(0, work, "scontrol", "show", "job", id); !strings.Contains(r.stdout, " Deadline="+f[1]) {
 		t.Errorf("scontrol show job has no Deadline=%s:\n%s", f[1], r.stdout)
 	}
