@@ -33,8 +33,9 @@ func (s *Scheduler) SetNode(now float64, node int, up bool) []int64 {
 	s.down[node] = !up
 	if up {
 		s.ndown--
-		if s.running[node] == nil {
-			s.nodeFree[node] = now
+		s.nodeFree[node] = now
+		if c := s.running[node]; c != nil {
+			s.nodeFree[node] = max(c.End, now) // back before its chunk was reported
 		}
 	} else {
 		s.ndown++
