@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"math/rand/v2"
@@ -9,6 +10,13 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"hora/api"
+	"hora/config"
+	"hora/nodes"
+	"hora/nodes/local"
+	_ "hora/scheduler/dlt"
 )
 
 // openAs lets the kernel decide with the user's rights: a root-only file, a
@@ -114,6 +122,90 @@ func TestChunkRangeCoversTheFile(t *testing.T) {
 		}
 		if next != size {
 			t.Fatalf("load %g unit %g: chunks end at byte %d of %d", load, unit, next, size)
+		}
+	}
+}
+
+// serialStager wraps the local executor and records how many transfers are
+// in flight at once, and in which order the steps were staged.
+type serialStager struct {
+	*local.Executor
+	mu       sync.Mutex
+	inFlight int
+	maxIn    int
+	order    []int
+}
+
+func (s *serialStager) Stage(ctx context.Context, spec nodes.StageSpec) (string, error) {
+	s.mu.Lock()
+	s.inFlight++
+	s.maxIn = max(s.maxIn, s.inFlight)
+	s.order = append(s.order, spec.Key.Step)
+	s.mu.Unlock()
+	time.Sleep(50 * time.Millisecond) // a transfer that takes time
+	p, err := s.Executor.Stage(ctx, spec)
+	s.mu.Lock()
+	s.inFlight--
+	s.mu.Unlock()
+	return p, err
+}
+
+// The Engine starts a divisible job's chunks together, but their data goes
+// out one transfer at a time, in step order (the model's single channel),
+// and every chunk then runs and completes.
+func TestStagingOneTransferAtATime(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.Partitions = append(f.cfg.Partitions, config.Partition{Name: "rt", Nodes: "local[1-4]", Policy: "dlt",
+		Params: map[string]string{"cms": "0.00001", "cps": "0.001"}})
+	exec, err := local.New(local.Config{StateDir: filepath.Join(f.dir, "nodes"),
+		ShepherdArgv: []string{os.Args[0], local.ShepherdCommand}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Close() })
+	ss := &serialStager{Executor: exec}
+	c, err := New(t.Context(), Options{Config: f.cfg, Store: f.st, Executor: ss})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	// 12,000 bytes at 1 ms each need 12 s on one node: a 5 s deadline
+	// takes three chunks or more.
+	in := filepath.Join(f.dir, "in.bin")
+	if err := os.WriteFile(in, make([]byte, 12000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := f.spec("cat \"$HORA_CHUNK_FILE\" > /dev/null")
+	s.Partition, s.Load, s.Input, s.Deadline = "rt", 12000, in, time.Now().Unix()+6
+	resp, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state api.JobState
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		c.mu.Lock()
+		state = c.jobs[resp.JobID].State
+		c.mu.Unlock()
+		if state.Finished() {
+			break
+		}
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if state != api.StateCompleted || len(ss.order) < 3 {
+		t.Fatalf("job %s after %d transfers, want COMPLETED after ≥ 3", state, len(ss.order))
+	}
+	if ss.maxIn != 1 {
+		t.Errorf("%d transfers in flight at once, want 1", ss.maxIn)
+	}
+	for i, step := range ss.order {
+		if step != i {
+			t.Errorf("transfers in step order %v", ss.order)
+			break
 		}
 	}
 }
