@@ -142,7 +142,7 @@ func (s *serialStager) Stage(ctx context.Context, spec nodes.StageSpec) (string,
 	s.maxIn = max(s.maxIn, s.inFlight)
 	s.order = append(s.order, spec.Key.Step)
 	s.mu.Unlock()
-	time.Sleep(50 * time.Millisecond) // a transfer that takes time
+	time.Sleep(300 * time.Millisecond) // longer than the model's send time (≈ 50 ms)
 	p, err := s.Executor.Stage(ctx, spec)
 	s.mu.Lock()
 	s.inFlight--
