@@ -37,6 +37,7 @@ func (c *Controller) startChunkLocked(j *job, a scheduler.Start) {
 		j.chunks = map[int]string{}
 	}
 	j.chunks[a.Step] = node
+	c.log.Debug("chunk start", "job", j.ID, "step", a.Step, "node", node, "offset", a.Offset, "size", a.Size)
 	evs = append(evs, store.Event{JobID: j.ID, Time: now, Kind: store.KindStepStart, Step: &step})
 
 	spec := c.launchSpec(j, a.Step, node)
@@ -73,6 +74,7 @@ func (c *Controller) chunkEndLocked(ctx context.Context, j *job, s nodes.Status)
 	if err != nil {
 		return err
 	}
+	c.log.Debug("chunk end", "job", j.ID, "step", s.Key.Step, "node", s.Node, "state", st, "err", s.Err)
 	delete(j.chunks, s.Key.Step)
 	fin := scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID), Step: s.Key.Step,
 		Failed: st != api.StateCompleted}

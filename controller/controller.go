@@ -126,13 +126,13 @@ func (c *Controller) nowSec() float64 { return float64(c.now().UnixNano()) / 1e9
 // drained; running jobs keep running (their shepherds outlive horad).
 func (c *Controller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
+	var nodeEvents <-chan nodes.NodeEvent // nil (never ready) without a HealthReporter
 	if hr, ok := c.exec.(nodes.HealthReporter); ok {
-		wg.Add(1)
-		go func() { defer wg.Done(); c.watchNodes(ctx, hr.NodeEvents()) }()
+		nodeEvents = hr.NodeEvents()
 	}
 	wg.Add(3)
 	go func() { defer wg.Done(); c.dispatch(ctx) }()
-	go func() { defer wg.Done(); c.watchExits(ctx) }()
+	go func() { defer wg.Done(); c.watchExits(ctx, nodeEvents) }()
 	go func() { defer wg.Done(); c.tickLoop(ctx) }()
 	for _, q := range c.stageQ {
 		wg.Add(1)
@@ -411,16 +411,41 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 
 func (c *Controller) killWait() time.Duration { return time.Duration(c.cfg.KillWaitS) * time.Second }
 
-// watchExits turns step exits into final job states.
-func (c *Controller) watchExits(ctx context.Context) {
+// watchExits turns step exits into final job states and node health events
+// into node states, in one goroutine so that their order holds: an executor
+// sends a node's down event before it reports the node's steps lost, and a
+// pending event is handled before any exit, so the Engine knows the node is
+// down when it hears of the lost steps (dlt re-plans their data).
+func (c *Controller) watchExits(ctx context.Context, nodeEvents <-chan nodes.NodeEvent) {
+	drain := func() {
+		for {
+			select {
+			case ev, ok := <-nodeEvents:
+				if !ok {
+					nodeEvents = nil
+					return
+				}
+				c.nodeEvent(ctx, ev)
+			default:
+				return
+			}
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case ev, ok := <-nodeEvents:
+			if !ok {
+				nodeEvents = nil
+				continue
+			}
+			c.nodeEvent(ctx, ev)
 		case s, ok := <-c.exec.Exits():
 			if !ok {
 				return
 			}
+			drain()
 			c.mu.Lock()
 			j := c.jobs[s.Key.Job]
 			var err error
@@ -440,37 +465,27 @@ func (c *Controller) watchExits(ctx context.Context) {
 	}
 }
 
-// watchNodes turns the executor's health events into node states: a down
+// nodeEvent turns an executor's health event into a node state: a down
 // node gets no new work (the Engine's NodeDown) and shows "down" with the
 // reason in sinfo; its running steps are reported lost by the executor and
 // end NODE_FAIL through watchExits.
-func (c *Controller) watchNodes(ctx context.Context, evs <-chan nodes.NodeEvent) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-evs:
-			if !ok {
-				return
-			}
-			c.mu.Lock()
-			_, wasDown := c.downNodes[ev.Node]
-			switch {
-			case !ev.Up && !wasDown:
-				reason := "Not responding"
-				if ev.Err != nil {
-					reason = ev.Err.Error()
-				}
-				c.downNodes[ev.Node] = reason
-				c.log.Warn("node down", "node", ev.Node, "reason", reason)
-				c.applyLocked(ctx, c.eng.Handle(scheduler.NodeDown{Now: c.nowSec(), Node: ev.Node}))
-			case ev.Up && wasDown:
-				delete(c.downNodes, ev.Node)
-				c.log.Info("node up", "node", ev.Node)
-				c.applyLocked(ctx, c.eng.Handle(scheduler.NodeUp{Now: c.nowSec(), Node: ev.Node}))
-			}
-			c.mu.Unlock()
+func (c *Controller) nodeEvent(ctx context.Context, ev nodes.NodeEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, wasDown := c.downNodes[ev.Node]
+	switch {
+	case !ev.Up && !wasDown:
+		reason := "Not responding"
+		if ev.Err != nil {
+			reason = ev.Err.Error()
 		}
+		c.downNodes[ev.Node] = reason
+		c.log.Warn("node down", "node", ev.Node, "reason", reason)
+		c.applyLocked(ctx, c.eng.Handle(scheduler.NodeDown{Now: c.nowSec(), Node: ev.Node}))
+	case ev.Up && wasDown:
+		delete(c.downNodes, ev.Node)
+		c.log.Info("node up", "node", ev.Node)
+		c.applyLocked(ctx, c.eng.Handle(scheduler.NodeUp{Now: c.nowSec(), Node: ev.Node}))
 	}
 }
 
