@@ -1,0 +1,145 @@
+package reserve
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"hora/scheduler"
+	"hora/scheduler/schedtest"
+)
+
+func resvHarness(t *testing.T, n int) (*schedtest.Harness, *Policy) {
+	t.Helper()
+	cfg := schedtest.Cluster(n).Partition("rt", PolicyName).Default().Param("lmin", "10").Config()
+	h := schedtest.New(t, cfg)
+	p, ok := h.Eng.Policy("rt")
+	if !ok {
+		t.Fatal("no policy for partition rt")
+	}
+	return h, p.(*Policy)
+}
+
+// submitIn submits a job that asks for reservation name at the harness's now.
+func submitIn(h *schedtest.Harness, b *schedtest.JobBuilder, name string, run float64) {
+	j := b.Submit(h.Now).Build()
+	j.Reservation = name
+	h.SetRun(j.ID, run)
+	h.Handle(scheduler.Submit{Now: h.Now, Job: j})
+}
+
+func resvCode(err error) string {
+	var re *ResvError
+	if errors.As(err, &re) {
+		return re.Message
+	}
+	return ""
+}
+
+// A reservation keeps every other booking off its nodes and window; a job
+// that asks for it runs there, only for its users and inside the window.
+func TestResvBlocksOthersAndHostsItsJobs(t *testing.T) {
+	h, pl := resvHarness(t, 4)
+	r, err := pl.CreateResv(0, Resv{Name: "maint", Start: 100, End: 400, Count: 3, Users: []uint32{1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.Nodes, []int{0, 1, 2}) || r.Start != 100 || r.End != 400 {
+		t.Fatalf("booked %+v, want nodes 0-2 in [100,400)", r)
+	}
+	// Two nodes for [100,200) by 250: only node 3 is left outside the reservation.
+	h.Submit(schedtest.Job(1).Nodes(2).Limit(100).Begin(100).Deadline(250))
+	if ae := h.Rejects[1]; ae == nil || ae.Verdict != scheduler.NotNow || ae.EarliestStart != 400 {
+		t.Fatalf("job 1 outside the reservation: want NotNow with earliest start 400, got %+v", ae)
+	}
+	// One node outside fits on node 3.
+	h.Submit(schedtest.Job(2).Nodes(1).Limit(100).Begin(100).Deadline(250).Run(100))
+	// Inside: user 1000, two nodes, started at the window's start at the earliest.
+	submitIn(h, schedtest.Job(3).Nodes(2).Limit(100).User(1000), "maint", 50)
+	// Wrong user, too many nodes, too long, unknown name.
+	submitIn(h, schedtest.Job(4).Nodes(1).Limit(100).User(1001), "maint", 1)
+	submitIn(h, schedtest.Job(5).Nodes(4).Limit(100).User(1000), "maint", 1)
+	submitIn(h, schedtest.Job(6).Nodes(1).Limit(400).User(1000), "maint", 1)
+	submitIn(h, schedtest.Job(7).Nodes(1).Limit(10).User(1000), "nope", 1)
+	for id, msg := range map[scheduler.JobID]string{4: MsgResvAccess, 5: MsgNodeConfig, 6: MsgResvNotUsabl, 7: MsgResvInvalid} {
+		if ae := h.Rejects[id]; ae == nil || ae.Message != msg || ae.Verdict != scheduler.Never {
+			t.Errorf("job %d: want Never %q, got %+v", id, msg, ae)
+		}
+	}
+	if got := pl.Reason(3); got != ReasonReservation {
+		t.Errorf("job 3 waits with reason %q, want %q", got, ReasonReservation)
+	}
+	// A reservation with a job in it is in use: not deleted, window not moved.
+	if err := pl.DeleteResv(0, "maint"); resvCode(err) != MsgResvInUse {
+		t.Errorf("delete in use: %v", err)
+	}
+	if _, err := pl.UpdateResv(0, Resv{Name: "maint", Start: 150, End: 400, Count: 3}); resvCode(err) != MsgResvInUse {
+		t.Errorf("move in use: %v", err)
+	}
+	h.Advance(math.Inf(1))
+	s3, ok := h.StartOf(3)
+	if !ok || s3.At != 100 {
+		t.Fatalf("job 3 started %v at %v, want 100", ok, s3.At)
+	}
+	for _, n := range s3.Nodes {
+		if n == schedtest.NodeName(3) {
+			t.Errorf("job 3 ran on %s, outside the reservation", n)
+		}
+	}
+	if s2, _ := h.StartOf(2); !slices.Equal(s2.Nodes, []string{schedtest.NodeName(3)}) {
+		t.Errorf("job 2 ran on %v, want the unreserved node", s2.Nodes)
+	}
+	// The job is done: the reservation can be deleted, and its window is free.
+	if err := pl.DeleteResv(h.Now, "maint"); err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Resvs()) != 0 {
+		t.Fatalf("reservations left: %+v", pl.Resvs())
+	}
+}
+
+// Reservations never overlap: an overlapping one is refused with the
+// earliest start at which the same window would fit; explicit nodes too.
+func TestResvOverlapRefusedWithEarliest(t *testing.T) {
+	_, pl := resvHarness(t, 2)
+	if _, err := pl.CreateResv(0, Resv{Name: "a", Start: 100, End: 200, Nodes: []int{1}, Users: []uint32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pl.CreateResv(0, Resv{Name: "b", Start: 150, End: 250, Count: 2, Users: []uint32{1}})
+	var re *ResvError
+	if !errors.As(err, &re) || re.Message != MsgResvBusy || re.EarliestStart != 200 {
+		t.Fatalf("overlap: want %q earliest 200, got %v %+v", MsgResvBusy, err, re)
+	}
+	_, err = pl.CreateResv(0, Resv{Name: "c", Start: 120, End: 130, Nodes: []int{1}, Users: []uint32{1}})
+	if !errors.As(err, &re) || re.Message != MsgResvBusy || re.EarliestStart != 200 {
+		t.Fatalf("named busy node: got %v %+v", err, re)
+	}
+	// Node 0 is free there.
+	if r, err := pl.CreateResv(0, Resv{Name: "d", Start: 150, End: 250, Count: 1, Users: []uint32{1}}); err != nil || !slices.Equal(r.Nodes, []int{0}) {
+		t.Fatalf("free node: %+v %v", r, err)
+	}
+	if _, err := pl.CreateResv(0, Resv{Name: "d", Start: 500, End: 600, Count: 1, Users: []uint32{1}}); resvCode(err) != MsgResvDup {
+		t.Fatalf("duplicate name: %v", err)
+	}
+	if _, err := pl.CreateResv(0, Resv{Name: "e", Start: 500, End: 600, Count: 3, Users: []uint32{1}}); resvCode(err) != MsgNodeConfig {
+		t.Fatalf("too many nodes: %v", err)
+	}
+	// A failed update leaves the old booking: "a" cannot move onto "d".
+	if _, err := pl.UpdateResv(0, Resv{Name: "a", Start: 100, End: 200, Nodes: []int{0}, Users: []uint32{1}}); resvCode(err) != MsgResvBusy {
+		t.Fatalf("update onto d: %v", err)
+	}
+	if _, err := pl.CreateResv(0, Resv{Name: "f", Start: 100, End: 200, Nodes: []int{1}, Users: []uint32{1}}); resvCode(err) != MsgResvBusy {
+		t.Fatalf("a's window was lost by the failed update: %v", err)
+	}
+	// A successful update moves it, and the old window is free.
+	if r, err := pl.UpdateResv(0, Resv{Name: "a", Start: 300, End: 400, Nodes: []int{1}, Users: []uint32{2}}); err != nil || r.Start != 300 {
+		t.Fatalf("move a: %+v %v", r, err)
+	}
+	if got := pl.FreeIn(0, 100, 200); !slices.Equal(got, []string{schedtest.NodeName(1)}) {
+		t.Fatalf("free in [100,200) after the move: %v", got)
+	}
+	if got := pl.FreeIn(0, 310, 320); len(got) != 1 || got[0] != schedtest.NodeName(0) {
+		t.Fatalf("free in [310,320): %v", got)
+	}
+}
