@@ -19,6 +19,12 @@ const (
 	PathNodes      = "/v1/nodes"        // GET → NodesResponse
 	PathPartitions = "/v1/partitions"   // GET → PartitionsResponse
 	PathPing       = "/v1/ping"         // GET → PingResponse
+
+	PathReservations      = "/v1/reservations"        // GET ?name= → ReservationsResponse
+	PathReservationCreate = "/v1/reservations/create" // POST ReservationRequest → ReservationResponse
+	PathReservationUpdate = "/v1/reservations/update" // POST ReservationRequest → ReservationResponse
+	PathReservationDelete = "/v1/reservations/delete" // POST ReservationRequest (Name) → ReservationResponse
+	PathFree              = "/v1/free"                // GET ?partition=&from=&to= → FreeResponse
 )
 
 // NoLimit is the TimeLimit of a job that asked for none (Slurm's UNLIMITED,
@@ -255,6 +261,62 @@ type PingResponse struct {
 	Now         int64  `json:"now"`
 }
 
+// Reservation is an advance reservation (scontrol create reservation): Nodes
+// of Partition set aside for [StartTime, EndTime) for Users. Times are Unix
+// seconds.
+type Reservation struct {
+	Name      string   `json:"name"`
+	Partition string   `json:"partition"`
+	StartTime int64    `json:"start_time"`
+	EndTime   int64    `json:"end_time"`
+	Nodes     []string `json:"nodes"`
+	Users     []string `json:"users"`
+	Flags     []string `json:"flags,omitempty"`
+}
+
+// ReservationRequest creates, updates or deletes a reservation. On create
+// either Nodes or NodeCount is given; on update, fields left zero keep their
+// value (Set names the fields given, so that an update can tell "not given"
+// from empty), and AddUsers/RemoveUsers are Users+= and Users-=.
+type ReservationRequest struct {
+	Name        string   `json:"name"`
+	Partition   string   `json:"partition,omitempty"`
+	StartTime   int64    `json:"start_time,omitempty"`
+	EndTime     int64    `json:"end_time,omitempty"`
+	Duration    int64    `json:"duration,omitempty"` // seconds, with StartTime when EndTime is 0
+	Nodes       []string `json:"nodes,omitempty"`
+	NodeCount   int      `json:"node_count,omitempty"`
+	Users       []string `json:"users,omitempty"`
+	AddUsers    []string `json:"add_users,omitempty"`
+	RemoveUsers []string `json:"remove_users,omitempty"`
+	Flags       []string `json:"flags,omitempty"`
+	Set         []string `json:"set,omitempty"` // update: the keys given, lower case (starttime, endtime, duration, nodes, nodecnt, users)
+}
+
+// ReservationResponse answers a reservation change with its new state.
+type ReservationResponse struct {
+	Reservation Reservation `json:"reservation"`
+	// EarliestStart is set when the request could not be booked: the
+	// earliest start at which the same window would fit (Unix s).
+	EarliestStart int64 `json:"earliest_start,omitempty"`
+}
+
+// ReservationsResponse lists reservations by name.
+type ReservationsResponse struct {
+	Reservations []Reservation `json:"reservations"`
+	Now          int64         `json:"now"`
+}
+
+// FreeResponse is the range search: the nodes of Partition idle (nothing
+// booked, no reservation) through [From, To).
+type FreeResponse struct {
+	Partition string   `json:"partition"`
+	From      int64    `json:"from"`
+	To        int64    `json:"to"`
+	Nodes     []string `json:"nodes"`
+	Total     int      `json:"total"` // nodes in the partition
+}
+
 // Error is the body of every non-2xx answer. Message is the Slurm strerror
 // text where one exists, so clients can print it verbatim.
 type Error struct {
@@ -281,4 +343,5 @@ const (
 	CodeBadRequest       = "BadRequest"
 	CodeDeadline         = "DeadlineNotGuaranteed"
 	CodeInternal         = "Internal"
+	CodeReservation      = "ReservationInvalid"
 )

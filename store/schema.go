@@ -82,6 +82,20 @@ BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;
 CREATE TRIGGER job_events_no_delete BEFORE DELETE ON job_events
 BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;
 `},
+	{"advance reservations", `
+-- One row per live reservation (scontrol create/update/delete reservation);
+-- horad books them into the reserve policy again after a restart.
+CREATE TABLE reservations (
+	name       TEXT    PRIMARY KEY,
+	partition  TEXT    NOT NULL,
+	start_time INTEGER NOT NULL, -- Unix seconds
+	end_time   INTEGER NOT NULL, -- Unix seconds, > start_time
+	nodes      TEXT    NOT NULL, -- JSON array of node names
+	users      TEXT    NOT NULL, -- JSON array of user names
+	flags      TEXT    NOT NULL, -- JSON array of Slurm flag names
+	CHECK (end_time > start_time)
+) STRICT;
+`},
 }
 
 // migrate brings db to the last of ms in one immediate transaction, so two
