@@ -35,6 +35,11 @@ type Config struct {
 	KillWaitS   int      `toml:"kill_wait_s"`   // grace between TERM and KILL (Slurm KillWait)
 	MinJobAgeS  int      `toml:"min_job_age_s"` // finished jobs stay in squeue -t all this long
 	Executor    string   `toml:"executor"`      // "local" (default) or "ssh"
+	// ReservationAccess says who may create, update and delete advance
+	// reservations: "operators" (default: root and Operators, as Slurm's
+	// root/SlurmUser) or "users" (also any user, for reservations whose only
+	// user is themselves).
+	ReservationAccess string `toml:"reservation_access"`
 
 	Nodes      []Node      `toml:"node"`
 	Partitions []Partition `toml:"partition"`
@@ -109,6 +114,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.Executor == "" {
 		c.Executor = "local"
+	}
+	if c.ReservationAccess == "" {
+		c.ReservationAccess = "operators"
 	}
 	if len(c.Nodes) == 0 {
 		c.Nodes = []Node{{Name: "local[1-4]"}}
@@ -344,6 +352,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MinJobAgeS < 0 {
 		ps = append(ps, c.problem("min_job_age_s", "must be ≥ 0, got %d", c.MinJobAgeS))
+	}
+	if c.ReservationAccess != "operators" && c.ReservationAccess != "users" {
+		ps = append(ps, c.problem("reservation_access", "must be \"operators\" or \"users\", got %q", c.ReservationAccess))
 	}
 	if c.Executor != "local" && c.Executor != "ssh" {
 		ps = append(ps, c.problem("executor", "must be \"local\" or \"ssh\", got %q", c.Executor))
