@@ -50,7 +50,8 @@ type Controller struct {
 	ids       []int64        // keys of jobs, ascending
 	nextID    int64
 	operators map[uint32]bool
-	downNodes map[string]string // node → reason
+	downNodes map[string]string           // node → reason
+	resvs     map[string]*api.Reservation // advance reservations by name (reservations.go)
 
 	work      *workQueue
 	wake      chan struct{} // poke the tick loop after the Engine's wakeup time may have moved
@@ -96,7 +97,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
-		downNodes: map[string]string{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
+		downNodes: map[string]string{}, resvs: map[string]*api.Reservation{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
 		heartbeat: o.Heartbeat,
 	}
 	for _, op := range o.Config.Operators {
@@ -134,6 +135,9 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // recover rebuilds the Engine from the store and reconciles with the nodes.
 func (c *Controller) recover(ctx context.Context) error {
+	if err := c.recoverReservations(ctx); err != nil {
+		return fmt.Errorf("reservations: %w", err)
+	}
 	// Only jobs still active, or ended recently enough to show in
 	// squeue -t all, are loaded: a long history stays on disk for sacct.
 	all, err := c.st.Jobs(ctx, store.Filter{Since: c.now().Unix() - int64(c.cfg.MinJobAgeS)})
@@ -496,6 +500,7 @@ func (c *Controller) tickLoop(ctx context.Context) {
 		c.mu.Lock()
 		now := c.nowSec()
 		c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: now}))
+		c.expireReservationsLocked(ctx)
 		c.pruneLocked()
 		next := c.eng.NextWakeup()
 		c.mu.Unlock()

@@ -109,6 +109,9 @@ func (c *Controller) checkSpec(who *Caller, s *api.JobSpec) error {
 	if s.TimeLimit < api.NoLimit {
 		return &api.Error{Message: "Requested time limit is invalid (missing or exceeds some limit)", Code: api.CodeInvalidTimeLimit}
 	}
+	if err := c.jobReservation(s); err != nil {
+		return err
+	}
 	if s.Partition == "" {
 		s.Partition = c.defaultPartition()
 	}

@@ -53,6 +53,11 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("GET "+api.PathNodes, c.handle(c.hNodes))
 	mux.HandleFunc("GET "+api.PathPartitions, c.handle(c.hPartitions))
 	mux.HandleFunc("GET "+api.PathPing, c.handle(c.hPing))
+	mux.HandleFunc("GET "+api.PathReservations, c.handle(c.hReservations))
+	mux.HandleFunc("POST "+api.PathReservationCreate, c.handle(c.hResvChange("create")))
+	mux.HandleFunc("POST "+api.PathReservationUpdate, c.handle(c.hResvChange("update")))
+	mux.HandleFunc("POST "+api.PathReservationDelete, c.handle(c.hResvChange("delete")))
+	mux.HandleFunc("GET "+api.PathFree, c.handle(c.hFree))
 	return &http.Server{
 		Handler:           mux,
 		ConnContext:       connContext,

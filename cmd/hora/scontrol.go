@@ -284,6 +284,8 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 			return 1
 		}
 		return scontrolShow(ctx, env, words[1], words[2:], oneliner)
+	case verb == "create" || verb == "delete" || (verb == "update" && len(words) > 1 && isResvEntity(words[1])):
+		return scontrolResv(ctx, env, verb, words[1:]) // reservation.go
 	case verb == "hold" || verb == "uhold" || verb == "release":
 		return scontrolHold(ctx, env, verb, words[1:])
 	case verb == "version":
@@ -308,12 +310,13 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 // showEntity resolves scontrol's abbreviable entity names.
 func showEntity(s string) string {
 	s = strings.ToLower(s)
-	for _, e := range []string{"jobs", "nodes", "partitions", "hostnames", "hostlist", "hostlistsorted", "config"} {
+	for _, e := range []string{"jobs", "nodes", "partitions", "hostnames", "hostlist", "hostlistsorted", "config", "reservations"} {
 		if len(s) >= 3 && strings.HasPrefix(e, s) {
 			return strings.TrimSuffix(e, "s")
 		}
 	}
-	for pre, e := range map[string]string{"jobid=": "job", "nodename=": "node", "partitionname=": "partition"} {
+	for pre, e := range map[string]string{"jobid=": "job", "nodename=": "node", "partitionname=": "partition",
+		"reservationname=": "reservation", "reservation=": "reservation"} {
 		if strings.HasPrefix(s, pre) {
 			return e
 		}
@@ -356,6 +359,8 @@ func scontrolShow(ctx context.Context, env *Env, what string, rest []string, one
 		return 0
 	case "job":
 		return showJobs(ctx, env, name, oneliner)
+	case "reservation":
+		return showReservations(ctx, env, name, oneliner)
 	case "node", "partition":
 		cl := dial(env)
 		if cl == nil {
@@ -539,13 +544,19 @@ const scontrolHelp = `Usage: scontrol [<OPTION>] [<COMMAND>]
   in interactive mode (not supported by hora).
 
     Valid <COMMAND> values are:
+     create reservation <SPEC> create an advance reservation: StartTime=
+                              Duration=|EndTime= Nodes=|NodeCnt= Users=
+                              [ReservationName=] [PartitionName=] [Flags=].
+     delete ReservationName=<name>  delete a reservation.
      hold <job_list>          prevent specified job from starting.
      ping                     print status of slurmctld daemons.
      release <job_list>       permit specified job to start (see hold).
      show <ENTITY> [<ID>]     display state of identified entity, default
                               is all records. <ENTITY> is one of job, node,
-                              partition, hostnames, hostlist.
+                              partition, reservation, hostnames, hostlist.
      uhold <job_list>         place user hold on specified job (see hold).
+     update ReservationName=<name> <SPEC>  change a reservation (Users+=,
+                              Users-= add and remove users).
      version                  display tool version number.
 
   <job_list> is a comma or space separated list of job ids.
