@@ -92,7 +92,8 @@ func parseResvArgs(words []string, update bool, now time.Time) (*api.Reservation
 		if op != '=' && !update {
 			return fail("Unknown parameter %s.", w)
 		}
-		if key != "ReservationName" {
+		if key != "ReservationName" && op == '=' {
+			// Users+= and Users-= change the list; only Users= replaces it.
 			req.Set = append(req.Set, strings.ToLower(key))
 		}
 		switch key {

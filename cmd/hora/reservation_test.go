@@ -83,7 +83,7 @@ func TestParseResvArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = &api.ReservationRequest{Name: "maint", EndTime: now + 7200, Nodes: []string{"n1", "n2"},
-		AddUsers: []string{"carol"}, RemoveUsers: []string{"bob"}, Set: []string{"endtime", "nodes", "users", "users"}}
+		AddUsers: []string{"carol"}, RemoveUsers: []string{"bob"}, Set: []string{"endtime", "nodes"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("update:\n got %+v\nwant %+v", got, want)
 	}
