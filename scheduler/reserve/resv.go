@@ -124,35 +124,60 @@ func (pl *Policy) subIndex(r Resv) (*Index, error) {
 	return New(cfg)
 }
 
-// earliestWindow is the earliest start ≥ r.Start at which n nodes are idle
-// for the reservation's length. The candidates are r.Start and the ends of
-// the bookings after it: the free set only grows at a booking's end.
+// earliestWindow is the earliest start ≥ r.Start at which n of the
+// candidate nodes (r.Nodes, or all) are idle together for the window's
+// length, 0 if never. Each idle gap [st, end) of a node long enough for the
+// window (and indexed: at least ⌈l_min/μ⌉, so that the range search finds it
+// again) makes the starts [max(st, r.Start), end − l] feasible on it; a sweep
+// over these intervals finds the first start covered n times. O(B log B) for
+// B bookings on the candidate nodes.
 func (pl *Policy) earliestWindow(ix *Index, r Resv, n int) int64 {
 	l := r.End - r.Start
-	cands := []int64{r.Start}
-	for _, b := range ix.books {
-		for _, e := range b.Ends {
-			if e > r.Start && e < Inf {
-				cands = append(cands, e)
-			}
+	type ev struct {
+		t int64
+		d int
+	}
+	var evs []ev
+	nodes := r.Nodes
+	if len(nodes) == 0 {
+		nodes = make([]int, ix.NumNodes())
+		for i := range nodes {
+			nodes[i] = i
 		}
 	}
-	slices.Sort(cands)
-	cands = slices.Compact(cands)
-	for _, s := range cands {
-		free := ix.FreeIn(s, s+l)
-		if len(r.Nodes) > 0 {
-			ok := true
-			for _, i := range r.Nodes {
-				ok = ok && slices.Contains(free, i)
+	for _, i := range nodes {
+		ns := &ix.nodes[i]
+		minDur := ix.classes[ns.cls].minDur
+		gap := func(st, end int64) {
+			lo := max(st, r.Start, ix.now)
+			switch {
+			case end == Inf:
+				evs = append(evs, ev{lo, +1})
+			case span(st, end) >= minDur && end-lo >= l:
+				evs = append(evs, ev{lo, +1}, ev{end - l + 1, -1})
 			}
-			if ok {
-				return s
-			}
-			continue
 		}
-		if len(free) >= n {
-			return s
+		prev := ns.floor
+		for _, sl := range ns.slots {
+			gap(prev, sl.start)
+			prev = sl.end
+		}
+		gap(prev, Inf)
+	}
+	slices.SortFunc(evs, func(a, b ev) int {
+		switch {
+		case a.t < b.t:
+			return -1
+		case a.t > b.t:
+			return 1
+		}
+		return a.d - b.d
+	})
+	cnt := 0
+	for k, e := range evs {
+		cnt += e.d
+		if (k+1 == len(evs) || evs[k+1].t != e.t) && cnt >= n {
+			return e.t
 		}
 	}
 	return 0

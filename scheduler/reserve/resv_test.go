@@ -2,7 +2,9 @@ package reserve
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -141,5 +143,130 @@ func TestResvOverlapRefusedWithEarliest(t *testing.T) {
 	}
 	if got := pl.FreeIn(0, 310, 320); len(got) != 1 || got[0] != schedtest.NodeName(0) {
 		t.Fatalf("free in [310,320): %v", got)
+	}
+}
+
+// After a restart the driver books the reservations again before it
+// restores the jobs; a pending job of a reservation is booked inside it
+// again and starts there at the window's start.
+func TestResvRestoreBooksJobsInside(t *testing.T) {
+	h, pl := resvHarness(t, 3)
+	if _, err := pl.CreateResv(0, Resv{Name: "r", Start: 100, End: 300, Nodes: []int{1, 2}, Users: []uint32{7}}); err != nil {
+		t.Fatal(err)
+	}
+	j := schedtest.Job(1).Nodes(2).Limit(60).User(7).Build()
+	j.Reservation = "r"
+	h.Handle(scheduler.Restore{Now: 0, Job: j})
+	h.SetRun(1, 60)
+	// An outside job for the same window finds only node 0.
+	h.Submit(schedtest.Job(2).Nodes(2).Limit(60).Begin(100).Deadline(250))
+	if h.Rejects[2] == nil {
+		t.Fatal("outside job booked onto the reservation")
+	}
+	h.Advance(math.Inf(1))
+	s, ok := h.StartOf(1)
+	if !ok || s.At != 100 || !slices.Equal(s.Nodes, []string{schedtest.NodeName(1), schedtest.NodeName(2)}) {
+		t.Fatalf("restored job: started %v at %v on %v, want 100 on n1 n2", ok, s.At, s.Nodes)
+	}
+}
+
+// BenchmarkResv measures the reservation operations on a partition whose
+// index is filled with rigid bookings (thesis §3.4 workload, N nodes):
+// create+delete of a 16-node reservation placed by the range search, a
+// refused create (earliest window computed), and the range search alone.
+func BenchmarkResv(b *testing.B) {
+	for _, n := range []int{240, 1024} {
+		cfg := schedtest.Cluster(n).Partition("rt", PolicyName).Default().Param("lmin", "60").Config()
+		eng, err := scheduler.New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, _ := eng.Policy("rt")
+		pl := p.(*Policy)
+		w := newWorkload(n, 0.9, 1)
+		ix := pl.index(0)
+		booked := 0
+		for booked < 20*n {
+			_, req := w.next()
+			if _, err := ix.Reserve(req); err == nil {
+				booked++
+			}
+		}
+		from, to := int64(horizon*unit/2), int64(horizon*unit/2+3600)
+		b.Run(fmt.Sprintf("create+delete/N=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := pl.CreateResv(0, Resv{Name: "x", Start: from, End: to, Count: 16, Users: []uint32{1}}); err != nil {
+					b.Fatal(err)
+				}
+				if err := pl.DeleteResv(0, "x"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("refused/N=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := pl.CreateResv(0, Resv{Name: "x", Start: from, End: to, Count: n, Users: []uint32{1}}); err == nil {
+					b.Fatal("all nodes reserved in a busy window")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("free/N=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				pl.FreeIn(0, from, to)
+			}
+		})
+		b.Logf("N=%d: %d bookings, %d idle periods indexed, %d nodes free in the window", n, booked, ix.Len(), len(ix.FreeIn(from, to)))
+	}
+}
+
+// The earliest window of a refused reservation is the first start at which
+// enough nodes are idle together (checked against a brute-force scan over
+// random schedules), and a reservation asked for at that start is booked.
+func TestResvEarliestWindowAgainstScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 300 {
+		nn := 1 + rng.IntN(5)
+		cfg := schedtest.Cluster(nn).Partition("rt", PolicyName).Default().Param("lmin", "1").Config()
+		eng, err := scheduler.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := eng.Policy("rt")
+		pl := p.(*Policy)
+		ix := pl.index(0)
+		for range rng.IntN(12) {
+			s := rng.Int64N(100)
+			_, _ = ix.Occupy([]int{rng.IntN(nn)}, s, s+1+rng.Int64N(30))
+		}
+		r := Resv{Name: "x", Start: rng.Int64N(60), Users: []uint32{1}}
+		r.End = r.Start + 1 + rng.Int64N(25)
+		n := 1 + rng.IntN(nn)
+		if rng.IntN(2) == 0 {
+			r.Nodes = rng.Perm(nn)[:n]
+			slices.Sort(r.Nodes)
+		} else {
+			r.Count = n
+		}
+		got := pl.earliestWindow(ix, r, n)
+		want := int64(0)
+		for s := r.Start; s < 400 && want == 0; s++ {
+			cnt := 0
+			for i := range nn {
+				if (len(r.Nodes) == 0 || slices.Contains(r.Nodes, i)) && ix.idle(i, s, s+r.End-r.Start) {
+					cnt++
+				}
+			}
+			if cnt >= n {
+				want = s
+			}
+		}
+		if got != want {
+			t.Fatalf("round %d: earliest window %d, scan says %d (resv %+v, n %d)", round, got, want, r, n)
+		}
+		r2 := r
+		r2.Start, r2.End = got, got+r.End-r.Start
+		if _, err := pl.CreateResv(0, r2); err != nil {
+			t.Fatalf("round %d: reservation at the earliest window %d refused: %v", round, got, err)
+		}
 	}
 }
