@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"hora/api"
+	"hora/config"
 	"hora/scheduler"
 	"hora/scheduler/reserve"
 )
@@ -47,6 +48,11 @@ func (c *Controller) reservePolicy(partition string) (*reserve.Policy, error) {
 // the first reserve partition holding every named node (the default
 // partition first).
 func (c *Controller) resvPartition(name string, nodes []string) (string, error) {
+	for _, n := range nodes {
+		if !strings.EqualFold(n, "ALL") && !slices.ContainsFunc(c.nodes, func(cn config.Node) bool { return cn.Name == n }) {
+			return "", resvErr(api.CodeReservation, "Invalid node name specified: %s", n)
+		}
+	}
 	if name != "" {
 		_, err := c.reservePolicy(name)
 		return name, err

@@ -112,9 +112,20 @@ func TestReservationUIEndToEnd(t *testing.T) {
 		t.Errorf("after update: %q", before)
 	}
 
+	// A job booked late in the window survives the restart inside it.
+	late := c.submit(work, "--reservation=win", "-t", "1", "--begin=now+200", "--wrap", "true")
+
 	// SIGKILL and restart: the reservation is still there and still booked.
 	c.kill9()
 	c.start()
+	if got := c.run(0, work, "squeue", "-h", "-j", late, "-o", "%T %r %v %P").stdout; got != "PENDING Reservation win res\n" {
+		t.Errorf("job of the reservation after restart: %q", got)
+	}
+	r = c.run(0, work, "scontrol", "delete", "ReservationName=win")
+	expect("delete in use after restart", r, 1, "", "delete_reservation ReservationName=win: Requested reservation is in use\n")
+	if r := c.run(0, work, "scancel", late); r.code != 0 {
+		t.Fatalf("scancel: %+v", r)
+	}
 	after := c.run(0, work, "scontrol", "show", "-o", "reservation", "win").stdout
 	if strings.ReplaceAll(after, "State=INACTIVE", "State=ACTIVE") != strings.ReplaceAll(before, "State=INACTIVE", "State=ACTIVE") {
 		t.Errorf("after restart:\n%q\nbefore:\n%q", after, before)
@@ -144,5 +155,20 @@ func TestReservationUIEndToEnd(t *testing.T) {
 	r = c.run(0, work, "hora", "free", "-p", "res", "-h", "--to", "now+60")
 	if r.code != 0 || !regexp.MustCompile(`^res +\S+ +\S+ +4/4 +local\[1-4\]\n$`).MatchString(r.stdout) {
 		t.Errorf("hora free after delete: %+v", r)
+	}
+
+	// An expired reservation is purged by horad itself.
+	r = c.run(0, work, "scontrol", "create", "res", "StartTime=now", "EndTime=now+2", "NodeCnt=1", "Users=root")
+	expect("short reservation", r, 0, "Reservation created: root_1\n", "")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r = c.run(0, work, "scontrol", "show", "res", "root_1")
+		if r.code == 1 && r.stdout == "Reservation root_1 not found\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("expired reservation still shown: %+v", r)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
