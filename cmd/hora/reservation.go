@@ -121,8 +121,6 @@ func parseResvArgs(words []string, update bool, now time.Time) (*api.Reservation
 				return fail("Invalid duration %s.", val)
 			}
 			req.Duration = d
-			req.Set = slices.DeleteFunc(req.Set, func(s string) bool { return s == "duration" })
-			req.Set = append(req.Set, "duration")
 		case "Nodes":
 			var nodes []string
 			if strings.EqualFold(val, "ALL") {

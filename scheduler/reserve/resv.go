@@ -50,7 +50,7 @@ type resv struct {
 	sub  *Index // index over Nodes (sub node k = partition node Nodes[k]), idle in [Start, End) only
 }
 
-// users reports whether uid may use the reservation.
+// allows reports whether uid may use the reservation.
 func (r *resv) allows(uid uint32) bool { return slices.Contains(r.Users, uid) }
 
 // CreateResv books a reservation into the partition's idle-period index.
@@ -249,7 +249,7 @@ func (pl *Policy) Resvs() []Resv {
 	return out
 }
 
-// ResvJobs counts the jobs booked or running in a reservation.
+// resvJobs counts the jobs booked or running in a reservation.
 func (pl *Policy) resvJobs(name string) int {
 	n := 0
 	for _, bk := range pl.jobs {

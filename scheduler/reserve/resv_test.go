@@ -270,3 +270,27 @@ func TestResvEarliestWindowAgainstScan(t *testing.T) {
 		}
 	}
 }
+
+// A held job of a reservation released after its booked start is booked
+// again inside the reservation, or ends DEADLINE when the window is gone.
+func TestResvHeldJobRebookedInside(t *testing.T) {
+	h, pl := resvHarness(t, 2)
+	if _, err := pl.CreateResv(0, Resv{Name: "r", Start: 100, End: 400, Nodes: []int{1}, Users: []uint32{7}}); err != nil {
+		t.Fatal(err)
+	}
+	submitIn(h, schedtest.Job(1).Limit(50).User(7).Held(), "r", 10)
+	submitIn(h, schedtest.Job(2).Limit(50).User(7).Held(), "r", 10)
+	// Job 1 was booked [100,150), job 2 [150,200); both pass held. A held
+	// job keeps its booking, so job 1, released at 160, gets [200,250).
+	h.Advance(160)
+	h.Handle(scheduler.Release{Now: 160, ID: 1})
+	h.Advance(380)
+	h.Handle(scheduler.Release{Now: 380, ID: 2})
+	h.Advance(math.Inf(1))
+	if s, ok := h.StartOf(1); !ok || s.At != 200 || !slices.Equal(s.Nodes, []string{schedtest.NodeName(1)}) {
+		t.Fatalf("job 1 released at 160: started %v at %v on %v, want 200 on n1", ok, s.At, s.Nodes)
+	}
+	if _, ok := h.StartOf(2); ok || h.Ends[2].State != scheduler.JobStateDeadline {
+		t.Fatalf("job 2 released at 380 (window ends 400, limit 50): started %v, end %+v", ok, h.Ends[2])
+	}
+}
