@@ -154,8 +154,10 @@ func checkResvRequest(req *api.ReservationRequest, now int64) error {
 		return resvErr(api.CodeBadRequest, "An end time or duration must be given.  No reservation created.")
 	case req.EndTime != 0 && req.Duration > 0 && req.StartTime+req.Duration != req.EndTime:
 		return resvErr(api.CodeBadRequest, "StartTime + Duration does not equal EndTime.  No reservation created.")
-	case req.EndTime != 0 && req.EndTime <= req.StartTime:
+	case req.EndTime != 0 && req.EndTime < req.StartTime:
 		return resvErr(api.CodeBadRequest, "Start time cannot be after end time.  No reservation created.")
+	case req.EndTime != 0 && req.EndTime == req.StartTime:
+		return resvErr(api.CodeReservation, "Requested reservation is invalid")
 	case len(req.Nodes) == 0 && req.NodeCount <= 0:
 		return resvErr(api.CodeBadRequest, "CoreCnt, Nodes, NodeCnt, TRES or Watts must be specified.  No reservation created.")
 	case len(req.Users) == 0:

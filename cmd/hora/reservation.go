@@ -18,12 +18,21 @@ import (
 // The key=value words are parsed here, so that a typo is reported before
 // anything reaches horad; horad books the reservation or refuses it.
 
-// resvKeys are the keywords of create/update, in Slurm's spelling. A word
-// matches a key case-insensitively, exactly or as an unambiguous prefix
-// (Slurm's scontrol accepts abbreviations); "Reservation" is an alias.
-var resvKeys = []string{"ReservationName", "StartTime", "EndTime", "Duration", "Nodes", "NodeCnt",
-	"Users", "PartitionName", "Flags", "CoreCnt", "Accounts", "Groups", "Licenses", "TRES", "Features",
-	"BurstBuffer", "Watts", "QOS", "AllowedPartitions", "MaxStartDelay", "Skip"}
+// resvKeys are the keywords of create/update in the order scontrol tries
+// them, each with the shortest abbreviation it accepts (scontrol compares
+// case-insensitively max(len(word), min) characters, so a word matches a key
+// when it is a prefix at least min long; the first match wins).
+var resvKeys = []struct {
+	key, alias string
+	min        int
+}{
+	{"ReservationName", "", 1}, {"StartTime", "", 1}, {"EndTime", "", 1}, {"Duration", "", 1},
+	{"Flags", "", 2}, {"NodeCnt", "", 5}, {"NodeCount", "NodeCnt", 5}, {"CoreCnt", "", 5},
+	{"CPUCnt", "CoreCnt", 5}, {"Nodes", "", 5}, {"Features", "", 2}, {"Licenses", "", 2},
+	{"PartitionName", "", 1}, {"Users", "", 1}, {"Accounts", "", 1}, {"Groups", "", 1},
+	{"TRES", "", 4}, {"BurstBuffer", "", 2}, {"Watts", "", 2}, {"QOS", "", 3},
+	{"AllowedPartitions", "", 7}, {"MaxStartDelay", "", 3}, {"Skip", "", 4},
+}
 
 // resvFlags are the flags hora knows; all but those in resvFlagsApplied are
 // recorded and shown but change nothing (hora reservations never overlap
@@ -37,22 +46,16 @@ var resvFlags = []string{"MAINT", "IGNORE_JOBS", "OVERLAP", "DAILY", "WEEKLY", "
 var resvFlagsRefused = []string{"OVERLAP", "DAILY", "WEEKLY", "WEEKDAY", "WEEKEND", "HOURLY", "FLEX",
 	"MAGNETIC", "TIME_FLOAT", "REPLACE", "REPLACE_DOWN", "ANY_NODES", "LICENSE_ONLY"}
 
-// resvKey resolves a keyword; "" when unknown or ambiguous.
+// resvKey resolves a keyword; "" when unknown. "Reservation" (any prefix
+// of ReservationName) names the reservation.
 func resvKey(tag string) string {
-	if strings.EqualFold(tag, "Reservation") {
-		return "ReservationName"
-	}
-	var hit []string
 	for _, k := range resvKeys {
-		if strings.EqualFold(k, tag) {
-			return k
+		if len(tag) >= k.min && len(tag) <= len(k.key) && strings.EqualFold(k.key[:len(tag)], tag) {
+			if k.alias != "" {
+				return k.alias
+			}
+			return k.key
 		}
-		if len(tag) > 0 && len(tag) < len(k) && strings.EqualFold(k[:len(tag)], tag) {
-			hit = append(hit, k)
-		}
-	}
-	if len(hit) == 1 {
-		return hit[0]
 	}
 	return ""
 }
@@ -67,7 +70,7 @@ func (e *resvParseError) Error() string { return e.msg }
 func parseResvArgs(words []string, update bool, now time.Time) (*api.ReservationRequest, error) {
 	tail := "  No reservation created."
 	if update {
-		tail = "  No reservation updated."
+		tail = "  No reservation update."
 	}
 	fail := func(format string, a ...any) (*api.ReservationRequest, error) {
 		return nil, &resvParseError{fmt.Sprintf(format, a...) + tail}
@@ -105,20 +108,20 @@ func parseResvArgs(words []string, update bool, now time.Time) (*api.Reservation
 		case "StartTime":
 			t, err := sbatch.ParseSlurmTime(val, now)
 			if err != nil {
-				return fail("Invalid start time %s.", val)
+				return fail("Invalid start time %s.", w)
 			}
 			req.StartTime = t.Unix()
 		case "EndTime":
 			t, err := sbatch.ParseSlurmTime(val, now)
 			if err != nil {
-				return fail("Invalid end time %s.", val)
+				return fail("Invalid end time %s.", w)
 			}
 			req.EndTime = t.Unix()
 		case "Duration":
 			d, err := sbatch.ParseSlurmDuration(val)
 			if err != nil || d == api.NoLimit || d <= 0 {
 				// hora books finite windows: UNLIMITED would hold the nodes forever.
-				return fail("Invalid duration %s.", val)
+				return fail("Invalid duration %s.", w)
 			}
 			req.Duration = d
 		case "Nodes":
@@ -128,7 +131,7 @@ func parseResvArgs(words []string, update bool, now time.Time) (*api.Reservation
 			} else {
 				hs, err := sbatch.ExpandHostlist(val)
 				if err != nil || len(hs) == 0 {
-					return fail("Invalid node list %s.", val)
+					return fail("Invalid node list %s.", w)
 				}
 				nodes = hs
 			}
@@ -141,7 +144,7 @@ func parseResvArgs(words []string, update bool, now time.Time) (*api.Reservation
 		case "NodeCnt":
 			n, err := parseNodeCnt(val)
 			if err != nil {
-				return fail("Invalid node count %s.", val)
+				return fail("Invalid node count %s.", w)
 			}
 			req.NodeCount = n
 		case "Users":
@@ -187,12 +190,12 @@ func parseResvArgs(words []string, update bool, now time.Time) (*api.Reservation
 			return fail("%s is not supported by hora; use Users= and Nodes= or NodeCnt=.", key)
 		}
 	}
-	if req.StartTime != 0 && req.EndTime != 0 && req.EndTime <= req.StartTime {
+	if req.StartTime != 0 && req.EndTime != 0 && req.EndTime < req.StartTime {
 		return fail("Start time cannot be after end time.")
 	}
 	if update {
 		if req.Name == "" {
-			return nil, &resvParseError{"Reservation must be given.  No reservation update."}
+			return nil, &resvParseError{"Reservation must be given." + tail}
 		}
 		return req, nil
 	}
@@ -216,11 +219,14 @@ func parseResvArgs(words []string, update bool, now time.Time) (*api.Reservation
 	return req, nil
 }
 
-// parseNodeCnt reads NodeCnt: a positive count, with k (×1024) allowed.
+// parseNodeCnt reads NodeCnt: a positive count, with k (×1024) or m
+// (×1024²) allowed as in scontrol.
 func parseNodeCnt(s string) (int, error) {
 	mul := 1
 	if t, ok := strings.CutSuffix(strings.ToLower(s), "k"); ok {
 		s, mul = t, 1024
+	} else if t, ok := strings.CutSuffix(strings.ToLower(s), "m"); ok {
+		s, mul = t, 1024*1024
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n <= 0 || n > 1<<20 {

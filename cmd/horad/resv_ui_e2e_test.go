@@ -106,7 +106,7 @@ func TestReservationUIEndToEnd(t *testing.T) {
 	r = c.run(nobody, work, "scontrol", "update", "ReservationName=win", "Duration=6")
 	expect("update as nobody", r, 1, "", "Error updating the reservation: Access/permission denied\n")
 	r = c.run(0, work, "scontrol", "update", "ReservationName=win", "Bogus=1")
-	expect("update bad key", r, 1, "", "scontrol: error: Unknown parameter Bogus=1.  No reservation updated.\n")
+	expect("update bad key", r, 1, "", "scontrol: error: Unknown parameter Bogus=1.  No reservation update.\n")
 	before := c.run(0, work, "scontrol", "show", "-o", "reservation", "win").stdout
 	if !strings.Contains(before, " Duration=00:05:00 ") || !strings.Contains(before, " Users=root,nobody ") {
 		t.Errorf("after update: %q", before)
