@@ -39,7 +39,7 @@ func (c *Controller) reservePolicy(partition string) (*reserve.Policy, error) {
 	if !ok {
 		spec, _ := c.eng.PartitionSpec(partition)
 		return nil, resvErr(api.CodeInvalidPartition,
-			"Partition %s has policy %q; reservations need a partition with policy \"reserve\"", partition, spec.Policy)
+			"Partition %s has policy %q; reservations and the range search need a partition with policy \"reserve\"", partition, spec.Policy)
 	}
 	return rp, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +42,11 @@ func (f *resvFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(api.NodesResponse{Nodes: []api.Node{{Name: "n1", CPUs: 4}, {Name: "n2", CPUs: 4}}})
 	case api.PathReservations:
 		json.NewEncoder(w).Encode(api.ReservationsResponse{Reservations: []api.Reservation{}})
+	case api.PathFree:
+		q := r.URL.Query()
+		from, _ := strconv.ParseInt(q.Get("from"), 10, 64)
+		to, _ := strconv.ParseInt(q.Get("to"), 10, 64)
+		json.NewEncoder(w).Encode(api.FreeResponse{Partition: "res", From: from, To: to, Nodes: []string{"n3", "n4"}, Total: 4})
 	default:
 		w.WriteHeader(http.StatusNotFound)
 	}
@@ -178,5 +184,43 @@ func TestWriteReservations(t *testing.T) {
 `
 	if b.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// hora free: bad times and counts are refused before horad is asked; a good
+// query prints one line and -N decides the exit status.
+func TestFree(t *testing.T) {
+	f := startResvFake(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from", "now"}, "free: error: --to is required\n"},
+		{[]string{"--to", "someday"}, "free: error: Invalid --to specification: "},
+		{[]string{"--from", "now+1hour", "--to", "now"}, "free: error: --to (2026-11-22T12:00:00) must be after --from (2026-11-22T13:00:00)\n"},
+		{[]string{"-N", "0", "--to", "now+1hour"}, "free: error: Invalid --nodes specification \"0\"\n"},
+		{[]string{"--to", "now+1hour", "extra"}, "free: error: unexpected argument \"extra\"\n"},
+	} {
+		out, errs, code := runCmd(t, freeMain, "free", nil, c.args...)
+		if code != 1 || out != "" || !strings.HasPrefix(errs, c.want) {
+			t.Errorf("%v: exit %d stdout %q stderr %q, want exit 1 and %q", c.args, code, out, errs, c.want)
+		}
+	}
+	if len(f.reqs) != 0 {
+		t.Fatalf("bad input reached horad: %v", f.reqs)
+	}
+}
+
+func TestFreeOutput(t *testing.T) {
+	startResvFake(t)
+	out, errs, code := runCmd(t, freeMain, "free", nil, "-p", "res", "--from", "now+1hour", "--to", "now+2hours")
+	want := "PARTITION FROM                TO                  FREE/TOTAL NODELIST\n" +
+		"res       2026-11-22T13:00:00 2026-11-22T14:00:00 2/4        n[3-4]\n"
+	if code != 0 || out != want || errs != "" {
+		t.Fatalf("exit %d\n%s\nwant\n%s\nstderr %q", code, out, want, errs)
+	}
+	out, errs, code = runCmd(t, freeMain, "free", nil, "-h", "-N", "3", "--to", "now+2hours")
+	if code != 1 || !strings.HasPrefix(out, "res ") || errs != "free: 3 nodes asked for, 2 free\n" {
+		t.Fatalf("-N 3: exit %d stdout %q stderr %q", code, out, errs)
 	}
 }

@@ -42,7 +42,7 @@ func TestReservationUIEndToEnd(t *testing.T) {
 	}
 	// Batch partitions plan no future: refused, naming why.
 	r = c.run(0, work, "scontrol", "create", "res", "StartTime=now+10", "Duration=1", "NodeCnt=1", "Users=root", "PartitionName=batch")
-	expect("create on batch", r, 1, "", `Error creating the reservation: Partition batch has policy "batch"; reservations need a partition with policy "reserve"`+"\n")
+	expect("create on batch", r, 1, "", `Error creating the reservation: Partition batch has policy "batch"; reservations and the range search need a partition with policy "reserve"`+"\n")
 
 	// Show.
 	r = c.run(0, work, "scontrol", "show", "reservation", "win")
