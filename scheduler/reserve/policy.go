@@ -40,6 +40,9 @@ type Policy struct {
 	pass float64
 	// resvs are the advance reservations of the partition (resv.go).
 	resvs map[string]*resv
+	// doomed are restored jobs of a reservation that can no longer run in
+	// it (gone, or its window too short now): the next pass ends them.
+	doomed map[scheduler.JobID]bool
 }
 
 type booked struct {
@@ -86,7 +89,7 @@ func NewPolicy(p *scheduler.Partition) (scheduler.Policy, error) {
 		cfg.Rates = append(cfg.Rates, p.Rate(i))
 	}
 	return &Policy{p: p, cfg: cfg, jobs: map[scheduler.JobID]*booked{}, pass: math.Inf(-1),
-		resvs: map[string]*resv{}}, nil
+		resvs: map[string]*resv{}, doomed: map[scheduler.JobID]bool{}}, nil
 }
 
 func floorT(t float64) int64 { return int64(math.Floor(t)) }
@@ -213,6 +216,7 @@ func (pl *Policy) owned(i int) bool {
 // Remove cancels a pending job's booking or releases the rest of a running one.
 func (pl *Policy) Remove(now float64, id scheduler.JobID) {
 	pl.index(now)
+	delete(pl.doomed, id)
 	if bk := pl.jobs[id]; bk != nil {
 		_ = pl.bookIx(bk).Finish(bk.b.ID, ceilT(now))
 		delete(pl.jobs, id)
@@ -260,6 +264,7 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 func (pl *Policy) Schedule(now float64) {
 	pl.index(now)
 	pl.pass = now
+	pl.endDoomed()
 	for _, id := range pl.order() {
 		bk := pl.jobs[id]
 		if bk.running || float64(bk.b.Start) > now || bk.job.Held {

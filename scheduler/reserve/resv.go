@@ -338,6 +338,9 @@ func (pl *Policy) bookIx(bk *booked) *Index {
 func (pl *Policy) restoreIn(now float64, j *scheduler.Job, running bool) {
 	r := pl.resvs[j.Reservation]
 	if r == nil {
+		if !running {
+			pl.doomed[j.ID] = true
+		}
 		return
 	}
 	if running {
@@ -362,5 +365,24 @@ func (pl *Policy) restoreIn(now float64, j *scheduler.Job, running bool) {
 	}
 	if b, _, ae := pl.admitIn(now, j, false); ae == nil {
 		pl.jobs[j.ID] = &booked{job: j, b: b, in: r}
+		return
+	}
+	pl.doomed[j.ID] = true
+}
+
+// endDoomed ends the restored jobs that their reservation can no longer
+// hold (it ended or was deleted while horad was down, or too little of its
+// window is left): Slurm holds such jobs (ReservationDeleted); hora, which
+// books at submit, ends them with state DEADLINE, as it ends a released job
+// whose booking has passed.
+func (pl *Policy) endDoomed() {
+	ids := make([]scheduler.JobID, 0, len(pl.doomed))
+	for id := range pl.doomed {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		delete(pl.doomed, id)
+		_ = pl.p.End(id, scheduler.JobStateDeadline, scheduler.ReasonDeadline)
 	}
 }

@@ -294,3 +294,30 @@ func TestResvHeldJobRebookedInside(t *testing.T) {
 		t.Fatalf("job 2 released at 380 (window ends 400, limit 50): started %v, end %+v", ok, h.Ends[2])
 	}
 }
+
+// A pending job of a reservation that is gone after a restart (it expired
+// while horad was down) cannot run: the first pass ends it DEADLINE instead
+// of leaving it pending for ever; so does one whose window is too short now.
+func TestResvRestoreWithoutReservationEnds(t *testing.T) {
+	h, pl := resvHarness(t, 2)
+	if _, err := pl.CreateResv(0, Resv{Name: "short", Start: 0, End: 100, Nodes: []int{0}, Users: []uint32{7}}); err != nil {
+		t.Fatal(err)
+	}
+	for id, name := range map[scheduler.JobID]string{1: "gone", 2: "short"} {
+		j := schedtest.Job(id).Limit(200).User(7).Build()
+		j.Reservation = name
+		h.Handle(scheduler.Restore{Now: 0, Job: j})
+	}
+	if len(h.Ends) != 0 {
+		t.Fatalf("ended before a pass: %+v", h.Ends)
+	}
+	h.Handle(scheduler.Tick{Now: 1})
+	for _, id := range []scheduler.JobID{1, 2} {
+		if e := h.Ends[id]; e.State != scheduler.JobStateDeadline {
+			t.Errorf("job %d: end %+v, want DEADLINE", id, e)
+		}
+	}
+	if _, ok := h.Eng.Job(1); ok {
+		t.Error("job 1 still in the Engine")
+	}
+}
