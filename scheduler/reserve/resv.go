@@ -72,23 +72,26 @@ func (pl *Policy) CreateResv(now float64, r Resv) (Resv, error) {
 }
 
 func (pl *Policy) bookResv(ix *Index, r Resv) (*resv, error) {
-	r.Start = max(r.Start, ix.Now())
-	if r.End <= r.Start {
+	// A window that began in the past is booked from now on; r keeps the
+	// start as asked, so that an update can tell what changed.
+	w := r
+	w.Start = max(r.Start, ix.Now())
+	if w.End <= w.Start {
 		return nil, &ResvError{Code: "ReservationInvalid", Message: MsgResvInvalid}
 	}
-	n := len(r.Nodes)
+	n := len(w.Nodes)
 	if n == 0 {
-		n = r.Count
+		n = w.Count
 	}
 	if n < 1 || n > ix.NumNodes() {
 		return nil, &ResvError{Code: "InvalidNodeCount", Message: MsgNodeConfig}
 	}
-	nodes := slices.Clone(r.Nodes)
+	nodes := slices.Clone(w.Nodes)
 	slices.Sort(nodes)
 	if len(nodes) == 0 {
-		free := ix.FreeIn(r.Start, r.End)
+		free := ix.FreeIn(w.Start, w.End)
 		if len(free) < n {
-			return nil, &ResvError{Code: "NodesBusy", Message: MsgResvBusy, EarliestStart: pl.earliestWindow(ix, r, n)}
+			return nil, &ResvError{Code: "NodesBusy", Message: MsgResvBusy, EarliestStart: pl.earliestWindow(ix, w, n)}
 		}
 		nodes = free[:n]
 	}
@@ -97,17 +100,18 @@ func (pl *Policy) bookResv(ix *Index, r Resv) (*resv, error) {
 			return nil, &ResvError{Code: "InvalidNodeCount", Message: MsgNodeConfig}
 		}
 	}
-	b, err := ix.Occupy(nodes, r.Start, r.End)
+	b, err := ix.Occupy(nodes, w.Start, w.End)
 	if err != nil {
-		return nil, &ResvError{Code: "NodesBusy", Message: MsgResvBusy, EarliestStart: pl.earliestWindow(ix, r, n)}
+		return nil, &ResvError{Code: "NodesBusy", Message: MsgResvBusy, EarliestStart: pl.earliestWindow(ix, w, n)}
 	}
-	r.Nodes, r.Count = nodes, len(nodes)
-	r.Users = slices.Clone(r.Users)
-	sub, err := pl.subIndex(r)
+	w.Nodes, w.Count = nodes, len(nodes)
+	sub, err := pl.subIndex(w)
 	if err != nil {
 		_ = ix.Cancel(b.ID)
 		return nil, &ResvError{Code: "ReservationInvalid", Message: MsgResvInvalid}
 	}
+	r.Nodes, r.Count = nodes, len(nodes)
+	r.Users = slices.Clone(r.Users)
 	return &resv{Resv: r, book: b.ID, sub: sub}, nil
 }
 

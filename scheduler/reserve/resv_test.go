@@ -321,3 +321,30 @@ func TestResvRestoreWithoutReservationEnds(t *testing.T) {
 		t.Error("job 1 still in the Engine")
 	}
 }
+
+// Users of an active reservation with a job in it can be changed (its
+// window cannot): the update is recognised as users-only although the
+// window began before now.
+func TestResvUsersUpdateWhileInUse(t *testing.T) {
+	h, pl := resvHarness(t, 2)
+	h.Advance(10)
+	// Created at 10 for a window from 0: booked from 10, shown from 0.
+	if _, err := pl.CreateResv(10, Resv{Name: "r", Start: 0, End: 500, Nodes: []int{0}, Users: []uint32{7}}); err != nil {
+		t.Fatal(err)
+	}
+	h.Advance(50)
+	submitIn(h, schedtest.Job(1).Limit(100).User(7), "r", 100)
+	if _, ok := h.StartOf(1); !ok {
+		t.Fatal("job 1 did not start in the active reservation")
+	}
+	if _, err := pl.UpdateResv(60, Resv{Name: "r", Start: 0, End: 500, Nodes: []int{0}, Users: []uint32{7, 8}}); err != nil {
+		t.Fatalf("users-only update of a reservation in use: %v", err)
+	}
+	if _, err := pl.UpdateResv(60, Resv{Name: "r", Start: 0, End: 600, Nodes: []int{0}, Users: []uint32{7, 8}}); resvCode(err) != MsgResvInUse {
+		t.Fatalf("window change of a reservation in use: %v", err)
+	}
+	submitIn(h, schedtest.Job(2).Limit(100).User(8), "r", 10)
+	if ae := h.Rejects[2]; ae != nil {
+		t.Fatalf("added user refused: %+v", ae)
+	}
+}
