@@ -112,8 +112,10 @@ func TestReservationUIEndToEnd(t *testing.T) {
 		t.Errorf("after update: %q", before)
 	}
 
-	// A job booked late in the window survives the restart inside it.
-	late := c.submit(work, "--reservation=win", "-t", "1", "--begin=now+200", "--wrap", "true")
+	// A job booked late in the window (asked for by #SBATCH) survives the
+	// restart inside it.
+	script := writeScript(t, work, "late.sh", "#!/bin/sh\n#SBATCH --reservation=win\n#SBATCH -t 1\ntrue\n")
+	late := c.submit(work, "--begin=now+200", script)
 
 	// SIGKILL and restart: the reservation is still there and still booked.
 	c.kill9()
