@@ -82,6 +82,20 @@ BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;
 CREATE TRIGGER job_events_no_delete BEFORE DELETE ON job_events
 BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;
 `},
+	{"node administrative state", `
+-- One row per node that is not simply "up": drained, or down (set by an
+-- operator or by the health prober). A node without a row is in service.
+CREATE TABLE node_admin (
+	name       TEXT    PRIMARY KEY,
+	drain      INTEGER NOT NULL, -- 1 = no new work (scontrol update State=DRAIN)
+	down       INTEGER NOT NULL, -- 1 = out of service
+	down_cause TEXT    NOT NULL, -- 'admin' (State=DOWN) or 'noresp' (health prober); '' when up
+	reason     TEXT    NOT NULL,
+	uid        INTEGER NOT NULL, -- who set the reason
+	user_name  TEXT    NOT NULL,
+	time       INTEGER NOT NULL  -- when the reason was set, Unix seconds
+) STRICT;
+`},
 }
 
 // migrate brings db to the last of ms in one immediate transaction, so two
