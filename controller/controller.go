@@ -50,7 +50,7 @@ type Controller struct {
 	ids       []int64        // keys of jobs, ascending
 	nextID    int64
 	operators map[uint32]bool
-	downNodes map[string]string // node → reason
+	admin     map[string]*nodeAdmin // drained or down nodes (nodeadmin.go)
 
 	work      *workQueue
 	wake      chan struct{} // poke the tick loop after the Engine's wakeup time may have moved
@@ -64,6 +64,9 @@ type job struct {
 	cancelRequested bool
 	launched        bool
 	chunks          map[int]string // running chunks of a divisible job: step → node
+	nodeFailed      bool           // a node of the job went down: its end is a node failure
+	suspendedAt     int64          // when the job was suspended (Unix s), 0 = running
+	suspendedFor    int64          // seconds spent suspended in this run, resumes included
 }
 
 // Options configures New.
@@ -96,7 +99,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
-		downNodes: map[string]string{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
+		admin: map[string]*nodeAdmin{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
 		heartbeat: o.Heartbeat,
 	}
 	for _, op := range o.Config.Operators {
@@ -134,6 +137,9 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // recover rebuilds the Engine from the store and reconciles with the nodes.
 func (c *Controller) recover(ctx context.Context) error {
+	if err := c.loadNodeAdmin(ctx); err != nil {
+		return err
+	}
 	// Only jobs still active, or ended recently enough to show in
 	// squeue -t all, are loaded: a long history stays on disk for sacct.
 	all, err := c.st.Jobs(ctx, store.Filter{Since: c.now().Unix() - int64(c.cfg.MinJobAgeS)})
@@ -426,21 +432,7 @@ func (c *Controller) watchNodes(ctx context.Context, evs <-chan nodes.NodeEvent)
 				return
 			}
 			c.mu.Lock()
-			_, wasDown := c.downNodes[ev.Node]
-			switch {
-			case !ev.Up && !wasDown:
-				reason := "Not responding"
-				if ev.Err != nil {
-					reason = ev.Err.Error()
-				}
-				c.downNodes[ev.Node] = reason
-				c.log.Warn("node down", "node", ev.Node, "reason", reason)
-				c.applyLocked(ctx, c.eng.Handle(scheduler.NodeDown{Now: c.nowSec(), Node: ev.Node}))
-			case ev.Up && wasDown:
-				delete(c.downNodes, ev.Node)
-				c.log.Info("node up", "node", ev.Node)
-				c.applyLocked(ctx, c.eng.Handle(scheduler.NodeUp{Now: c.nowSec(), Node: ev.Node}))
-			}
+			c.nodeHealthLocked(ctx, ev)
 			c.mu.Unlock()
 		}
 	}
@@ -452,12 +444,17 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		return nil
 	}
 	st, reason := api.StateCompleted, "None"
+	// A node lost under the job (not a launch that failed: that would fail
+	// again) ends its run; a job that allows it runs again from the start.
+	nodeLost := (s.State == nodes.StepLost && j.launched) || j.nodeFailed
 	switch {
 	case j.cancelRequested || j.CancelledBy >= 0:
 		st = api.StateCancelled
+	case nodeLost && c.requeueable(j):
+		return c.requeueLocked(ctx, j, "node failure")
 	case s.TimedOut:
 		st, reason = api.StateTimeout, "TimeLimit"
-	case s.State == nodes.StepLost:
+	case s.State == nodes.StepLost || j.nodeFailed:
 		st, reason = api.StateNodeFail, "NodeDown"
 	case s.Err != "":
 		st, reason = api.StateFailed, "JobLaunchFailure"

@@ -124,6 +124,13 @@ func (c *Controller) checkSpec(who *Caller, s *api.JobSpec) error {
 			s.TimeLimit = d
 		}
 	}
+	if !s.Requeue && !s.NoRequeue {
+		// Resolved at submit, as slurmctld does with JobRequeue, so that
+		// scontrol shows the value that applies and a later config change
+		// does not alter accepted jobs.
+		s.Requeue = *c.cfg.JobRequeue == 1
+		s.NoRequeue = !s.Requeue
+	}
 	if s.Deadline != 0 {
 		start := max(c.now().Unix(), s.Begin)
 		if s.Deadline < start || (s.TimeLimit > 0 && s.Deadline < start+s.TimeLimit) {
