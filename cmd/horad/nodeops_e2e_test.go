@@ -1,0 +1,132 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitFor polls f until it returns true or 30 s pass.
+func waitFor(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !f(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// Draining a local node through the real clients: an operator's request
+// only (nobody is refused with Slurm's text and nothing changes); new work
+// avoids the node while its running job continues (sinfo drng, then drain
+// once idle); the state and reason survive a restart of horad; resume
+// brings the node back into use.
+func TestDrainResumeEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, localBatch)
+	work := c.workDir()
+	nodeStates := func() string { return c.run(0, c.dir, "sinfo", "-N", "-h", "-o", "%N %t").stdout }
+	nodeOf := func(id string) string {
+		return strings.TrimSpace(c.run(0, c.dir, "squeue", "-h", "-j", id, "-o", "%N").stdout)
+	}
+
+	started := filepath.Join(work, "a-started")
+	release := filepath.Join(work, "a-release")
+	a := c.submit(work, "-o", "/dev/null", "--wrap",
+		"touch "+started+"; while [ ! -e "+release+" ]; do sleep 0.1; done")
+	c.waitState(a, "RUNNING")
+	if n := nodeOf(a); n != "local1" {
+		t.Fatalf("first job on %q, want local1", n)
+	}
+
+	// A non-operator is refused with scontrol's text; nothing changes.
+	r := c.run(65534, c.dir, "scontrol", "update", "NodeName=local1", "State=DRAIN", "Reason=mine now")
+	if r.code != 1 || r.stderr != "slurm_update error: Invalid user id\n" {
+		t.Fatalf("nobody drains: %+v", r)
+	}
+	r = c.run(0, c.dir, "scontrol", "update", "NodeName=local1", "State=DRAIN")
+	if r.code != 1 || r.stderr != "You must specify a reason when DOWNING or DRAINING a node. Request denied\n" {
+		t.Fatalf("drain without reason: %+v", r)
+	}
+	r = c.run(0, c.dir, "scontrol", "update", "NodeName=nosuch", "State=DRAIN", "Reason=x")
+	if r.code != 1 || r.stderr != "slurm_update error: Invalid node name specified\n" {
+		t.Fatalf("unknown node: %+v", r)
+	}
+	r = c.run(0, c.dir, "scontrol", "update", "NodeName=local1", "State=sleepy", "Reason=x")
+	if r.code != 1 || !strings.HasPrefix(r.stderr, "Invalid input: State=sleepy\nRequest aborted\nValid states are: NoResp DRAIN") {
+		t.Fatalf("bad state: %+v", r)
+	}
+	if s := nodeStates(); !strings.Contains(s, "local1 alloc") {
+		t.Fatalf("refused requests changed the node:\n%s", s)
+	}
+
+	r = c.run(0, c.dir, "scontrol", "update", "NodeName=local1", "State=DRAIN", "Reason=disk swap")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("drain: %+v", r)
+	}
+	if s := nodeStates(); !strings.Contains(s, "local1 drng") {
+		t.Fatalf("sinfo while the job runs on the drained node:\n%s", s)
+	}
+	show := c.run(0, c.dir, "scontrol", "show", "node", "local1").stdout
+	if !strings.Contains(show, "State=ALLOCATED+DRAIN ") || !strings.Contains(show, "Reason=disk swap [root@") {
+		t.Fatalf("scontrol show node local1:\n%s", show)
+	}
+
+	// New work avoids local1: a 3-node job gets the other three, and one
+	// more job waits although local1 holds no step after the first ends.
+	b := c.submit(work, "-N", "3", "-o", "/dev/null", "--wrap", "sleep 300")
+	c.waitState(b, "RUNNING")
+	if n := nodeOf(b); n != "local[2-4]" {
+		t.Fatalf("3-node job on %q, want local[2-4]", n)
+	}
+	if _, err := os.Stat(started); err != nil {
+		t.Fatal("the running job did not run")
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitState(a, "COMPLETED") // the drain let it finish
+	waitFor(t, "local1 drained", func() bool { return strings.Contains(nodeStates(), "local1 drain\n") })
+	d := c.submit(work, "-o", "/dev/null", "--wrap", "sleep 300")
+	time.Sleep(1500 * time.Millisecond) // scheduling passes run at least every second
+	if st := c.state(d); st != "PENDING" {
+		t.Fatalf("job submitted while the only free node is drained: %s", st)
+	}
+	reasons := c.run(0, c.dir, "sinfo", "-R", "-h").stdout
+	if !strings.HasPrefix(reasons, "disk swap            root      20") || !strings.HasSuffix(reasons, " local1\n") {
+		t.Fatalf("sinfo -R:\n%q", reasons)
+	}
+
+	// The drain is durable.
+	c.stop()
+	c.start()
+	if s := nodeStates(); !strings.Contains(s, "local1 drain\n") {
+		t.Fatalf("after restart:\n%s", s)
+	}
+	if r2 := c.run(0, c.dir, "sinfo", "-R", "-h").stdout; r2 != reasons {
+		t.Fatalf("sinfo -R after restart %q, before %q", r2, reasons)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if st := c.state(d); st != "PENDING" {
+		t.Fatalf("after restart the waiting job is %s", st)
+	}
+
+	r = c.run(0, c.dir, "scontrol", "update", "NodeName=local1", "State=RESUME")
+	if r.code != 0 {
+		t.Fatalf("resume: %+v", r)
+	}
+	c.waitState(d, "RUNNING")
+	if n := nodeOf(d); n != "local1" {
+		t.Fatalf("after resume the job runs on %q, want local1", n)
+	}
+	if s := c.run(0, c.dir, "sinfo", "-R", "-h").stdout; s != "" {
+		t.Fatalf("sinfo -R after resume: %q", s)
+	}
+	r = c.run(0, c.dir, "scontrol", "update", "NodeName=local1", "State=RESUME")
+	if r.code != 1 || r.stderr != "slurm_update error: Invalid node state specified\n" {
+		t.Fatalf("resume of an allocated node: %+v", r)
+	}
+	c.run(0, c.dir, "scancel", b, d)
+}
