@@ -145,9 +145,14 @@ type Job struct {
 	Signal        int      `json:"signal"`
 	CancelledBy   int64    `json:"cancelled_by"` // uid, -1 = not cancelled
 	Restarts      int      `json:"restarts,omitempty"`
-	Steps         []Step   `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
-	StdoutPath    string   `json:"stdout_path,omitempty"` // expanded
-	StderrPath    string   `json:"stderr_path,omitempty"`
+	// SuspendTime is when the job was last suspended or resumed in this run
+	// (scontrol SuspendTime), SuspendedSecs the seconds it has been suspended
+	// in this run before its current state; neither counts toward its limit.
+	SuspendTime   int64  `json:"suspend_time,omitempty"`
+	SuspendedSecs int64  `json:"suspended_secs,omitempty"`
+	Steps         []Step `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
+	StdoutPath    string `json:"stdout_path,omitempty"` // expanded
+	StderrPath    string `json:"stderr_path,omitempty"`
 }
 
 // Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.

@@ -95,6 +95,11 @@ CREATE TABLE node_admin (
 	user_name  TEXT    NOT NULL,
 	time       INTEGER NOT NULL  -- when the reason was set, Unix seconds
 ) STRICT;
+
+-- scontrol suspend/resume: when the job was last suspended (0 = never in
+-- this run) and the seconds it has spent suspended in this run.
+ALTER TABLE jobs ADD COLUMN suspend_time   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN suspended_secs INTEGER NOT NULL DEFAULT 0;
 `},
 }
 
