@@ -61,12 +61,12 @@ type Controller struct {
 // controller needs.
 type job struct {
 	api.Job
-	cancelRequested bool
-	launched        bool
-	chunks          map[int]string // running chunks of a divisible job: step → node
-	nodeFailed      bool           // a node of the job went down: its end is a node failure
-	suspendedAt     int64          // when the job was suspended (Unix s), 0 = running
-	suspendedFor    int64          // seconds spent suspended in this run, resumes included
+	cancelRequested  bool
+	launched         bool
+	chunks           map[int]string // running chunks of a divisible job: step → node
+	nodeFailed       bool           // a node of the job went down: its end is a node failure
+	requeueRequested bool           // scontrol requeue: its end puts it back to PENDING
+
 }
 
 // Options configures New.
@@ -179,7 +179,7 @@ func (c *Controller) recover(ctx context.Context) error {
 				_ = c.exec.Forget(ctx, s.Node, key)
 			}
 			continue
-		case aj.State == api.StateRunning:
+		case aj.State == api.StateRunning || aj.State == api.StateSuspended:
 			s, ok := onNode[key]
 			switch {
 			case ok && s.State == nodes.StepRunning:
@@ -452,6 +452,8 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		st = api.StateCancelled
 	case nodeLost && c.requeueable(j):
 		return c.requeueLocked(ctx, j, "node failure")
+	case j.requeueRequested:
+		return c.requeueLocked(ctx, j, "scontrol requeue")
 	case s.TimedOut:
 		st, reason = api.StateTimeout, "TimeLimit"
 	case s.State == nodes.StepLost || j.nodeFailed:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"hora/api"
 	"hora/config"
@@ -328,7 +329,8 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 	j.State, j.Reason, j.Nodes, j.Steps = api.StatePending, "None", nil, nil
 	j.StartTime, j.EndTime, j.ExitCode, j.Signal, j.CancelledBy = 0, 0, 0, 0, -1
 	j.Restarts++
-	j.launched, j.nodeFailed, j.chunks, j.suspendedAt, j.suspendedFor = false, false, nil, 0, 0
+	j.launched, j.nodeFailed, j.requeueRequested, j.chunks = false, false, false, nil
+	j.SuspendTime, j.SuspendedSecs = 0, 0
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: schedID(j.ID),
 		Step: scheduler.BatchStep, Failed: true}))
 	c.eng.Handle(scheduler.Restore{Now: c.nowSec(), Job: c.schedJob(j)})
@@ -374,4 +376,179 @@ func (c *Controller) routeNodeOps(mux *http.ServeMux) {
 		}
 		return c.updateNodes(ctx, who, req)
 	}))
+	for path, stop := range map[string]bool{api.PathSuspend: true, api.PathResume: false} {
+		mux.HandleFunc("POST "+path, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+			var req api.ControlRequest
+			if err := decode(r, &req); err != nil {
+				return nil, err
+			}
+			return c.suspend(ctx, who, req.IDs, stop), nil
+		}))
+	}
+	mux.HandleFunc("POST "+api.PathRequeue, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		var req api.ControlRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return c.requeueJobs(ctx, who, req.IDs), nil
+	}))
+}
+
+// Slurm's texts for suspend/resume refusals (measured on 22.05.8).
+const (
+	msgPending      = "Job is pending execution"
+	msgNotSuspended = "Job is not suspended"
+	msgAlreadyDone  = "Job/step already completing or completed"
+	msgDenied       = "Access/permission denied"
+	msgInvalidJobID = "Invalid job id specified"
+)
+
+// suspend implements scontrol suspend (stop) and resume (!stop) for
+// operators: SIGSTOP or SIGCONT to every step of the job on its nodes. A
+// suspended job keeps its nodes; its suspended time does not count toward
+// its time limit (see resumeLimit).
+func (c *Controller) suspend(ctx context.Context, who *Caller, ids []int64, stop bool) *api.CancelResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp := &api.CancelResponse{}
+	fail := func(id int64, msg, code string) {
+		resp.Results = append(resp.Results, api.JobResult{ID: id, Error: msg, Code: code})
+	}
+	for _, id := range ids {
+		j := c.jobs[id]
+		switch {
+		case j == nil:
+			fail(id, msgInvalidJobID, api.CodeInvalidJobID)
+			continue
+		case !c.operators[who.UID]:
+			// Slurm lets only operators suspend, even their own jobs.
+			fail(id, msgDenied, api.CodeAccessDenied)
+			continue
+		case j.State.Finished():
+			fail(id, msgAlreadyDone, api.CodeAlreadyDone)
+			continue
+		case j.State == api.StatePending:
+			fail(id, msgPending, api.CodeDisabled)
+			continue
+		case stop && j.State == api.StateSuspended:
+			resp.Results = append(resp.Results, api.JobResult{ID: id}) // as Slurm: nothing to do, no error
+			continue
+		case !stop && j.State != api.StateSuspended:
+			fail(id, msgNotSuspended, api.CodeDisabled)
+			continue
+		case !j.launched && j.Spec.Load == 0:
+			// Its process is not there yet; stopping nothing would lie.
+			fail(id, "Job is not running yet", api.CodeDisabled)
+			continue
+		}
+		now := c.now().Unix()
+		ev := store.Event{JobID: id, Time: now, Kind: store.KindSuspend}
+		if !stop {
+			ev.Kind = store.KindResume
+		}
+		if err := c.st.Append(ctx, ev); err != nil {
+			fail(id, err.Error(), api.CodeInternal)
+			continue
+		}
+		sig := signum("STOP")
+		if stop {
+			j.State, j.SuspendTime = api.StateSuspended, now
+		} else {
+			j.SuspendedSecs += max(0, now-j.SuspendTime)
+			j.State, j.SuspendTime = api.StateRunning, now
+			sig = signum("CONT")
+		}
+		c.log.Info("job "+map[bool]string{true: "suspended", false: "resumed"}[stop], "job", id, "uid", who.UID)
+		c.signalStepsLocked(j, sig, !stop)
+		resp.Results = append(resp.Results, api.JobResult{ID: id})
+	}
+	return resp
+}
+
+// signalStepsLocked sends sig to every step of a job: the batch step on the
+// job's first node, or each running chunk on its node. On resume the
+// step's node-side limit moves by the time spent suspended.
+func (c *Controller) signalStepsLocked(j *job, sig nodes.Signum, resumed bool) {
+	type target struct {
+		node string
+		key  nodes.StepKey
+	}
+	var ts []target
+	if j.Spec.Load > 0 {
+		for step, n := range j.chunks {
+			ts = append(ts, target{n, nodes.StepKey{Job: j.ID, Step: step}})
+		}
+	} else if len(j.Nodes) > 0 {
+		ts = append(ts, target{j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}})
+	}
+	limit := c.resumeLimit(j)
+	for _, t := range ts {
+		c.work.push(func(ctx context.Context) {
+			if ls, ok := c.exec.(nodes.LimitSetter); ok && resumed && limit > 0 {
+				// Before CONT, so the step never runs under the old limit.
+				if err := ls.SetTimeLimit(ctx, t.node, t.key, limit); err != nil {
+					c.log.Warn("moving the time limit after a suspension", "job", t.key.Job, "node", t.node, "err", err)
+				}
+			}
+			if err := c.exec.Signal(ctx, t.node, t.key, sig); err != nil {
+				c.log.Warn("signal", "job", t.key.Job, "step", t.key.Step, "node", t.node, "err", err)
+			}
+		})
+	}
+}
+
+// resumeLimit is the node-side limit of a resumed job's step, counted from
+// the step's start: the job's limit plus every second it spent suspended,
+// so that suspended time does not count (Slurm does the same). 0 = none.
+func (c *Controller) resumeLimit(j *job) time.Duration {
+	spec := c.launchSpec(j, scheduler.BatchStep, "")
+	if spec.TimeLimit <= 0 || j.Spec.Load > 0 {
+		return 0 // chunks of divisible jobs keep the limit their plan gave them
+	}
+	return spec.TimeLimit + time.Duration(j.SuspendedSecs)*time.Second
+}
+
+// requeueJobs implements scontrol requeue: a running batch job is stopped
+// and goes back to PENDING (Restarts+1) once its processes have ended. The
+// owner or an operator may; a job submitted with --no-requeue refuses.
+func (c *Controller) requeueJobs(ctx context.Context, who *Caller, ids []int64) *api.CancelResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	resp := &api.CancelResponse{}
+	fail := func(id int64, msg, code string) {
+		resp.Results = append(resp.Results, api.JobResult{ID: id, Error: msg, Code: code})
+	}
+	for _, id := range ids {
+		j := c.jobs[id]
+		switch {
+		case j == nil:
+			fail(id, msgInvalidJobID, api.CodeInvalidJobID)
+		case !c.mayTouch(who, j):
+			fail(id, msgDenied, api.CodeAccessDenied)
+		case j.State.Finished() || j.cancelRequested:
+			fail(id, msgAlreadyDone, api.CodeAlreadyDone)
+		case j.State == api.StatePending:
+			fail(id, msgPending, api.CodeDisabled)
+		case j.Spec.Load > 0 || j.Spec.NoRequeue:
+			fail(id, "Requested operation is presently disabled", api.CodeDisabled)
+		case j.requeueRequested:
+			resp.Results = append(resp.Results, api.JobResult{ID: id})
+		default:
+			j.requeueRequested = true
+			c.log.Info("requeue requested", "job", id, "uid", who.UID)
+			if j.launched {
+				node, key, suspended := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}, j.State == api.StateSuspended
+				c.work.push(func(ctx context.Context) {
+					if suspended {
+						_ = c.exec.Signal(ctx, node, key, signum("CONT"))
+					}
+					if err := c.exec.Terminate(ctx, node, key, c.killWait()); err != nil {
+						c.log.Warn("terminate for requeue", "job", key.Job, "err", err)
+					}
+				})
+			}
+			resp.Results = append(resp.Results, api.JobResult{ID: id})
+		}
+	}
+	return resp
 }
