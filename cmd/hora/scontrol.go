@@ -93,7 +93,13 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	if lastEval == 0 {
 		lastEval = eligible
 	}
-	r.add("SuspendTime=None", "SecsPreSuspend=0", "LastSchedEval="+t(lastEval), "Scheduler=Main")
+	suspendTime, preSuspend := "None", int64(0)
+	if j.SuspendTime > 0 {
+		// SuspendTime is the last suspend or resume; the run time before
+		// the last suspension is the same expression in both states.
+		suspendTime, preSuspend = t(j.SuspendTime), max(j.SuspendTime-j.StartTime-j.SuspendedSecs, 0)
+	}
+	r.add("SuspendTime="+suspendTime, "SecsPreSuspend="+strconv.FormatInt(preSuspend, 10), "LastSchedEval="+t(lastEval), "Scheduler=Main")
 	r.add("Partition="+j.Spec.Partition, "AllocNode:Sid="+orNull(j.Spec.SubmitHost)+":0")
 	r.add("ReqNodeList=(null)", "ExcNodeList=(null)")
 	r.add("NodeList=" + orNull(hostlist(j.Nodes)))
