@@ -130,3 +130,77 @@ func TestDrainResumeEndToEnd(t *testing.T) {
 	}
 	c.run(0, c.dir, "scancel", b, d)
 }
+
+// Suspend and resume through the real clients: only an operator may; the
+// job's output stops advancing while it is SUSPENDED (squeue S, sacct
+// SUSPENDED, its node still allocated) and advances again after resume;
+// the suspended time does not count toward the time limit: a job that runs
+// about 51 s under a one-minute limit, suspended for 12 s, completes
+// instead of timing out at 60 s of wall time.
+func TestSuspendResumeEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, localBatch)
+	work := c.workDir()
+	out := filepath.Join(work, "ticks.out")
+	id := c.submit(work, "-t", "1", "-o", out, "--wrap", "for i in $(seq 100); do echo $i; sleep 0.5; done")
+	c.waitState(id, "RUNNING")
+	lines := func() int {
+		b, _ := os.ReadFile(out)
+		return strings.Count(string(b), "\n")
+	}
+	waitFor(t, "first output", func() bool { return lines() > 0 })
+
+	r := c.run(65534, c.dir, "scontrol", "suspend", id)
+	if r.code != 1 || r.stderr != "Access/permission denied for job "+id+"\n" {
+		t.Fatalf("nobody suspends: %+v", r)
+	}
+	r = c.run(0, c.dir, "scontrol", "resume", id)
+	if r.code != 1 || r.stderr != "Job is not suspended for job "+id+"\n" {
+		t.Fatalf("resume of a running job: %+v", r)
+	}
+	if r = c.run(0, c.dir, "scontrol", "suspend", id); r.code != 0 || r.stderr != "" {
+		t.Fatalf("suspend: %+v", r)
+	}
+	suspendedAt := time.Now()
+	if st := c.run(0, c.dir, "squeue", "-h", "-j", id, "-o", "%t %N").stdout; st != "S local1\n" {
+		t.Fatalf("squeue of the suspended job: %q", st)
+	}
+	if st := c.run(0, c.dir, "sacct", "-n", "-X", "-P", "-j", id, "-o", "State").stdout; st != "SUSPENDED\n" {
+		t.Fatalf("sacct of the suspended job: %q", st)
+	}
+	if st := c.run(0, c.dir, "sinfo", "-h", "-N", "-n", "local1", "-o", "%t").stdout; st != "alloc\n" {
+		t.Fatalf("node of the suspended job: %q", st)
+	}
+	time.Sleep(700 * time.Millisecond) // a tick in flight when STOP came may still land
+	frozen := lines()
+	time.Sleep(2 * time.Second)
+	if n := lines(); n != frozen {
+		t.Fatalf("output advanced while suspended: %d → %d lines", frozen, n)
+	}
+	show := c.run(0, c.dir, "scontrol", "show", "job", id).stdout
+	if !strings.Contains(show, "JobState=SUSPENDED ") || strings.Contains(show, "SuspendTime=None") {
+		t.Fatalf("scontrol show job while suspended:\n%s", show)
+	}
+	time.Sleep(time.Until(suspendedAt.Add(12 * time.Second)))
+	if r = c.run(0, c.dir, "scontrol", "resume", id); r.code != 0 || r.stderr != "" {
+		t.Fatalf("resume: %+v", r)
+	}
+	waitFor(t, "output after resume", func() bool { return lines() > frozen })
+	if st := c.state(id); st != "RUNNING" {
+		t.Fatalf("after resume: %s", st)
+	}
+	// 60 s of wall time pass before the job's ~51 s of run time do.
+	deadline := time.Now().Add(90 * time.Second)
+	for st := c.state(id); st == "RUNNING"; st = c.state(id) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never ended")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if st := c.state(id); st != "COMPLETED" {
+		t.Fatalf("job suspended for 12 s under a one-minute limit ended %s, want COMPLETED", st)
+	}
+	if n := lines(); n != 100 {
+		t.Fatalf("job wrote %d lines, want 100", n)
+	}
+}
