@@ -366,8 +366,9 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 	defer c.mu.Unlock()
 	if j := c.jobs[spec.Key.Job]; j != nil {
 		j.launched = err == nil
-		if err == nil && j.cancelRequested {
-			// cancelled between the Engine's decision and the launch
+		if err == nil && (j.cancelRequested || j.nodeFailed || j.requeueRequested) {
+			// cancelled, requeued or its node set DOWN between the Engine's
+			// decision and the launch
 			c.work.push(func(ctx context.Context) {
 				_ = c.exec.Terminate(ctx, spec.Node, spec.Key, c.killWait())
 			})

@@ -204,3 +204,52 @@ func TestSuspendResumeEndToEnd(t *testing.T) {
 		t.Fatalf("job wrote %d lines, want 100", n)
 	}
 }
+
+// An operator sets two local nodes DOWN under running jobs: the job that
+// allows requeueing runs again elsewhere (Restarts=1), the --no-requeue one
+// ends NODE_FAIL; `scontrol requeue` puts a running job back to the queue
+// on request, and refuses a finished one.
+func TestDownRequeuesEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, localBatch)
+	work := c.workDir()
+	nodeOf := func(id string) string {
+		return strings.TrimSpace(c.run(0, c.dir, "squeue", "-h", "-j", id, "-o", "%N").stdout)
+	}
+	rq := c.submit(work, "-o", "/dev/null", "--wrap", "sleep 300")
+	c.waitState(rq, "RUNNING")
+	nf := c.submit(work, "--no-requeue", "-o", "/dev/null", "--wrap", "sleep 300")
+	c.waitState(nf, "RUNNING")
+	if a, b := nodeOf(rq), nodeOf(nf); a != "local1" || b != "local2" {
+		t.Fatalf("jobs on %q and %q, want local1 and local2", a, b)
+	}
+	r := c.run(0, c.dir, "scontrol", "update", "NodeName=local[1-2]", "State=DOWN", "Reason=bad dimm")
+	if r.code != 0 {
+		t.Fatalf("down: %+v", r)
+	}
+	c.waitState(nf, "NODE_FAIL")
+	waitFor(t, "requeued job running on local3", func() bool { return c.state(rq) == "RUNNING" && nodeOf(rq) == "local3" })
+	show := c.run(0, c.dir, "scontrol", "show", "job", rq).stdout
+	if !strings.Contains(show, "Requeue=1 Restarts=1 ") {
+		t.Fatalf("requeued job:\n%s", show)
+	}
+	if s := c.run(0, c.dir, "sinfo", "-h", "-N", "-o", "%N %t").stdout; !strings.Contains(s, "local1 down\n") || !strings.Contains(s, "local2 down\n") {
+		t.Fatalf("sinfo after DOWN:\n%s", s)
+	}
+
+	if r = c.run(0, c.dir, "scontrol", "requeue", rq); r.code != 0 || r.stderr != "" {
+		t.Fatalf("scontrol requeue: %+v", r)
+	}
+	waitFor(t, "second restart", func() bool {
+		return strings.Contains(c.run(0, c.dir, "scontrol", "show", "job", rq).stdout, "Restarts=2 ") && c.state(rq) == "RUNNING"
+	})
+	r = c.run(0, c.dir, "scontrol", "requeue", nf)
+	if r.code != 1 || r.stderr != "Job/step already completing or completed for job "+nf+"\n" {
+		t.Fatalf("requeue of a finished job: %+v", r)
+	}
+	r = c.run(65534, c.dir, "scontrol", "requeue", rq)
+	if r.code != 1 || r.stderr != "Access/permission denied for job "+rq+"\n" {
+		t.Fatalf("nobody requeues root's job: %+v", r)
+	}
+	c.run(0, c.dir, "scancel", rq)
+}
