@@ -406,6 +406,10 @@ func (c *Controller) watchExits(ctx context.Context) {
 			switch {
 			case s.Key.Step >= 0:
 				err = c.chunkEndLocked(ctx, j, s)
+			case c.staleStepLocked(j, s):
+				// A run the job has left (requeued after its node was lost):
+				// its end says nothing about the job's current run.
+				c.log.Info("end of an earlier run ignored", "job", s.Key.Job, "node", s.Node)
 			case j != nil && !j.State.Finished():
 				err = c.finishLocked(ctx, j, s)
 			}

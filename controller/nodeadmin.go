@@ -227,6 +227,9 @@ func (c *Controller) nodeHealthLocked(ctx context.Context, ev nodes.NodeEvent) {
 	if !a.noResp && !a.Down {
 		return
 	}
+	if a.noResp {
+		c.work.push(func(ctx context.Context) { c.cleanReturnedNode(ctx, ev.Node) })
+	}
 	a.noResp = false
 	back := false
 	if a.Down {
@@ -551,4 +554,52 @@ func (c *Controller) requeueJobs(ctx context.Context, who *Caller, ids []int64) 
 		}
 	}
 	return resp
+}
+
+// staleStepLocked says whether a batch step's status belongs to an earlier
+// run of its job: the job was requeued (it is pending, or runs with another
+// head node) after the node of that run was lost. A lost node's steps are
+// reported lost at once, so their real end arrives later, if ever.
+func (c *Controller) staleStepLocked(j *job, s nodes.Status) bool {
+	if j == nil || s.Key.Step >= 0 || j.Restarts == 0 {
+		return false
+	}
+	switch j.State {
+	case api.StatePending:
+		return true
+	case api.StateRunning, api.StateSuspended:
+		return len(j.Nodes) > 0 && s.Node != j.Nodes[0]
+	}
+	return false
+}
+
+// cleanReturnedNode runs on the dispatcher when a lost node answers again:
+// steps of runs that were given up when it was lost (the job was requeued,
+// or ended NODE_FAIL) are stopped if they still run — a partition, not a
+// crash — and their node-side state is removed, as slurmd kills jobs it no
+// longer owns when it registers again.
+func (c *Controller) cleanReturnedNode(ctx context.Context, node string) {
+	sts, err := c.exec.Reattach(ctx, []string{node})
+	if err != nil {
+		c.log.Warn("listing the steps of a returned node", "node", node, "err", err)
+	}
+	for _, s := range sts {
+		if s.Key.Step >= 0 {
+			continue // chunks are the dlt policy's
+		}
+		c.mu.Lock()
+		j := c.jobs[s.Key.Job]
+		current := j != nil && (j.State == api.StateRunning || j.State == api.StateSuspended) &&
+			len(j.Nodes) > 0 && j.Nodes[0] == node
+		c.mu.Unlock()
+		if current {
+			continue
+		}
+		if s.State == nodes.StepRunning {
+			c.log.Warn("stopping a step of a run given up while its node was lost", "job", s.Key.Job, "node", node)
+			_ = c.exec.Terminate(ctx, node, s.Key, 0)
+			continue // its end comes through Exits and is ignored there
+		}
+		_ = c.exec.Forget(ctx, node, s.Key)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,10 +109,10 @@ func TestSSHRequeueAndReturnToService(t *testing.T) {
 	}
 	// The first run waits; the run after a requeue finishes at once.
 	rq := c.submit(work, "-o", out, "--open-mode=append", "--wrap",
-		`echo "run $SLURM_RESTART_COUNT on $SLURMD_NODENAME"; touch `+work+`/rq-$SLURM_RESTART_COUNT; `+
+		`echo "run $SLURM_RESTART_COUNT on $SLURMD_NODENAME"; echo $$ > `+work+`/rq-pid-$SLURM_RESTART_COUNT; touch `+work+`/rq-$SLURM_RESTART_COUNT; `+
 			`[ "$SLURM_RESTART_COUNT" -ge 1 ] || sleep 300`)
 	waitFile(filepath.Join(work, "rq-0"))
-	nf := c.submit(work, "--no-requeue", "-o", "/dev/null", "--wrap", "touch "+work+"/nf; sleep 300")
+	nf := c.submit(work, "--no-requeue", "-o", "/dev/null", "--wrap", "echo $$ > "+work+"/nf-pid; touch "+work+"/nf; sleep 300")
 	waitFile(filepath.Join(work, "nf"))
 	show := func(kind, id string) string { return c.run(0, c.dir, "scontrol", "show", kind, id).stdout }
 	if s := show("job", nf); !strings.Contains(s, "Requeue=0 Restarts=0") {
@@ -143,6 +145,16 @@ func TestSSHRequeueAndReturnToService(t *testing.T) {
 	}
 	// It answers again (no "*"), and return_to_service = 0 keeps it down.
 	waitFor(t, "n1 answering", func() bool { return nodeLine("n1") == "n1 down" })
+	// The runs given up while the hosts were cut off (a partition: their
+	// processes kept running) are stopped once the hosts answer.
+	for _, f := range []string{"rq-pid-0", "nf-pid"} {
+		b, err := os.ReadFile(filepath.Join(work, f))
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 1 {
+			t.Fatalf("%s: %q %v", f, b, err)
+		}
+		waitFor(t, "the old run's process "+f+" to end", func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH })
+	}
 	time.Sleep(2 * time.Second) // two more probe rounds change nothing
 	if l := nodeLine("n1"); l != "n1 down" {
 		t.Fatalf("with return_to_service = 0 after sshd returned: %q", l)
