@@ -253,7 +253,7 @@ func matches(j *job, req api.CancelRequest, c *Controller) bool {
 func (c *Controller) cancelOneLocked(ctx context.Context, who *Caller, j *job, sig int) error {
 	now := c.now().Unix()
 	if sig != 0 {
-		if j.State != api.StateRunning {
+		if j.State != api.StateRunning && j.State != api.StateSuspended {
 			return fmt.Errorf("Job is pending execution")
 		}
 		node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
