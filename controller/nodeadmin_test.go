@@ -129,3 +129,34 @@ func TestRequeueable(t *testing.T) {
 		t.Error("a cancelled job is requeued")
 	}
 }
+
+// The end of a run given up when its node was lost must not end the job's
+// later run: only a batch step on the job's current head node counts once
+// the job has been requeued.
+func TestStaleStep(t *testing.T) {
+	c := &Controller{}
+	key := nodes.StepKey{Job: 7, Step: -1}
+	cases := []struct {
+		name string
+		j    *job
+		node string
+		want bool
+	}{
+		{"never requeued", &job{Job: api.Job{State: api.StateRunning, Nodes: []string{"n1"}}}, "n2", false},
+		{"requeued, pending", &job{Job: api.Job{State: api.StatePending, Restarts: 1}}, "n1", true},
+		{"requeued, runs elsewhere", &job{Job: api.Job{State: api.StateRunning, Restarts: 1, Nodes: []string{"n3"}}}, "n1", true},
+		{"requeued, suspended elsewhere", &job{Job: api.Job{State: api.StateSuspended, Restarts: 1, Nodes: []string{"n3"}}}, "n1", true},
+		{"requeued, its current run ends", &job{Job: api.Job{State: api.StateRunning, Restarts: 1, Nodes: []string{"n3", "n1"}}}, "n3", false},
+		{"finished", &job{Job: api.Job{State: api.StateNodeFail, Restarts: 1}}, "n1", false},
+		{"unknown job", nil, "n1", false},
+	}
+	for _, tc := range cases {
+		if got := c.staleStepLocked(tc.j, nodes.Status{Key: key, Node: tc.node}); got != tc.want {
+			t.Errorf("%s: stale %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	chunk := nodes.Status{Key: nodes.StepKey{Job: 7, Step: 0}, Node: "n1"}
+	if c.staleStepLocked(&job{Job: api.Job{State: api.StatePending, Restarts: 1}}, chunk) {
+		t.Error("a chunk's end is judged here; chunks are the dlt policy's")
+	}
+}
