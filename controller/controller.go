@@ -51,6 +51,9 @@ type Controller struct {
 	nextID    int64
 	operators map[uint32]bool
 	admin     map[string]*nodeAdmin // drained or down nodes (nodeadmin.go)
+	// recovering is set while recover rebuilds the Engine: no scheduling
+	// pass may run before every running job holds its nodes again.
+	recovering bool
 
 	work      *workQueue
 	wake      chan struct{} // poke the tick loop after the Engine's wakeup time may have moved
@@ -137,6 +140,8 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // recover rebuilds the Engine from the store and reconciles with the nodes.
 func (c *Controller) recover(ctx context.Context) error {
+	c.recovering = true
+	defer func() { c.recovering = false }()
 	if err := c.loadNodeAdmin(ctx); err != nil {
 		return err
 	}

@@ -334,6 +334,12 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 	j.Restarts++
 	j.launched, j.nodeFailed, j.requeueRequested, j.chunks = false, false, false, nil
 	j.SuspendTime, j.SuspendedSecs = 0, 0
+	if c.recovering {
+		// The Engine does not know the job yet; recovery's first pass
+		// comes after every job is back.
+		c.eng.Handle(scheduler.Restore{Now: c.nowSec(), Job: c.schedJob(j)})
+		return nil
+	}
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: schedID(j.ID),
 		Step: scheduler.BatchStep, Failed: true}))
 	c.eng.Handle(scheduler.Restore{Now: c.nowSec(), Job: c.schedJob(j)})
