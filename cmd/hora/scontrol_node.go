@@ -45,7 +45,7 @@ func nodeStateWord(v string) (state string, supported, ok bool) {
 
 func scontrolUpdateNode(ctx context.Context, env *Env, words []string) int {
 	var req api.NodeUpdateRequest
-	state, names := "", ""
+	names := ""
 	for _, w := range words {
 		k, v, ok := strings.Cut(w, "=")
 		if !ok {
@@ -56,7 +56,6 @@ func scontrolUpdateNode(ctx context.Context, env *Env, words []string) int {
 		case "nodename":
 			names = v
 		case "state":
-			state = w
 			s, supported, ok := nodeStateWord(v)
 			if !ok {
 				fmt.Fprintf(env.Stderr, "Invalid input: %s\nRequest aborted\n", w)
@@ -90,7 +89,6 @@ func scontrolUpdateNode(ctx context.Context, env *Env, words []string) int {
 		return 1
 	}
 	req.Nodes = hosts
-	_ = state
 	cl := dial(env)
 	if cl == nil {
 		return 1
