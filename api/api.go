@@ -117,8 +117,9 @@ type JobSpec struct {
 	Deadline    int64    `json:"deadline,omitempty"` // Unix s
 	Hold        bool     `json:"hold,omitempty"`
 	Requeue     bool     `json:"requeue,omitempty"`
-	Load        float64  `json:"load,omitempty"`  // divisible load σ in data units; 0 = not divisible
-	Input       string   `json:"input,omitempty"` // file whose bytes are the load
+	NoRequeue   bool     `json:"no_requeue,omitempty"` // --no-requeue given; neither flag = the cluster's job_requeue
+	Load        float64  `json:"load,omitempty"`       // divisible load σ in data units; 0 = not divisible
+	Input       string   `json:"input,omitempty"`      // file whose bytes are the load
 	Reservation string   `json:"reservation,omitempty"`
 	Account     string   `json:"account,omitempty"`
 	QOS         string   `json:"qos,omitempty"`
@@ -150,9 +151,14 @@ type Job struct {
 	Signal        int      `json:"signal"`
 	CancelledBy   int64    `json:"cancelled_by"` // uid, -1 = not cancelled
 	Restarts      int      `json:"restarts,omitempty"`
-	Steps         []Step   `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
-	StdoutPath    string   `json:"stdout_path,omitempty"` // expanded
-	StderrPath    string   `json:"stderr_path,omitempty"`
+	// SuspendTime is when the job was last suspended or resumed in this run
+	// (scontrol SuspendTime), SuspendedSecs the seconds it has been suspended
+	// in this run before its current state; neither counts toward its limit.
+	SuspendTime   int64  `json:"suspend_time,omitempty"`
+	SuspendedSecs int64  `json:"suspended_secs,omitempty"`
+	Steps         []Step `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
+	StdoutPath    string `json:"stdout_path,omitempty"` // expanded
+	StderrPath    string `json:"stderr_path,omitempty"`
 }
 
 // Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.
@@ -222,15 +228,22 @@ type CancelResponse struct {
 
 // Node is one compute node as sinfo/scontrol show it.
 type Node struct {
-	Name       string   `json:"name"`
-	Address    string   `json:"address,omitempty"`
-	CPUs       int      `json:"cpus"`
-	MemoryMB   int64    `json:"memory_mb"`
-	Rate       float64  `json:"rate,omitempty"`
-	State      string   `json:"state"` // idle, allocated, mixed, down, drained, draining
-	Reason     string   `json:"reason,omitempty"`
-	Partitions []string `json:"partitions"`
-	Jobs       []int64  `json:"jobs,omitempty"`
+	Name       string  `json:"name"`
+	Address    string  `json:"address,omitempty"`
+	CPUs       int     `json:"cpus"`
+	MemoryMB   int64   `json:"memory_mb"`
+	Rate       float64 `json:"rate,omitempty"`
+	State      string  `json:"state"` // idle, allocated, mixed, down, drained, draining
+	Reason     string  `json:"reason,omitempty"`
+	ReasonUser string  `json:"reason_user,omitempty"` // who set Reason (sinfo %u)
+	ReasonTime int64   `json:"reason_time,omitempty"` // when, Unix s (sinfo %H)
+	// Drain is set on a drained or draining node, also when it is down
+	// (scontrol show node State=DOWN+DRAIN); NotResponding when the health
+	// prober cannot reach it (Slurm's "*" suffix).
+	Drain         bool     `json:"drain,omitempty"`
+	NotResponding bool     `json:"not_responding,omitempty"`
+	Partitions    []string `json:"partitions"`
+	Jobs          []int64  `json:"jobs,omitempty"`
 }
 
 // NodesResponse lists nodes in configuration order.

@@ -79,6 +79,26 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// Slurm's defaults apply when the keys are absent, and 0 is kept as given
+// (it is a meaningful value, not "unset").
+func TestReturnToServiceAndRequeueDefaults(t *testing.T) {
+	c := Default()
+	if *c.ReturnToService != 1 || *c.JobRequeue != 1 {
+		t.Fatalf("defaults: return_to_service %d, job_requeue %d", *c.ReturnToService, *c.JobRequeue)
+	}
+	c, err := Parse([]byte("return_to_service = 0\njob_requeue = 0\n"), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *c.ReturnToService != 0 || *c.JobRequeue != 0 {
+		t.Fatalf("explicit zeros: return_to_service %d, job_requeue %d", *c.ReturnToService, *c.JobRequeue)
+	}
+	c, err = Parse([]byte("return_to_service = 2\n"), "t.toml")
+	if err != nil || *c.ReturnToService != 2 {
+		t.Fatalf("return_to_service = 2: %v", err)
+	}
+}
+
 func TestParseErrorsNameKeyAndLine(t *testing.T) {
 	cases := []struct {
 		name, src string
@@ -100,6 +120,9 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"reservation access", "cluster_name = \"x\"\nreservation_access = \"everyone\"\n",
 			[]string{`t.toml:2: reservation_access: must be "operators" or "users", got "everyone"`}},
 		{"reservation access type", "reservation_access = true\n", []string{"t.toml"}},
+		{"return_to_service out of range", "cluster_name = \"x\"\nreturn_to_service = 3\njob_requeue = 2\n",
+			[]string{"t.toml:2: return_to_service: must be 0, 1 or 2", "t.toml:3: job_requeue: must be 0 or 1"}},
+		{"return_to_service negative", "return_to_service = -1\n", []string{"t.toml:1: return_to_service: must be 0, 1 or 2"}},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.src), "t.toml")
@@ -124,6 +147,9 @@ func TestContribExampleParses(t *testing.T) {
 	sc := c.Scheduler()
 	if len(sc.Partitions) != 3 || sc.Partitions[1].Policy != "dlt" || sc.Partitions[2].Params["strategy"] != "min-lip" {
 		t.Fatalf("partitions %+v", sc.Partitions)
+	}
+	if *c.ReturnToService != 1 || *c.JobRequeue != 1 {
+		t.Fatalf("return_to_service %d, job_requeue %d: want Slurm's defaults 1 and 1", *c.ReturnToService, *c.JobRequeue)
 	}
 	if sc.Partitions[0].DefaultTime != 3600 || c.SSH.ProbeMisses != 3 || c.KillWaitS != 30 {
 		t.Fatalf("values not read: default_time %v, probe_misses %d, kill_wait_s %d", sc.Partitions[0].DefaultTime, c.SSH.ProbeMisses, c.KillWaitS)

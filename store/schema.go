@@ -96,6 +96,25 @@ CREATE TABLE reservations (
 	CHECK (end_time > start_time)
 ) STRICT;
 `},
+	{"node administrative state", `
+-- One row per node that is not simply "up": drained, or down (set by an
+-- operator or by the health prober). A node without a row is in service.
+CREATE TABLE node_admin (
+	name       TEXT    PRIMARY KEY,
+	drain      INTEGER NOT NULL, -- 1 = no new work (scontrol update State=DRAIN)
+	down       INTEGER NOT NULL, -- 1 = out of service
+	down_cause TEXT    NOT NULL, -- 'admin' (State=DOWN) or 'noresp' (health prober); '' when up
+	reason     TEXT    NOT NULL,
+	uid        INTEGER NOT NULL, -- who set the reason
+	user_name  TEXT    NOT NULL,
+	time       INTEGER NOT NULL  -- when the reason was set, Unix seconds
+) STRICT;
+
+-- scontrol suspend/resume: when the job was last suspended (0 = never in
+-- this run) and the seconds it has spent suspended in this run.
+ALTER TABLE jobs ADD COLUMN suspend_time   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN suspended_secs INTEGER NOT NULL DEFAULT 0;
+`},
 }
 
 // migrate brings db to the last of ms in one immediate transaction, so two
