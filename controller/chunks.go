@@ -103,7 +103,9 @@ func (c *Controller) recordStepEndLocked(ctx context.Context, j *job, s nodes.St
 		st = api.StateCancelled
 	case s.TimedOut || j.overrun[s.Key.Step]:
 		st = api.StateTimeout
-	case s.State == nodes.StepLost:
+	case s.State == nodes.StepLost, s.Signal != 0 && !c.admin[s.Node].inService() && c.admin[s.Node].Down:
+		// Lost with its node, or stopped because an operator set the node
+		// DOWN (nodeadmin.go terminates the steps there).
 		st = api.StateNodeFail
 	case s.Err != "" || s.Signal != 0 || s.ExitCode != 0:
 		st = api.StateFailed

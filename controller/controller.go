@@ -50,7 +50,11 @@ type Controller struct {
 	ids       []int64        // keys of jobs, ascending
 	nextID    int64
 	operators map[uint32]bool
-	downNodes map[string]string // node → reason
+	admin     map[string]*nodeAdmin       // drained or down nodes (nodeadmin.go)
+	resvs     map[string]*api.Reservation // advance reservations by name (reservations.go)
+	// recovering is set while recover rebuilds the Engine: no scheduling
+	// pass may run before every running job holds its nodes again.
+	recovering bool
 
 	work      *workQueue
 	stageQ    map[string]*workQueue // dlt partition → its staging channel (staging.go)
@@ -62,11 +66,14 @@ type Controller struct {
 // controller needs.
 type job struct {
 	api.Job
-	cancelRequested bool
-	launched        bool
-	chunks          map[int]string  // running chunks of a divisible job: step → node
-	transfer        map[int]float64 // staged chunks: step → measured transfer seconds
-	overrun         map[int]bool    // chunks the policy killed for overrunning (end TIMEOUT)
+	cancelRequested  bool
+	launched         bool
+	chunks           map[int]string  // running chunks of a divisible job: step → node
+	transfer         map[int]float64 // staged chunks: step → measured transfer seconds
+	overrun          map[int]bool    // chunks the policy killed for overrunning (end TIMEOUT)
+	nodeFailed       bool            // a node of the job went down: its end is a node failure
+	requeueRequested bool            // scontrol requeue: its end puts it back to PENDING
+
 }
 
 // Options configures New.
@@ -99,7 +106,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
-		downNodes: map[string]string{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
+		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
 		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{},
 	}
 	for _, p := range o.Config.Partitions {
@@ -154,6 +161,14 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // recover rebuilds the Engine from the store and reconciles with the nodes.
 func (c *Controller) recover(ctx context.Context) error {
+	c.recovering = true
+	defer func() { c.recovering = false }()
+	if err := c.loadNodeAdmin(ctx); err != nil {
+		return err
+	}
+	if err := c.recoverReservations(ctx); err != nil {
+		return fmt.Errorf("reservations: %w", err)
+	}
 	// Only jobs still active, or ended recently enough to show in
 	// squeue -t all, are loaded: a long history stays on disk for sacct.
 	all, err := c.st.Jobs(ctx, store.Filter{Since: c.now().Unix() - int64(c.cfg.MinJobAgeS)})
@@ -193,12 +208,12 @@ func (c *Controller) recover(ctx context.Context) error {
 				_ = c.exec.Forget(ctx, s.Node, key)
 			}
 			continue
-		case aj.State == api.StateRunning && aj.Spec.Load > 0 && c.isDLT(aj.Spec.Partition):
+		case (aj.State == api.StateRunning || aj.State == api.StateSuspended) && aj.Spec.Load > 0 && c.isDLT(aj.Spec.Partition):
 			if err := c.recoverDivisible(ctx, j, onNode, now); err != nil {
 				return err
 			}
 			continue
-		case aj.State == api.StateRunning:
+		case aj.State == api.StateRunning || aj.State == api.StateSuspended:
 			s, ok := onNode[key]
 			switch {
 			case ok && s.State == nodes.StepRunning:
@@ -388,8 +403,16 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 	defer c.mu.Unlock()
 	if j := c.jobs[spec.Key.Job]; j != nil {
 		j.launched = err == nil
-		if err == nil && j.cancelRequested {
-			// cancelled between the Engine's decision and the launch
+		lostNode := j.nodeFailed
+		if spec.Key.Step >= 0 {
+			// A divisible job goes on after losing a node (the dlt policy
+			// re-plans): only a chunk whose own node went down is stopped.
+			a := c.admin[spec.Node]
+			lostNode = a != nil && a.Down
+		}
+		if err == nil && (j.cancelRequested || lostNode || j.requeueRequested) {
+			// cancelled, requeued or its node set DOWN between the Engine's
+			// decision and the launch
 			c.work.push(func(ctx context.Context) {
 				_ = c.exec.Terminate(ctx, spec.Node, spec.Key, c.killWait())
 			})
@@ -452,6 +475,10 @@ func (c *Controller) watchExits(ctx context.Context, nodeEvents <-chan nodes.Nod
 			switch {
 			case s.Key.Step >= 0:
 				err = c.chunkEndLocked(ctx, j, s)
+			case c.staleStepLocked(j, s):
+				// A run the job has left (requeued after its node was lost):
+				// its end says nothing about the job's current run.
+				c.log.Info("end of an earlier run ignored", "job", s.Key.Job, "node", s.Node)
 			case j != nil && !j.State.Finished():
 				err = c.finishLocked(ctx, j, s)
 			}
@@ -465,28 +492,14 @@ func (c *Controller) watchExits(ctx context.Context, nodeEvents <-chan nodes.Nod
 	}
 }
 
-// nodeEvent turns an executor's health event into a node state: a down
-// node gets no new work (the Engine's NodeDown) and shows "down" with the
+// nodeEvent turns an executor's health event into a node state
+// (nodeadmin.go): a down node gets no new work and shows "down" with the
 // reason in sinfo; its running steps are reported lost by the executor and
-// end NODE_FAIL through watchExits.
+// end through watchExits.
 func (c *Controller) nodeEvent(ctx context.Context, ev nodes.NodeEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, wasDown := c.downNodes[ev.Node]
-	switch {
-	case !ev.Up && !wasDown:
-		reason := "Not responding"
-		if ev.Err != nil {
-			reason = ev.Err.Error()
-		}
-		c.downNodes[ev.Node] = reason
-		c.log.Warn("node down", "node", ev.Node, "reason", reason)
-		c.applyLocked(ctx, c.eng.Handle(scheduler.NodeDown{Now: c.nowSec(), Node: ev.Node}))
-	case ev.Up && wasDown:
-		delete(c.downNodes, ev.Node)
-		c.log.Info("node up", "node", ev.Node)
-		c.applyLocked(ctx, c.eng.Handle(scheduler.NodeUp{Now: c.nowSec(), Node: ev.Node}))
-	}
+	c.nodeHealthLocked(ctx, ev)
 }
 
 // finishLocked records how a job ended and tells the Engine.
@@ -495,12 +508,19 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		return nil
 	}
 	st, reason := api.StateCompleted, "None"
+	// A node lost under the job (not a launch that failed: that would fail
+	// again) ends its run; a job that allows it runs again from the start.
+	nodeLost := (s.State == nodes.StepLost && j.launched) || j.nodeFailed
 	switch {
 	case j.cancelRequested || j.CancelledBy >= 0:
 		st = api.StateCancelled
+	case nodeLost && c.requeueable(j):
+		return c.requeueLocked(ctx, j, "node failure")
+	case j.requeueRequested:
+		return c.requeueLocked(ctx, j, "scontrol requeue")
 	case s.TimedOut:
 		st, reason = api.StateTimeout, "TimeLimit"
-	case s.State == nodes.StepLost:
+	case s.State == nodes.StepLost || j.nodeFailed:
 		st, reason = api.StateNodeFail, "NodeDown"
 	case s.Err != "":
 		st, reason = api.StateFailed, "JobLaunchFailure"
@@ -539,6 +559,7 @@ func (c *Controller) tickLoop(ctx context.Context) {
 		c.mu.Lock()
 		now := c.nowSec()
 		c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: now}))
+		c.expireReservationsLocked(ctx)
 		c.pruneLocked()
 		next := c.eng.NextWakeup()
 		c.mu.Unlock()
