@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -126,26 +127,29 @@ func (c *Controller) recordStepEndLocked(ctx context.Context, j *job, s nodes.St
 }
 
 // endDivisibleLocked records the end of a divisible job from its chunks:
-// cancelled if asked, completed if every chunk completed, else failed with
-// the first chunk's non-zero exit.
+// cancelled if asked; COMPLETED when completed chunks cover the whole load
+// (a chunk lost with its node and sent again does not fail the job);
+// otherwise TIMEOUT if a chunk was killed for overrunning, else the first
+// failed chunk's state (FAILED with its exit, or NODE_FAIL), else DEADLINE
+// (the policy gave up the rest of the load: its deadline could no longer
+// be guaranteed).
 func (c *Controller) endDivisibleLocked(ctx context.Context, j *job) error {
-	st, reason, exit, sig := api.StateCompleted, "None", 0, 0
-	done := 0.0
+	st, reason, exit, sig := api.StateDeadline, "DeadLine", 0, 0
+	failed := false
 	for _, s := range j.Steps {
 		switch {
 		case s.State == api.StateTimeout && st != api.StateTimeout:
-			// A chunk killed for running past its planned end (or its time
-			// limit): the job timed out, as Slurm says of a job past its time.
-			st, reason, exit, sig = api.StateTimeout, "TimeLimit", s.ExitCode, s.Signal
-		case s.State != api.StateCompleted && st == api.StateCompleted:
-			st, reason, exit, sig = api.StateFailed, "NonZeroExitCode", s.ExitCode, s.Signal
+			// Killed for running past its planned end (or its time limit):
+			// the job timed out, as Slurm says of a job past its time.
+			st, reason, exit, sig, failed = api.StateTimeout, "TimeLimit", s.ExitCode, s.Signal, true
+		case s.State == api.StateNodeFail && !failed:
+			st, reason, exit, sig, failed = api.StateNodeFail, "NodeDown", s.ExitCode, s.Signal, true
+		case s.State != api.StateCompleted && !failed:
+			st, reason, exit, sig, failed = api.StateFailed, "NonZeroExitCode", s.ExitCode, s.Signal, true
 		}
-		done = max(done, s.Offset+s.Size)
 	}
-	if st == api.StateCompleted && done < j.Spec.Load*(1-1e-9) {
-		// Part of the load was never handed out: the policy gave up the rest
-		// because its deadline could no longer be guaranteed.
-		st, reason = api.StateDeadline, "DeadLine"
+	if coveredLoad(j.Steps) >= j.Spec.Load*(1-1e-9) {
+		st, reason, exit, sig = api.StateCompleted, "None", 0, 0
 	}
 	if j.cancelRequested || j.CancelledBy >= 0 {
 		st, reason = api.StateCancelled, "None"
@@ -157,6 +161,26 @@ func (c *Controller) endDivisibleLocked(ctx context.Context, j *job) error {
 	}
 	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, exit, sig, now
 	return nil
+}
+
+// coveredLoad is how far from offset 0 the completed chunks cover the load
+// without a gap.
+func coveredLoad(steps []api.Step) float64 {
+	var done []api.Step
+	for _, s := range steps {
+		if s.State == api.StateCompleted {
+			done = append(done, s)
+		}
+	}
+	slices.SortFunc(done, func(a, b api.Step) int { return cmp.Compare(a.Offset, b.Offset) })
+	end := 0.0
+	for _, s := range done {
+		if s.Offset > end+1e-9*max(1, end) {
+			break
+		}
+		end = max(end, s.Offset+s.Size)
+	}
+	return end
 }
 
 // recoverDivisible re-attaches a divisible job that was running when horad

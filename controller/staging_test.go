@@ -209,3 +209,23 @@ func TestStagingOneTransferAtATime(t *testing.T) {
 		}
 	}
 }
+
+// How a divisible job ends, from its chunks.
+func TestCoveredLoad(t *testing.T) {
+	st := func(off, size float64, s api.JobState) api.Step { return api.Step{Offset: off, Size: size, State: s} }
+	for _, c := range []struct {
+		steps []api.Step
+		want  float64
+	}{
+		{[]api.Step{st(0, 5, api.StateCompleted), st(5, 5, api.StateCompleted)}, 10},
+		// A chunk lost with its node, its range sent again later.
+		{[]api.Step{st(0, 4, api.StateNodeFail), st(4, 6, api.StateCompleted), st(0, 4, api.StateCompleted)}, 10},
+		{[]api.Step{st(0, 4, api.StateNodeFail), st(4, 6, api.StateCompleted)}, 0},
+		{[]api.Step{st(0, 4, api.StateCompleted), st(4, 2, api.StateFailed), st(6, 4, api.StateCompleted)}, 4},
+		{nil, 0},
+	} {
+		if got := coveredLoad(c.steps); got != c.want {
+			t.Errorf("coveredLoad(%v) = %g, want %g", c.steps, got, c.want)
+		}
+	}
+}

@@ -357,3 +357,31 @@ func TestRealTimeStagingRechecksRights(t *testing.T) {
 		t.Errorf("horad log does not say why:\n%s", c.log)
 	}
 }
+
+// An operator sets the node of a running chunk DOWN: the chunk is stopped
+// (its step NODE_FAIL), its range goes to another node, and the job, all of
+// whose data was processed, completes.
+func TestRealTimeChunkResentAfterNodeDown(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, rtConfig)
+	work := c.workDir()
+	// 2,000 units, 4 s on one node, 60 s allowed: one chunk, on local1.
+	id := c.submit(work, "-p", "rt", "--deadline=now+60", "--load=2k", "-o", "nd-%j.out",
+		"--wrap", `sleep 2; echo "chunk $HORA_CHUNK_INDEX $HORA_CHUNK_OFFSET $HORA_CHUNK_SIZE $SLURMD_NODENAME"`)
+	eventuallyE2E(t, "the chunk running", func() bool {
+		pids, _ := filepath.Glob(filepath.Join(c.varDir, "nodes", "local1", id+".0", "user", "pid"))
+		return len(pids) == 1
+	})
+	if r := c.run(0, work, "scontrol", "update", "NodeName=local1", "State=DOWN", "Reason=maintenance"); r.code != 0 {
+		t.Fatalf("scontrol update: %+v", r)
+	}
+	c.waitState(id, "COMPLETED")
+	out, _ := os.ReadFile(filepath.Join(work, "nd-"+id+".out"))
+	if got := strings.TrimSpace(string(out)); !regexp.MustCompile(`^chunk 1 0 2000 local[234]$`).MatchString(got) {
+		t.Errorf("output %q, want the whole range re-sent as chunk 1 to another node", got)
+	}
+	r := c.run(0, work, "sacct", "-j", id, "-P", "-n", "-o", "JobID,State")
+	if got := strings.Fields(r.stdout); len(got) != 3 || got[0] != id+"|COMPLETED" || got[1] != id+".0|NODE_FAIL" || got[2] != id+".1|COMPLETED" {
+		t.Errorf("sacct: %q", r.stdout)
+	}
+}
