@@ -20,7 +20,22 @@ type acFast struct {
 	curC  float64    // its ANA completion
 	lastC float64    // ANA completion of the last task fully dispatched
 	base  float64    // A_b: the last arrival at an empty cluster
+	// reading selects another reading of lines 11–19 (README.md, "AC-FAST
+	// against ac-fast-2009 §5"); only tests set it, to measure them. 0 is
+	// the one kept.
+	reading startReading
 }
+
+// startReading is a reading of Algorithm 1 lines 11–19 at an empty TWQ.
+type startReading int
+
+const (
+	startKept     startReading = iota // S = max(lastC + w, A), the idle task kept in lastC (readings 2, 4, 5)
+	startLiteral                      // S = A: lines 11–12 as printed, adjust unreachable
+	startArrivalW                     // S = A + w: adjust applied to the arrival, lastC ignored
+	startMaxThenW                     // S = max(lastC, A) + w, kept in lastC
+	startNotKept                      // S = max(lastC + w, A), lastC not raised by w
+)
 
 func (a *acFast) guaranteed() bool { return true }
 
@@ -69,11 +84,14 @@ func (a *acFast) admitTS(s *Scheduler, now float64, t Task, commit bool, ts *tas
 	// the work before the queue; at an empty queue the idle task of
 	// Algorithm 3 joins that work for good (the proof's idle tasks τ̄).
 	lc := a.lastC
-	if a.q.len() == 0 && a.cur == nil {
+	empty := a.q.len() == 0 && a.cur == nil
+	var w float64
+	if empty {
 		if s.idle(now) {
 			lc = now // τ arrives at an empty cluster: τ_b, the view starts afresh
 		} else {
-			lc += a.adjust(s, now) // lines 15–17, Algorithm 3
+			w = a.adjust(s, now) // lines 15–17, Algorithm 3
+			lc += w
 		}
 	}
 	var st float64
@@ -85,7 +103,20 @@ func (a *acFast) admitTS(s *Scheduler, now float64, t Task, commit bool, ts *tas
 		st = lc
 	}
 	st = max(st, t.Arrival) // line 18
-	if t.Deadline-st < e {  // line 20
+	if empty {
+		switch a.reading {
+		case startLiteral:
+			st, lc = t.Arrival, a.lastC
+		case startArrivalW:
+			st, lc = t.Arrival+w, a.lastC
+		case startMaxThenW:
+			st = max(lc-w, t.Arrival) + w
+			lc = st
+		case startNotKept:
+			lc -= w
+		}
+	}
+	if t.Deadline-st < e { // line 20
 		return false, "deadline too close"
 	}
 	if !commit {

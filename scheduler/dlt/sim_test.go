@@ -66,6 +66,10 @@ func genWorkload(r *rand.Rand, count int) workload {
 // happens at that instant.
 var onRefusal func(s *Scheduler, now float64, t Task, r *Refusal)
 
+// simReading is the AC-FAST start reading simulate uses (startKept unless a
+// test measures another one).
+var simReading startReading
+
 type simResult struct {
 	admitted, rejected, missed, killed int
 	missedClean                        int // misses of tasks none of whose chunks overran
@@ -82,6 +86,9 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 		panic(err)
 	}
 	s.noEarliest = onRefusal == nil
+	if a, ok := s.alg.(*acFast); ok {
+		a.reading = simReading
+	}
 	type run struct {
 		c   Chunk
 		end float64
