@@ -160,12 +160,17 @@ func TestACFastIdleChargeExample(t *testing.T) {
 // deadline is at most twice it, so of the 1–10 tasks arriving at one instant
 // one channel serves one or two, whatever the load. At a load of 0.01 every
 // guaranteeing algorithm still rejects more than 40% with bursts and less
-// than 5% with one task per instant.
+// than 5% with one task per instant (L = 0.2 without bursts is logged: there
+// MCDF rejects as much as the others).
 func TestRTDLT2005BurstFloor(t *testing.T) {
 	var b strings.Builder
-	for _, burst := range []int{10, 1} {
-		w := rtDLT2005Burst(0, 0.01, 0, 600, burst)
-		fmt.Fprintf(&b, "L = 0.01, 1–%d tasks per instant:", burst)
+	for _, c := range []struct {
+		burst int
+		load  float64
+	}{{10, 0.01}, {1, 0.01}, {1, 0.2}} {
+		burst := c.burst
+		w := rtDLT2005Burst(0, c.load, 0, 600, burst)
+		fmt.Fprintf(&b, "L = %g, 1–%d tasks per instant:", c.load, burst)
 		for _, alg := range []string{"ac-fast", "edf-dlt", "mcdf", "fifo-an", "fifo-mn", "edf-an", "edf-mn"} {
 			res := simulate(alg, w, nil)
 			r := float64(res.rejected) / float64(len(w.tasks))
@@ -173,7 +178,7 @@ func TestRTDLT2005BurstFloor(t *testing.T) {
 			if res.missed > 0 {
 				t.Errorf("%s burst %d: %d admitted tasks missed", alg, burst, res.missed)
 			}
-			if burst > 1 && r < 0.4 || burst == 1 && r > 0.05 {
+			if c.load == 0.01 && (burst > 1 && r < 0.4 || burst == 1 && r > 0.05) {
 				t.Errorf("%s, 1–%d tasks per instant at L = 0.01: reject ratio %.3f", alg, burst, r)
 			}
 		}
