@@ -186,3 +186,39 @@ func TestRTDLT2005BurstFloor(t *testing.T) {
 	}
 	t.Log("\n" + b.String())
 }
+
+// TestRTDLT2005DispatchEach measures the other source of difference between
+// this package's §6 table and replay's (docs/reproductions/README.md §6):
+// the Engine handles one Submit per pass, so the first task of an instant is
+// dispatched, hence committed, before the next one is admitted, whereas
+// rt-dlt-2005's NewTasksList (and simulate) admits all the tasks of an
+// instant before dispatching. One by one, EDF cannot put a later-arriving
+// task of the same instant first, and every algorithm rejects about as much
+// as FIFO-AN.
+func TestRTDLT2005DispatchEach(t *testing.T) {
+	defer func() { simDispatchEach = false }()
+	w := rtDLT2005Workload(0, 0.2, 0, 600)
+	var b strings.Builder
+	rej := map[bool]map[string]float64{}
+	for _, each := range []bool{false, true} {
+		simDispatchEach = each
+		rej[each] = map[string]float64{}
+		fmt.Fprintf(&b, "dispatch after each admission %v:", each)
+		for _, alg := range []string{"mcdf", "edf-an", "fifo-an", "edf-dlt"} {
+			res := simulate(alg, w, nil)
+			if res.missed > 0 || res.err != "" {
+				t.Fatalf("%s each=%v: %d missed %s", alg, each, res.missed, res.err)
+			}
+			rej[each][alg] = float64(res.rejected) / float64(len(w.tasks))
+			fmt.Fprintf(&b, " %s %.3f", alg, rej[each][alg])
+		}
+		b.WriteString("\n")
+	}
+	t.Log("\n" + b.String())
+	if rej[true]["edf-an"] < rej[false]["edf-an"]+0.05 {
+		t.Errorf("edf-an rejects %.3f one by one, %.3f by instant", rej[true]["edf-an"], rej[false]["edf-an"])
+	}
+	if d := rej[true]["edf-an"] - rej[true]["fifo-an"]; math.Abs(d) > 0.03 {
+		t.Errorf("one by one, edf-an %.3f and fifo-an %.3f differ", rej[true]["edf-an"], rej[true]["fifo-an"])
+	}
+}

@@ -70,6 +70,11 @@ var onRefusal func(s *Scheduler, now float64, t Task, r *Refusal)
 // test measures another one).
 var simReading startReading
 
+// simDispatchEach makes simulate dispatch after every admission, as the
+// Engine does (one Submit event, one pass), instead of after all the tasks
+// arriving at one instant (rt-dlt-2005's NewTasksList).
+var simDispatchEach bool
+
 type simResult struct {
 	admitted, rejected, missed, killed int
 	missedClean                        int // misses of tasks none of whose chunks overran
@@ -144,6 +149,9 @@ func simulate(alg string, w workload, actual func(Chunk) float64) simResult {
 				res.admitted++
 			} else {
 				res.rejected++
+			}
+			if simDispatchEach && i < len(w.tasks) && w.tasks[i].Arrival <= now {
+				break // dispatch before the next task of this instant is admitted
 			}
 		}
 		for _, c := range s.Kills(now) {
