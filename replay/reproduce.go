@@ -507,7 +507,8 @@ func (r *repro) dlt() error {
 		"against ac-fast-2009 §5\": Algorithm 3 charges idle node time at the all-node rate, so on 512 nodes with\n"+
 		"Cms = 1, Cps = 1000 the admission view runs 28% faster than the clock while the cluster is never empty)\n"+
 		"and [dlt-rt-dlt-2005.md](dlt-rt-dlt-2005.md) (one channel and 1–10 tasks per instant: more than half of\n"+
-		"each burst cannot be served at any load; MCDF's same-instant starts are serialised).\n")
+		"each burst cannot be served at any load; MCDF's same-instant starts are serialised; the Engine admits an\n"+
+		"instant's tasks one by one, dispatching each before the next, so all algorithms come close to FIFO-AN).\n")
 	fmt.Fprintln(&r.md)
 	return nil
 }
