@@ -27,7 +27,8 @@ type period struct {
 	// twin links a period and its mirror image (st, end) → (−end, −st) in
 	// the end-ordered strips of min-TIP (see mirror.go).
 	twin *period
-	tn   tnode // its node in the tree t (one allocation per period)
+	tn   tnode     // its node in the tree t (one allocation per period)
+	sec  *secNodes // its nodes in the secondary trees of t (best-fit, max-TIP)
 }
 
 func (p *period) length() int64 { return span(p.st, p.end) }
@@ -58,6 +59,9 @@ type tree struct {
 	root *tnode
 	dead bool
 	ops  *int64 // shared operation counter of the index
+	// e and l are the strip's secondary trees (sec.go), nil unless the
+	// strategy needs them; they hold the finite periods of root.
+	e, l *stree
 }
 
 func newTree(ops *int64) *tree { return &tree{ops: ops} }
@@ -157,6 +161,30 @@ func (t *tree) insert(p *period) {
 	nn.pull()
 	t.root = t.ins(t.root, nn)
 	p.t = t
+	if t.e != nil && p.end != Inf {
+		t.secAdd(p)
+	}
+}
+
+func (t *tree) secAdd(p *period) {
+	if p.sec == nil {
+		p.sec = new(secNodes)
+	}
+	t.e.insert(p)
+	t.l.insert(p)
+}
+
+// withSec gives t its secondary trees, filled from the primary.
+func (t *tree) withSec() {
+	if t.e != nil {
+		return
+	}
+	t.e, t.l = &stree{kind: byEnd, ops: t.ops}, &stree{kind: byLen, ops: t.ops}
+	t.each(func(p *period) {
+		if p.end != Inf {
+			t.secAdd(p)
+		}
+	})
 }
 
 func (t *tree) ins(n, nn *tnode) *tnode {
@@ -184,6 +212,10 @@ func (t *tree) remove(p *period) bool {
 	t.root = t.del(t.root, p, &ok)
 	if ok {
 		p.t = nil
+		if t.e != nil && p.end != Inf {
+			t.e.remove(p)
+			t.l.remove(p)
+		}
 	}
 	return ok
 }
