@@ -243,6 +243,7 @@ func entries(t *rapid.T, ix *Index) []gap {
 			if tr.dead {
 				t.Fatalf("dead tree reachable in strip %d", k)
 			}
+			primCheck(t, tr.root)
 			if ix.twoD {
 				secCheck(t, tr)
 			}
@@ -264,6 +265,26 @@ func entries(t *rapid.T, ix *Index) []gap {
 		}
 	}
 	return out
+}
+
+// primCheck: every summary of a primary tree node is what pull computes
+// from its children (insertions and removals update them incrementally).
+func primCheck(t *rapid.T, n *tnode) {
+	if n == nil {
+		return
+	}
+	primCheck(t, n.l)
+	primCheck(t, n.r)
+	want := *n
+	want.pull()
+	if want != *n {
+		t.Fatalf("stale summary at %+v: have %+v, want %+v", *n.p, *n, want)
+	}
+	for _, c := range []*tnode{n.l, n.r} {
+		if c != nil && c.prio > n.prio {
+			t.Fatalf("heap order broken at %+v", *n.p)
+		}
+	}
 }
 
 // secCheck: the secondary trees of a strip tree hold exactly its finite
@@ -314,7 +335,7 @@ func secCheck(t *rapid.T, tr *tree) {
 				}
 			}
 			if n.minSt != lo || n.maxSt != hi || n.minLN != ln || n.last != last {
-				t.Fatalf("stale secondary summary at %+v", *n.p)
+				t.Fatalf("stale secondary summary (kind %d) at %+v: have %d %d %+v %+v, want %d %d %+v %+v", st.kind, *n.p, n.minSt, n.maxSt, *n.minLN, *n.last, lo, hi, *ln, *last)
 			}
 			return
 		}

@@ -47,13 +47,18 @@ type stree struct {
 }
 
 // lnLess orders periods by (length, node): the best-fit order within R_1,
-// where every candidate starts the job at r.
+// where every candidate starts the job at r. The start breaks the last tie
+// (two periods of one node with one length give the same booking) so that
+// the order is total and the summaries are a function of the contents.
 func lnLess(a, b *period) bool {
 	la, lb := a.length(), b.length()
 	if la != lb {
 		return la < lb
 	}
-	return a.node < b.node
+	if a.node != b.node {
+		return a.node < b.node
+	}
+	return a.st < b.st
 }
 
 func (t *stree) less(a, b *period) bool {
@@ -61,7 +66,10 @@ func (t *stree) less(a, b *period) bool {
 		if a.end != b.end {
 			return a.end < b.end
 		}
-		return a.node < b.node
+		if a.node != b.node {
+			return a.node < b.node
+		}
+		return a.st < b.st // one node's periods are disjoint; kept total for tests
 	}
 	la, lb := a.length(), b.length()
 	if la != lb {
@@ -120,12 +128,20 @@ func (t *stree) ins(n, nn *snode) *snode {
 		nn.pull()
 		return nn
 	}
+	// as in the primary tree: widen the summaries on the way down.
+	n.minSt = min(n.minSt, nn.minSt)
+	n.maxSt = max(n.maxSt, nn.maxSt)
+	if lnLess(nn.p, n.minLN) {
+		n.minLN = nn.p
+	}
 	if t.less(nn.p, n.p) {
 		n.l = t.ins(n.l, nn)
 	} else {
+		if t.less(n.last, nn.p) {
+			n.last = nn.p
+		}
 		n.r = t.ins(n.r, nn)
 	}
-	n.pull()
 	return n
 }
 
@@ -181,7 +197,9 @@ func (t *stree) del(n *snode, p *period) *snode {
 	} else {
 		n.r = t.del(n.r, p)
 	}
-	n.pull()
+	if p.st == n.minSt || p.st == n.maxSt || n.minLN == p || n.last == p {
+		n.pull()
+	}
 	return n
 }
 
