@@ -60,7 +60,8 @@ func (ix *Index) bestFitClass(q *query, c int, best *cand) {
 	// tight), so that step 1 starts with a good bound.
 	for k := max(ks, ix.base); k <= kd; k++ {
 		t := ix.tree(k, c)
-		if t == nil || t.l.root == nil {
+		// the root's last key is the strip's longest finite period.
+		if t == nil || t.l.root == nil || t.l.root.last.length() < q.D {
 			continue
 		}
 		ix.stats.Ops++
@@ -96,11 +97,13 @@ func (ix *Index) bestFitClass(q *query, c int, best *cand) {
 		}
 		// the strip of r: only its periods starting before r are in R_1.
 		var got *period
-		beats := func(p *period) bool {
+		// a period of length ln on node nd (or a higher one) may still win.
+		beats := func(ln int64, nd int32) bool {
 			if got != nil {
-				return lnLess(p, got)
+				gl := got.length()
+				return ln < gl || (ln == gl && nd <= got.node)
 			}
-			return ix.r1Beats(p, q, best)
+			return key{ln - q.D, q.r, int64(nd)}.less(best.k)
 		}
 		t.e.bnbEnd(e, x, q.r, beats, &got)
 		ix.consider(BestFit, got, q, c, best)

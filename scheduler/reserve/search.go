@@ -179,8 +179,15 @@ func better(a, b cand) bool { return a.p != nil && (b.p == nil || a.k.less(b.k))
 // find returns the strategy's choice for one node (n = 1), or p == nil.
 func (ix *Index) find(st Strategy, r, d, w int64) cand {
 	best := cand{k: worst}
-	qs := make([]query, len(ix.classes))
-	ok := make([]bool, len(ix.classes))
+	// a few rate classes fit on the stack: no allocation per request.
+	var qbuf [4]query
+	var obuf [4]bool
+	qs, ok := qbuf[:0], obuf[:0]
+	if n := len(ix.classes); n <= len(qbuf) {
+		qs, ok = qbuf[:n], obuf[:n]
+	} else {
+		qs, ok = make([]query, n), make([]bool, n)
+	}
 	any := false
 	for c := range ix.classes {
 		qs[c], ok[c] = ix.queryFor(c, r, d, w)

@@ -242,15 +242,25 @@ func (t *stree) minLNEndGE(x int64) *period {
 }
 
 // bnbEnd is the best fit in R_1 of the strip that holds r: least (length,
-// node) among periods ending at or after x that start before stHi. Two
-// bounds on the secondary byEnd tree: the key order for the end, the
-// starting-time range for the start; bound prunes a subtree whose least
-// (length, node) cannot beat the best so far. Exact; O(log n) when one of
-// the two conditions is slack, at worst the size of one strip.
-func (t *stree) bnbEnd(n *snode, x, stHi int64, beats func(*period) bool, best **period) {
+// node) among periods ending at or after x that start before stHi. Branch
+// and bound on the secondary byEnd tree: the key order cuts the ends before
+// x, the starting-time summary cuts subtrees that start at or after stHi,
+// and beats cuts a subtree whose lower bound cannot beat the best so far: a
+// fitting period there is at least as long as its least length and at
+// least x − (its latest start before stHi). Smaller ends first, which are
+// the shorter periods, so that the bound bites early. Exact; O(log n) when
+// one of the two conditions is slack, at worst the size of one strip.
+func (t *stree) bnbEnd(n *snode, x, stHi int64, beats func(ln int64, nd int32) bool, best **period) {
 	for n != nil {
 		*t.ops++
-		if n.minSt >= stHi || !beats(n.minLN) {
+		if n.minSt >= stHi {
+			return
+		}
+		lb, nd := n.minLN.length(), n.minLN.node
+		if b := x - min(n.maxSt, stHi-1); b > lb {
+			lb, nd = b, -1 // any node may have that length
+		}
+		if !beats(lb, nd) {
 			return
 		}
 		if n.p.end < x {
@@ -258,11 +268,11 @@ func (t *stree) bnbEnd(n *snode, x, stHi int64, beats func(*period) bool, best *
 			continue
 		}
 		// n and its right subtree end at or after x.
-		if n.p.st < stHi && beats(n.p) {
+		t.bnbEnd(n.l, x, stHi, beats, best)
+		if n.p.st < stHi && beats(n.p.length(), n.p.node) && (*best == nil || lnLess(n.p, *best)) {
 			*best = n.p
 		}
-		t.bnbEnd(n.r, x, stHi, beats, best)
-		n = n.l
+		n = n.r
 	}
 }
 
