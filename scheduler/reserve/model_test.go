@@ -304,10 +304,10 @@ func secCheck(t *rapid.T, tr *tree) {
 		st.each(func(p *period) { got = append(got, p) })
 		want := slices.Clone(fin)
 		slices.SortFunc(want, func(a, b *period) int {
-			if st.less(a, b) {
+			if st.less(keyOf(a), keyOf(b)) {
 				return -1
 			}
-			if st.less(b, a) {
+			if st.less(keyOf(b), keyOf(a)) {
 				return 1
 			}
 			return 0
@@ -334,7 +334,7 @@ func secCheck(t *rapid.T, tr *tree) {
 					last = z
 				}
 			}
-			if n.minSt != lo || n.maxSt != hi || n.minLN != ln || n.last != last {
+			if n.minSt != lo || n.maxSt != hi || n.minLN != ln || n.last != last || n.k != keyOf(n.p) {
 				t.Fatalf("stale secondary summary (kind %d) at %+v: have %d %d %+v %+v, want %d %d %+v %+v", st.kind, *n.p, n.minSt, n.maxSt, *n.minLN, *n.last, lo, hi, *ln, *last)
 			}
 			return

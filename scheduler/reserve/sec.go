@@ -35,7 +35,17 @@ type snode struct {
 	minSt, maxSt int64
 	minLN        *period // least (length, node) in the subtree
 	last         *period // greatest key in the subtree (its rightmost)
+	k            skey    // p's key, copied so a descent does not read p
 }
+
+type skey struct {
+	st, end int64
+	node    int32
+}
+
+func keyOf(p *period) skey { return skey{p.st, p.end, p.node} }
+
+func (k skey) length() int64 { return span(k.st, k.end) }
 
 // secNodes are a period's nodes in the two secondary trees of its strip.
 type secNodes struct{ e, l snode }
@@ -61,7 +71,7 @@ func lnLess(a, b *period) bool {
 	return a.st < b.st
 }
 
-func (t *stree) less(a, b *period) bool {
+func (t *stree) less(a, b skey) bool {
 	if t.kind == byEnd {
 		if a.end != b.end {
 			return a.end < b.end
@@ -113,7 +123,7 @@ func (t *stree) insert(p *period) {
 	// The priority hashes (st, node), unique per period, so the shape is a
 	// deterministic function of the contents as in the primary tree; the
 	// kind is mixed in so the two secondary trees do not share a shape.
-	*nn = snode{p: p, prio: prioOf(p.st, p.node) ^ uint64(t.kind)*0x632be59bd9b4e019}
+	*nn = snode{p: p, prio: prioOf(p.st, p.node) ^ uint64(t.kind)*0x632be59bd9b4e019, k: keyOf(p)}
 	nn.pull()
 	t.root = t.ins(t.root, nn)
 }
@@ -124,7 +134,7 @@ func (t *stree) ins(n, nn *snode) *snode {
 	}
 	*t.ops++
 	if nn.prio > n.prio {
-		nn.l, nn.r = t.split(n, nn.p)
+		nn.l, nn.r = t.split(n, nn.k)
 		nn.pull()
 		return nn
 	}
@@ -134,10 +144,10 @@ func (t *stree) ins(n, nn *snode) *snode {
 	if lnLess(nn.p, n.minLN) {
 		n.minLN = nn.p
 	}
-	if t.less(nn.p, n.p) {
+	if t.less(nn.k, n.k) {
 		n.l = t.ins(n.l, nn)
 	} else {
-		if t.less(n.last, nn.p) {
+		if t.less(keyOf(n.last), nn.k) {
 			n.last = nn.p
 		}
 		n.r = t.ins(n.r, nn)
@@ -145,18 +155,18 @@ func (t *stree) ins(n, nn *snode) *snode {
 	return n
 }
 
-func (t *stree) split(n *snode, p *period) (*snode, *snode) {
+func (t *stree) split(n *snode, k skey) (*snode, *snode) {
 	if n == nil {
 		return nil, nil
 	}
 	*t.ops++
-	if t.less(n.p, p) {
-		a, b := t.split(n.r, p)
+	if t.less(n.k, k) {
+		a, b := t.split(n.r, k)
 		n.r = a
 		n.pull()
 		return n, b
 	}
-	a, b := t.split(n.l, p)
+	a, b := t.split(n.l, k)
 	n.l = b
 	n.pull()
 	return a, n
@@ -181,10 +191,10 @@ func (t *stree) merge(a, b *snode) *snode {
 }
 
 func (t *stree) remove(p *period) {
-	t.root = t.del(t.root, p)
+	t.root = t.del(t.root, p, keyOf(p))
 }
 
-func (t *stree) del(n *snode, p *period) *snode {
+func (t *stree) del(n *snode, p *period, k skey) *snode {
 	if n == nil {
 		panic("reserve: period missing from a secondary tree")
 	}
@@ -192,12 +202,12 @@ func (t *stree) del(n *snode, p *period) *snode {
 	if n.p == p {
 		return t.merge(n.l, n.r)
 	}
-	if t.less(p, n.p) {
-		n.l = t.del(n.l, p)
+	if t.less(k, n.k) {
+		n.l = t.del(n.l, p, k)
 	} else {
-		n.r = t.del(n.r, p)
+		n.r = t.del(n.r, p, k)
 	}
-	if p.st == n.minSt || p.st == n.maxSt || n.minLN == p || n.last == p {
+	if k.st == n.minSt || k.st == n.maxSt || n.minLN == p || n.last == p {
 		n.pull()
 	}
 	return n
@@ -228,7 +238,7 @@ func (t *stree) minLNEndGE(x int64) *period {
 	}
 	for n := t.root; n != nil; {
 		*t.ops++
-		if n.p.end >= x {
+		if n.k.end >= x {
 			take(n.p)
 			if n.r != nil {
 				take(n.r.minLN)
@@ -263,13 +273,13 @@ func (t *stree) bnbEnd(n *snode, x, stHi int64, beats func(ln int64, nd int32) b
 		if !beats(lb, nd) {
 			return
 		}
-		if n.p.end < x {
+		if n.k.end < x {
 			n = n.r
 			continue
 		}
 		// n and its right subtree end at or after x.
 		t.bnbEnd(n.l, x, stHi, beats, best)
-		if n.p.st < stHi && beats(n.p.length(), n.p.node) && (*best == nil || lnLess(n.p, *best)) {
+		if n.k.st < stHi && beats(n.k.length(), n.k.node) && (*best == nil || lnLess(n.p, *best)) {
 			*best = n.p
 		}
 		n = n.r
@@ -287,14 +297,14 @@ func (t *stree) leftLen(n *snode, D, lo, hi int64) *period {
 		if n.maxSt < lo || n.minSt > hi {
 			return nil
 		}
-		if n.p.length() < D {
+		if n.k.length() < D {
 			n = n.r
 			continue
 		}
 		if x := t.leftLen(n.l, D, lo, hi); x != nil {
 			return x
 		}
-		if n.p.st >= lo && n.p.st <= hi {
+		if n.k.st >= lo && n.k.st <= hi {
 			return n.p
 		}
 		n = n.r
@@ -313,7 +323,7 @@ func (t *stree) rightInSt(n *snode, lo, hi int64) *period {
 		if x := t.rightInSt(n.r, lo, hi); x != nil {
 			return x
 		}
-		if n.p.st >= lo && n.p.st <= hi {
+		if n.k.st >= lo && n.k.st <= hi {
 			return n.p
 		}
 		n = n.l
@@ -330,14 +340,14 @@ func (t *stree) leftEndGE(n *snode, x, lo, hi int64) *period {
 		if n.maxSt < lo || n.minSt > hi {
 			return nil
 		}
-		if n.p.end < x {
+		if n.k.end < x {
 			n = n.r
 			continue
 		}
 		if y := t.leftEndGE(n.l, x, lo, hi); y != nil {
 			return y
 		}
-		if n.p.st >= lo && n.p.st <= hi {
+		if n.k.st >= lo && n.k.st <= hi {
 			return n.p
 		}
 		n = n.r

@@ -12,14 +12,18 @@ package reserve
 //
 //	size            number of periods (phase-1 counting, §5.3)
 //	minSt, maxSt    first and last starting time
-//	maxEnd, minEnd  latest and earliest ending time
-//	maxLen, minLen  longest and shortest period (wall time)
+//	maxEnd          latest ending time
+//	maxLen          longest period (wall time)
+//	minNd           lowest node (ties among trailing idle periods)
 
 // period is one idle period of one node, [st, end). end == Inf for the
 // trailing idle period of a node. t is the tree that holds it (nil when the
 // period is too short to be indexed); a tree that was discarded by rotation
 // is marked dead, which is how O(1) discards stay correct.
 type period struct {
+	// tn comes first: with the key right after it a period is 120 bytes,
+	// two cache lines of its 128-byte size class, and a search touches both.
+	tn   tnode // its node in the tree t (one allocation per period)
 	node int32
 	st   int64
 	end  int64
@@ -27,7 +31,6 @@ type period struct {
 	// twin links a period and its mirror image (st, end) → (−end, −st) in
 	// the end-ordered strips of min-TIP (see mirror.go).
 	twin *period
-	tn   tnode     // its node in the tree t (one allocation per period)
 	sec  *secNodes // its nodes in the secondary trees of t (best-fit, max-TIP)
 }
 
@@ -46,13 +49,11 @@ type tnode struct {
 	prio   uint64
 	l, r   *tnode
 	size   int32
+	minNd  int32 // lowest node number in the subtree
 	minSt  int64
 	maxSt  int64
 	maxEnd int64
-	minEnd int64
 	maxLen int64
-	minLen int64
-	minNd  int32 // lowest node number in the subtree
 }
 
 type tree struct {
@@ -95,26 +96,21 @@ func (n *tnode) pull() {
 	p := n.p
 	n.size = 1
 	n.minSt, n.maxSt = p.st, p.st
-	n.maxEnd, n.minEnd = p.end, p.end
-	ln := p.length()
-	n.maxLen, n.minLen = ln, ln
+	n.maxEnd = p.end
+	n.maxLen = p.length()
 	n.minNd = p.node
 	if c := n.l; c != nil {
 		n.size += c.size
 		n.minSt = c.minSt
 		n.maxEnd = max(n.maxEnd, c.maxEnd)
-		n.minEnd = min(n.minEnd, c.minEnd)
 		n.maxLen = max(n.maxLen, c.maxLen)
-		n.minLen = min(n.minLen, c.minLen)
 		n.minNd = min(n.minNd, c.minNd)
 	}
 	if c := n.r; c != nil {
 		n.size += c.size
 		n.maxSt = c.maxSt
 		n.maxEnd = max(n.maxEnd, c.maxEnd)
-		n.minEnd = min(n.minEnd, c.minEnd)
 		n.maxLen = max(n.maxLen, c.maxLen)
-		n.minLen = min(n.minLen, c.minLen)
 		n.minNd = min(n.minNd, c.minNd)
 	}
 }
@@ -215,18 +211,15 @@ func (n *tnode) absorb(x *tnode) {
 	n.minSt = min(n.minSt, x.minSt)
 	n.maxSt = max(n.maxSt, x.maxSt)
 	n.maxEnd = max(n.maxEnd, x.maxEnd)
-	n.minEnd = min(n.minEnd, x.minEnd)
 	n.maxLen = max(n.maxLen, x.maxLen)
-	n.minLen = min(n.minLen, x.minLen)
 	n.minNd = min(n.minNd, x.minNd)
 }
 
 // holds reports whether p attains one of n's summaries, so that removing
 // it may change them; otherwise only the size drops.
 func (n *tnode) holds(p *period) bool {
-	ln := p.length()
-	return p.st == n.minSt || p.st == n.maxSt || p.end == n.maxEnd || p.end == n.minEnd ||
-		ln == n.maxLen || ln == n.minLen || p.node == n.minNd
+	return p.st == n.minSt || p.st == n.maxSt || p.end == n.maxEnd ||
+		p.length() == n.maxLen || p.node == n.minNd
 }
 
 // remove deletes p (matched by key and identity); it reports whether p was found.
