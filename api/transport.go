@@ -45,6 +45,7 @@ type response struct {
 	status      int
 	statusText  string // the whole status line after the version ("404 Not Found")
 	contentType string
+	length      int64 // Content-Length, -1 when not given
 	body        io.ReadCloser
 }
 
@@ -177,7 +178,7 @@ func readHead(br *bufio.Reader, noBody bool) (resp *response, closeAfter bool, e
 		if err != nil || code < 100 || code > 999 {
 			return nil, false, fmt.Errorf("malformed status code in %q", line)
 		}
-		resp = &response{status: code, statusText: rest}
+		resp = &response{status: code, statusText: rest, length: -1}
 		closeAfter = proto == "HTTP/1.0"
 		length := int64(-1)
 		chunked := false
@@ -230,6 +231,7 @@ func readHead(br *bufio.Reader, noBody bool) (resp *response, closeAfter bool, e
 		case chunked: // RFC 9112 §6.3: chunked overrides Content-Length
 			resp.body = io.NopCloser(&chunkedReader{br: br})
 		case length >= 0:
+			resp.length = length
 			resp.body = io.NopCloser(&lengthReader{r: br, left: length})
 		default:
 			closeAfter = true // the body ends when the daemon closes

@@ -193,14 +193,24 @@ func TestClientOverTransport(t *testing.T) {
 	for i := range jobs {
 		jobs[i] = Job{ID: int64(i + 1), State: StatePending, User: "u" + strconv.Itoa(i)}
 	}
+	var answer atomic.Value // how the daemon answers a listing: as asked, gob or JSON (older daemons)
+	answer.Store(MediaListing)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathJobs, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Accept") != MediaGob {
-			t.Errorf("Jobs did not ask for gob")
+		if r.Header.Get("Accept") != MediaListing {
+			t.Errorf("Jobs asked for %q", r.Header.Get("Accept"))
 		}
-		w.Header().Set("Content-Type", MediaGob)
-		if err := encodeGobForTest(w, &JobsResponse{Jobs: jobs}); err != nil {
-			t.Error(err)
+		switch answer.Load() {
+		case MediaListing:
+			w.Header().Set("Content-Type", MediaListing)
+			w.Write(AppendListing(nil, jobs))
+		case MediaGob:
+			w.Header().Set("Content-Type", MediaGob)
+			if err := encodeGobForTest(w, &JobsResponse{Jobs: jobs}); err != nil {
+				t.Error(err)
+			}
+		default:
+			json.NewEncoder(w).Encode(&JobsResponse{Jobs: jobs})
 		}
 	})
 	mux.HandleFunc("GET "+PathPing, func(w http.ResponseWriter, r *http.Request) {
@@ -212,9 +222,12 @@ func TestClientOverTransport(t *testing.T) {
 	})
 	sock, conns := serveHTTP(t, mux)
 	c := NewClient(sock)
-	got, err := c.Jobs(context.Background(), JobFilter{})
-	if err != nil || len(got) != len(jobs) || got[4999].User != "u4999" {
-		t.Fatalf("Jobs: %d jobs, %v", len(got), err)
+	for _, a := range []string{MediaListing, MediaGob, "application/json"} {
+		answer.Store(a)
+		got, err := c.Jobs(context.Background(), JobFilter{})
+		if err != nil || len(got) != len(jobs) || got[4999].User != "u4999" {
+			t.Fatalf("Jobs answered as %s: %d jobs, %v", a, len(got), err)
+		}
 	}
 	p, err := c.Ping(context.Background())
 	if err != nil || p.Version != "v9" {
