@@ -11,9 +11,9 @@ import (
 // the Go client asks for on /v1/jobs. squeue over 10,000 jobs spent half its
 // time decoding gob (reflection, one allocation per string) and horad a
 // fifth of its own encoding it; this codec is written out field by field
-// and shares repeated strings (user, partition, state, reason, work
-// directory) on decode. Everyone else still gets JSON, and gob stays
-// available to older clients.
+// and, on decode, shares a string with the previous job's value of the
+// same field when they are equal (user, partition, state, reason).
+// Everyone else still gets JSON, and gob stays available to older clients.
 const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
@@ -108,7 +108,7 @@ func appendBool(b []byte, v bool) []byte {
 // ParseListing decodes what AppendListing encoded. A truncated or malformed
 // listing is an error naming the job and the byte offset where it broke.
 func ParseListing(data []byte) ([]Job, error) {
-	d := &listingDecoder{b: data, intern: map[string]string{}}
+	d := &listingDecoder{b: data}
 	if len(data) < len(listingMagic) || string(data[:len(listingMagic)]) != listingMagic {
 		return nil, errors.New("job listing: bad header (not a hora listing, or another version)")
 	}
@@ -140,10 +140,9 @@ func ParseListing(data []byte) ([]Job, error) {
 }
 
 type listingDecoder struct {
-	b      []byte
-	off    int
-	err    error
-	intern map[string]string
+	b   []byte
+	off int
+	err error
 	// last holds the previous job's value of each fixed string field: most
 	// repeat it (same user, partition, state), and comparing is cheaper
 	// than a map lookup.
@@ -223,22 +222,9 @@ func (d *listingDecoder) str() string {
 		d.fail(errTruncated)
 		return ""
 	}
-	raw := d.b[d.off : d.off+int(n)]
+	s := string(d.b[d.off : d.off+int(n)])
 	d.off += int(n)
-	if n == 0 {
-		return ""
-	}
-	// Short strings repeat from job to job (user, group, state, reason,
-	// partition, work directory): share one copy.
-	if n <= 128 {
-		if s, ok := d.intern[string(raw)]; ok {
-			return s
-		}
-		s := string(raw)
-		d.intern[s] = s
-		return s
-	}
-	return string(raw)
+	return s
 }
 
 func (d *listingDecoder) strs() []string {
