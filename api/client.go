@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,8 +18,8 @@ import (
 // directory (make demo).
 var DefaultSocketPaths = []string{"/run/hora/horad.sock", "./var/horad.sock"}
 
-// MediaGob is the media type of gob-encoded answers, which the Go client
-// asks for on job listings; every other client gets JSON.
+// MediaGob is the media type of gob-encoded listings, which clients before
+// MediaListing asked for; horad still serves it to them.
 const MediaGob = "application/x-gob"
 
 // Client talks to horad over its Unix socket.
@@ -122,8 +121,6 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		if b, err = readBody(resp); err == nil {
 			jr.Jobs, err = ParseListing(b)
 		}
-	case resp.contentType == MediaGob:
-		err = gob.NewDecoder(resp.body).Decode(out)
 	default:
 		err = json.NewDecoder(resp.body).Decode(out)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,7 +192,7 @@ func TestClientOverTransport(t *testing.T) {
 	for i := range jobs {
 		jobs[i] = Job{ID: int64(i + 1), State: StatePending, User: "u" + strconv.Itoa(i)}
 	}
-	var answer atomic.Value // how the daemon answers a listing: as asked, gob or JSON (older daemons)
+	var answer atomic.Value // how the daemon answers a listing: as asked, or in JSON (an older daemon)
 	answer.Store(MediaListing)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathJobs, func(w http.ResponseWriter, r *http.Request) {
@@ -204,11 +203,6 @@ func TestClientOverTransport(t *testing.T) {
 		case MediaListing:
 			w.Header().Set("Content-Type", MediaListing)
 			w.Write(AppendListing(nil, jobs))
-		case MediaGob:
-			w.Header().Set("Content-Type", MediaGob)
-			if err := encodeGobForTest(w, &JobsResponse{Jobs: jobs}); err != nil {
-				t.Error(err)
-			}
 		default:
 			json.NewEncoder(w).Encode(&JobsResponse{Jobs: jobs})
 		}
@@ -222,7 +216,7 @@ func TestClientOverTransport(t *testing.T) {
 	})
 	sock, conns := serveHTTP(t, mux)
 	c := NewClient(sock)
-	for _, a := range []string{MediaListing, MediaGob, "application/json"} {
+	for _, a := range []string{MediaListing, "application/json"} {
 		answer.Store(a)
 		got, err := c.Jobs(context.Background(), JobFilter{})
 		if err != nil || len(got) != len(jobs) || got[4999].User != "u4999" {
@@ -351,5 +345,3 @@ func TestTransportCancel(t *testing.T) {
 		t.Fatalf("err %v, want context.DeadlineExceeded", err)
 	}
 }
-
-func encodeGobForTest(w io.Writer, v any) error { return gob.NewEncoder(w).Encode(v) }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"syscall"
 )
@@ -38,6 +39,11 @@ var commands = map[string]Command{}
 func register(name string, c Command) { commands[name] = c }
 
 func main() {
+	// A client process lives milliseconds and squeue over 10,000 jobs
+	// allocates about 10 MB at once: with the default GOGC it stops for a
+	// collection that frees nothing worth having. A higher target still
+	// bounds squeue -i's heap.
+	debug.SetGCPercent(400)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args))
