@@ -85,7 +85,13 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	var body []byte
 	var hdr [][2]string
 	if in != nil {
-		b, err := json.Marshal(in)
+		var b []byte
+		var err error
+		if r, ok := in.(SubmitRequest); ok {
+			b, err = appendSubmitJSON(make([]byte, 0, 512+len(r.Spec.Script)), &r)
+		} else {
+			b, err = json.Marshal(in)
+		}
 		if err != nil {
 			return err
 		}
