@@ -103,6 +103,11 @@ func (c *Controller) handle(h handlerFunc) http.HandlerFunc {
 				w.Header().Set("Content-Length", strconv.Itoa(len(*bp)))
 				w.WriteHeader(http.StatusOK)
 				_, _ = w.Write(*bp)
+				// The client has all of it before the buffers are cleared
+				// and parked (deferred above).
+				if fl, ok := w.(http.Flusher); ok {
+					fl.Flush()
+				}
 				listings.putBuf(bp)
 				return
 			}
