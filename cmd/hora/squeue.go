@@ -841,6 +841,11 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 		return 1
 	}
 	ctx = ctxOrBackground(ctx)
+	if every > 0 {
+		var stop context.CancelFunc
+		ctx, stop = interruptible(ctx)
+		defer stop()
+	}
 	for {
 		jobs, err := cl.Jobs(ctx, q.filter())
 		if err != nil {
