@@ -50,6 +50,7 @@ func appendJob(b []byte, j *Job) []byte {
 	}
 	b = appendBool(b, s.Hold)
 	b = appendBool(b, s.Requeue)
+	b = appendBool(b, s.NoRequeue)
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.Load))
 	for _, v := range [...]string{s.Input, s.Reservation, s.Account, s.QOS, s.Comment, s.SubmitHost} {
 		b = appendStr(b, v)
@@ -62,7 +63,7 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, v)
 	}
 	for _, v := range [...]int64{j.Priority, j.SubmitTime, j.EligibleTime, j.StartTime, j.ExpectedStart,
-		j.EndTime} {
+		j.EndTime, j.SuspendTime, j.SuspendedSecs} {
 		b = binary.AppendVarint(b, v)
 	}
 	b = appendStrs(b, j.Nodes)
@@ -291,6 +292,7 @@ func (d *listingDecoder) job(j *Job) {
 	s.MemMB, s.TimeLimit, s.TimeMin, s.Begin, s.Deadline = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
 	s.Hold = d.bool()
 	s.Requeue = d.bool()
+	s.NoRequeue = d.bool()
 	s.Load = d.float()
 	s.Input, s.Reservation, s.Account, s.QOS, s.Comment, s.SubmitHost = d.field(), d.field(), d.field(), d.field(), d.field(), d.field()
 	s.OpenAppend = d.bool()
@@ -300,6 +302,7 @@ func (d *listingDecoder) job(j *Job) {
 	j.User, j.Group, j.State, j.Reason = d.field(), d.field(), JobState(d.field()), d.field()
 	j.Priority, j.SubmitTime, j.EligibleTime, j.StartTime, j.ExpectedStart, j.EndTime =
 		d.varint(), d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
+	j.SuspendTime, j.SuspendedSecs = d.varint(), d.varint()
 	j.Nodes = d.strs()
 	j.ExitCode, j.Signal, j.CancelledBy, j.Restarts = d.int(), d.int(), d.varint(), d.int()
 	if n := d.uvarint(); n > 0 && d.err == nil {

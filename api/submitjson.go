@@ -40,6 +40,7 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.int("deadline", s.Deadline)
 	w.bool("hold", s.Hold)
 	w.bool("requeue", s.Requeue)
+	w.bool("no_requeue", s.NoRequeue)
 	if s.Load != 0 {
 		w.key("load")
 		w.b = strconv.AppendFloat(w.b, s.Load, 'g', -1, 64)
