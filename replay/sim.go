@@ -57,13 +57,10 @@ type Options struct {
 	// Engine selects the scheduler: "hora" (scheduler.Engine, the default)
 	// or "reference" (replay/internal/refsched, an independent oracle).
 	Engine string
-	// SubmitsFirst reverses the tie rule (submissions at t before
-	// terminations at t); for measuring the rule's effect only.
-	SubmitsFirst bool
-	// PerEvent schedules after every termination, as the Engine's
-	// per-event API does, instead of grouping the terminations of an
-	// instant as pyss sees them (tieGroups); for measuring the rule only.
-	PerEvent bool
+	// Ties is the rule for events of the same instant (see the kinds
+	// below): "pyss", "ends-first" or "per-event"; "" picks "pyss" for the
+	// batch policy (whose reference is pyss) and "per-event" for the others.
+	Ties string
 	// Progress, if set, is called now and then with the jobs finished so far.
 	Progress func(done, total int)
 }
@@ -94,16 +91,35 @@ type Outcome struct {
 	Events   int // events handed to the scheduler
 }
 
-// Event kinds, in the order they are processed at equal times. The tie rule:
-// at the same instant, terminations come first, then submissions, then ticks;
-// within a kind, lower job ids first. So a job submitted at t sees the nodes
-// freed at t, as on a real system where a node that became idle at t is idle
-// when a request arrives at t. The scheduler runs after every event, as
-// pyss does (after every submission and every termination).
+// Tie rules: the order of the events of one instant, and after which of
+// them the scheduler runs a pass. Submissions of an instant always go in
+// job id order, one pass after each; terminations in the order their steps
+// started (gen).
+//
+//   - TiesPyss: submissions at t first, then the terminations, grouped as
+//     pyss sees them (tieGroups). This is pyss' order (its events of one
+//     instant go by creation order, and the submissions were all made
+//     before the run), and with it hora's EASY starts every job of the
+//     pyss reference schedules of KTH, CTC and SDSC at the same second
+//     (docs/reproductions, section 3).
+//   - TiesEndsFirst: the terminations first, grouped as above, then the
+//     submissions; a job submitted at t is admitted knowing every node
+//     freed at t.
+//   - TiesPerEvent: the terminations first, then the submissions, a pass
+//     after every single event (the Engine's per-event API, as horad
+//     drives it); the rule for the policies other than batch, whose
+//     published reproductions were measured with it.
 const (
-	kindFinish = iota
+	TiesPyss      = "pyss"
+	TiesEndsFirst = "ends-first"
+	TiesPerEvent  = "per-event"
+)
+
+// Event kinds, in the order they are processed at equal times.
+const (
+	kindSubmitFirst = iota - 1 // a submission under TiesPyss
+	kindFinish
 	kindSubmit
-	kindTick
 )
 
 type event struct {
@@ -304,8 +320,19 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 	}
 	wk, _ := sch.(waker)
 	bs, _ := sch.(batcher)
-	if opt.PerEvent {
+	ties := opt.Ties
+	if ties == "" {
+		ties = TiesPerEvent
+		if len(cfg.Partitions) == 1 && cfg.Partitions[0].Policy == "batch" {
+			ties = TiesPyss
+		}
+	}
+	switch ties {
+	case TiesPyss, TiesEndsFirst:
+	case TiesPerEvent:
 		bs = nil
+	default:
+		return nil, fmt.Errorf("unknown tie rule %q (want %s, %s or %s)", ties, TiesPyss, TiesEndsFirst, TiesPerEvent)
 	}
 	var (
 		evs    []scheduler.Event
@@ -326,15 +353,12 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		byID[j.ID] = int32(i)
 		h = append(h, event{t: j.Submit, kind: kindSubmit, id: j.ID, idx: int32(i), step: scheduler.BatchStep})
 	}
-	heap.Init(&h)
-	if opt.SubmitsFirst {
+	if ties == TiesPyss {
 		for i := range h {
-			if h[i].kind == kindSubmit {
-				h[i].kind = -1
-			}
+			h[i].kind = kindSubmitFirst
 		}
-		heap.Init(&h)
 	}
+	heap.Init(&h)
 	type stepRec struct {
 		nodes []int
 		start float64
