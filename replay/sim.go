@@ -78,6 +78,9 @@ type Result struct {
 	Chunks   int     // chunks run (divisible jobs)
 	Busy     float64 // node-seconds its steps held nodes
 	Killed   bool    // stopped at its requested time (--kill-at-limit) or by the scheduler
+	// Retries is how many times the start of the request was moved on by
+	// Δt before it was placed (thesis Table 5.3); set by Coallocate only.
+	Retries int
 }
 
 // Outcome is a finished simulation: Results[i] belongs to Workload.Jobs[i].
@@ -89,6 +92,10 @@ type Outcome struct {
 	Cores    int    // processors per node
 	Results  []Result
 	Events   int // events handed to the scheduler
+	// Retries says that Results carry retry counts (Coallocate), and
+	// Unbooked counts the jobs Coallocate could not book as logged.
+	Retries  bool
+	Unbooked int
 }
 
 // Tie rules: the order of the events of one instant, and after which of
