@@ -95,8 +95,12 @@ func Coallocate(ctx context.Context, w *Workload, opt CoallocOptions) (*Outcome,
 		return nil, err
 	}
 	n := opt.Procs
-	out := &Outcome{Workload: w, Opts: Options{Procs: n, CoresPerNode: 1, Policy: "coalloc"},
-		Label: "online co-allocation", Nodes: n, Cores: 1, Results: make([]Result, len(w.Jobs)), Retries: true}
+	label := "coalloc/logged"
+	if opt.Online {
+		label = "coalloc/online"
+	}
+	out := &Outcome{Workload: w, Opts: Options{Procs: n, CoresPerNode: 1, Policy: "coalloc", Engine: "scheduler/reserve"},
+		Label: label, Nodes: n, Cores: 1, Results: make([]Result, len(w.Jobs)), Retries: true}
 	if len(w.Jobs) == 0 {
 		return out, nil
 	}
