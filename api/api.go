@@ -19,6 +19,12 @@ const (
 	PathNodes      = "/v1/nodes"        // GET → NodesResponse
 	PathPartitions = "/v1/partitions"   // GET → PartitionsResponse
 	PathPing       = "/v1/ping"         // GET → PingResponse
+
+	PathReservations      = "/v1/reservations"        // GET ?name= → ReservationsResponse
+	PathReservationCreate = "/v1/reservations/create" // POST ReservationRequest → ReservationResponse
+	PathReservationUpdate = "/v1/reservations/update" // POST ReservationRequest → ReservationResponse
+	PathReservationDelete = "/v1/reservations/delete" // POST ReservationRequest (Name) → ReservationResponse
+	PathFree              = "/v1/free"                // GET ?partition=&from=&to= → FreeResponse
 )
 
 // NoLimit is the TimeLimit of a job that asked for none (Slurm's UNLIMITED,
@@ -111,8 +117,9 @@ type JobSpec struct {
 	Deadline    int64    `json:"deadline,omitempty"` // Unix s
 	Hold        bool     `json:"hold,omitempty"`
 	Requeue     bool     `json:"requeue,omitempty"`
-	Load        float64  `json:"load,omitempty"`  // divisible load σ in data units; 0 = not divisible
-	Input       string   `json:"input,omitempty"` // file whose bytes are the load
+	NoRequeue   bool     `json:"no_requeue,omitempty"` // --no-requeue given; neither flag = the cluster's job_requeue
+	Load        float64  `json:"load,omitempty"`       // divisible load σ in data units; 0 = not divisible
+	Input       string   `json:"input,omitempty"`      // file whose bytes are the load
 	Reservation string   `json:"reservation,omitempty"`
 	Account     string   `json:"account,omitempty"`
 	QOS         string   `json:"qos,omitempty"`
@@ -144,9 +151,14 @@ type Job struct {
 	Signal        int      `json:"signal"`
 	CancelledBy   int64    `json:"cancelled_by"` // uid, -1 = not cancelled
 	Restarts      int      `json:"restarts,omitempty"`
-	Steps         []Step   `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
-	StdoutPath    string   `json:"stdout_path,omitempty"` // expanded
-	StderrPath    string   `json:"stderr_path,omitempty"`
+	// SuspendTime is when the job was last suspended or resumed in this run
+	// (scontrol SuspendTime), SuspendedSecs the seconds it has been suspended
+	// in this run before its current state; neither counts toward its limit.
+	SuspendTime   int64  `json:"suspend_time,omitempty"`
+	SuspendedSecs int64  `json:"suspended_secs,omitempty"`
+	Steps         []Step `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
+	StdoutPath    string `json:"stdout_path,omitempty"` // expanded
+	StderrPath    string `json:"stderr_path,omitempty"`
 }
 
 // Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.
@@ -216,15 +228,22 @@ type CancelResponse struct {
 
 // Node is one compute node as sinfo/scontrol show it.
 type Node struct {
-	Name       string   `json:"name"`
-	Address    string   `json:"address,omitempty"`
-	CPUs       int      `json:"cpus"`
-	MemoryMB   int64    `json:"memory_mb"`
-	Rate       float64  `json:"rate,omitempty"`
-	State      string   `json:"state"` // idle, allocated, mixed, down, drained, draining
-	Reason     string   `json:"reason,omitempty"`
-	Partitions []string `json:"partitions"`
-	Jobs       []int64  `json:"jobs,omitempty"`
+	Name       string  `json:"name"`
+	Address    string  `json:"address,omitempty"`
+	CPUs       int     `json:"cpus"`
+	MemoryMB   int64   `json:"memory_mb"`
+	Rate       float64 `json:"rate,omitempty"`
+	State      string  `json:"state"` // idle, allocated, mixed, down, drained, draining
+	Reason     string  `json:"reason,omitempty"`
+	ReasonUser string  `json:"reason_user,omitempty"` // who set Reason (sinfo %u)
+	ReasonTime int64   `json:"reason_time,omitempty"` // when, Unix s (sinfo %H)
+	// Drain is set on a drained or draining node, also when it is down
+	// (scontrol show node State=DOWN+DRAIN); NotResponding when the health
+	// prober cannot reach it (Slurm's "*" suffix).
+	Drain         bool     `json:"drain,omitempty"`
+	NotResponding bool     `json:"not_responding,omitempty"`
+	Partitions    []string `json:"partitions"`
+	Jobs          []int64  `json:"jobs,omitempty"`
 }
 
 // NodesResponse lists nodes in configuration order.
@@ -255,6 +274,62 @@ type PingResponse struct {
 	Now         int64  `json:"now"`
 }
 
+// Reservation is an advance reservation (scontrol create reservation): Nodes
+// of Partition set aside for [StartTime, EndTime) for Users. Times are Unix
+// seconds.
+type Reservation struct {
+	Name      string   `json:"name"`
+	Partition string   `json:"partition"`
+	StartTime int64    `json:"start_time"`
+	EndTime   int64    `json:"end_time"`
+	Nodes     []string `json:"nodes"`
+	Users     []string `json:"users"`
+	Flags     []string `json:"flags,omitempty"`
+}
+
+// ReservationRequest creates, updates or deletes a reservation. On create
+// either Nodes or NodeCount is given; on update, fields left zero keep their
+// value (Set names the fields given, so that an update can tell "not given"
+// from empty), and AddUsers/RemoveUsers are Users+= and Users-=.
+type ReservationRequest struct {
+	Name        string   `json:"name"`
+	Partition   string   `json:"partition,omitempty"`
+	StartTime   int64    `json:"start_time,omitempty"`
+	EndTime     int64    `json:"end_time,omitempty"`
+	Duration    int64    `json:"duration,omitempty"` // seconds, with StartTime when EndTime is 0
+	Nodes       []string `json:"nodes,omitempty"`
+	NodeCount   int      `json:"node_count,omitempty"`
+	Users       []string `json:"users,omitempty"`
+	AddUsers    []string `json:"add_users,omitempty"`
+	RemoveUsers []string `json:"remove_users,omitempty"`
+	Flags       []string `json:"flags,omitempty"`
+	Set         []string `json:"set,omitempty"` // update: the keys given, lower case (starttime, endtime, duration, nodes, nodecnt, users)
+}
+
+// ReservationResponse answers a reservation change with its new state.
+type ReservationResponse struct {
+	Reservation Reservation `json:"reservation"`
+	// EarliestStart is set when the request could not be booked: the
+	// earliest start at which the same window would fit (Unix s).
+	EarliestStart int64 `json:"earliest_start,omitempty"`
+}
+
+// ReservationsResponse lists reservations by name.
+type ReservationsResponse struct {
+	Reservations []Reservation `json:"reservations"`
+	Now          int64         `json:"now"`
+}
+
+// FreeResponse is the range search: the nodes of Partition idle (nothing
+// booked, no reservation) through [From, To).
+type FreeResponse struct {
+	Partition string   `json:"partition"`
+	From      int64    `json:"from"`
+	To        int64    `json:"to"`
+	Nodes     []string `json:"nodes"`
+	Total     int      `json:"total"` // nodes in the partition
+}
+
 // Error is the body of every non-2xx answer. Message is the Slurm strerror
 // text where one exists, so clients can print it verbatim.
 type Error struct {
@@ -281,4 +356,5 @@ const (
 	CodeBadRequest       = "BadRequest"
 	CodeDeadline         = "DeadlineNotGuaranteed"
 	CodeInternal         = "Internal"
+	CodeReservation      = "ReservationInvalid"
 )

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -242,4 +243,41 @@ func (c *Client) Partitions(ctx context.Context) ([]Partition, error) {
 func (c *Client) Ping(ctx context.Context) (*PingResponse, error) {
 	out := &PingResponse{}
 	return out, c.do(ctx, http.MethodGet, PathPing, nil, out)
+}
+
+// Reservations lists the reservations, or the one named.
+func (c *Client) Reservations(ctx context.Context, name string) (*ReservationsResponse, error) {
+	out := &ReservationsResponse{}
+	path := PathReservations
+	if name != "" {
+		path += "?" + url.Values{"name": {name}}.Encode()
+	}
+	return out, c.do(ctx, http.MethodGet, path, nil, out)
+}
+
+// CreateReservation books a reservation.
+func (c *Client) CreateReservation(ctx context.Context, r ReservationRequest) (*ReservationResponse, error) {
+	out := &ReservationResponse{}
+	return out, c.do(ctx, http.MethodPost, PathReservationCreate, r, out)
+}
+
+// UpdateReservation changes a reservation.
+func (c *Client) UpdateReservation(ctx context.Context, r ReservationRequest) (*ReservationResponse, error) {
+	out := &ReservationResponse{}
+	return out, c.do(ctx, http.MethodPost, PathReservationUpdate, r, out)
+}
+
+// DeleteReservation removes a reservation.
+func (c *Client) DeleteReservation(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodPost, PathReservationDelete, ReservationRequest{Name: name}, &ReservationResponse{})
+}
+
+// Free is the range search over a partition ("" = the first reserve one).
+func (c *Client) Free(ctx context.Context, partition string, from, to int64) (*FreeResponse, error) {
+	out := &FreeResponse{}
+	q := url.Values{"from": {strconv.FormatInt(from, 10)}, "to": {strconv.FormatInt(to, 10)}}
+	if partition != "" {
+		q.Set("partition", partition)
+	}
+	return out, c.do(ctx, http.MethodGet, PathFree+"?"+q.Encode(), nil, out)
 }

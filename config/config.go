@@ -35,6 +35,20 @@ type Config struct {
 	KillWaitS   int      `toml:"kill_wait_s"`   // grace between TERM and KILL (Slurm KillWait)
 	MinJobAgeS  int      `toml:"min_job_age_s"` // finished jobs stay in squeue -t all this long
 	Executor    string   `toml:"executor"`      // "local" (default) or "ssh"
+	// ReservationAccess says who may create, update and delete advance
+	// reservations: "operators" (default: root and Operators, as Slurm's
+	// root/SlurmUser) or "users" (also any user, for reservations whose only
+	// user is themselves).
+	ReservationAccess string `toml:"reservation_access"`
+	// ReturnToService is Slurm's ReturnToService: 0 = a DOWN node stays down
+	// until `scontrol update State=RESUME`; 1 = a node set DOWN for not
+	// responding returns when it answers again; 2 = any DOWN node returns
+	// when it answers. Default 1, as Slurm's.
+	ReturnToService *int `toml:"return_to_service"`
+	// JobRequeue is Slurm's JobRequeue: 1 = a batch job whose node fails is
+	// requeued unless submitted with --no-requeue; 0 = only with --requeue.
+	// Default 1, as Slurm's.
+	JobRequeue *int `toml:"job_requeue"`
 
 	Nodes      []Node      `toml:"node"`
 	Partitions []Partition `toml:"partition"`
@@ -109,6 +123,17 @@ func (c *Config) fillDefaults() {
 	}
 	if c.Executor == "" {
 		c.Executor = "local"
+	}
+	if c.ReservationAccess == "" {
+		c.ReservationAccess = "operators"
+	}
+	if c.ReturnToService == nil {
+		one := 1
+		c.ReturnToService = &one
+	}
+	if c.JobRequeue == nil {
+		one := 1
+		c.JobRequeue = &one
 	}
 	if len(c.Nodes) == 0 {
 		c.Nodes = []Node{{Name: "local[1-4]"}}
@@ -344,6 +369,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MinJobAgeS < 0 {
 		ps = append(ps, c.problem("min_job_age_s", "must be ≥ 0, got %d", c.MinJobAgeS))
+	}
+	if c.ReservationAccess != "operators" && c.ReservationAccess != "users" {
+		ps = append(ps, c.problem("reservation_access", "must be \"operators\" or \"users\", got %q", c.ReservationAccess))
+	}
+	if v := c.ReturnToService; v != nil && (*v < 0 || *v > 2) {
+		ps = append(ps, c.problem("return_to_service", "must be 0, 1 or 2 (Slurm's ReturnToService), got %d", *v))
+	}
+	if v := c.JobRequeue; v != nil && *v != 0 && *v != 1 {
+		ps = append(ps, c.problem("job_requeue", "must be 0 or 1 (Slurm's JobRequeue), got %d", *v))
 	}
 	if c.Executor != "local" && c.Executor != "ssh" {
 		ps = append(ps, c.problem("executor", "must be \"local\" or \"ssh\", got %q", c.Executor))

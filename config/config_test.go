@@ -1,8 +1,12 @@
 package config
 
 import (
+	"os"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 )
 
 func TestDefault(t *testing.T) {
@@ -75,6 +79,26 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// Slurm's defaults apply when the keys are absent, and 0 is kept as given
+// (it is a meaningful value, not "unset").
+func TestReturnToServiceAndRequeueDefaults(t *testing.T) {
+	c := Default()
+	if *c.ReturnToService != 1 || *c.JobRequeue != 1 {
+		t.Fatalf("defaults: return_to_service %d, job_requeue %d", *c.ReturnToService, *c.JobRequeue)
+	}
+	c, err := Parse([]byte("return_to_service = 0\njob_requeue = 0\n"), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *c.ReturnToService != 0 || *c.JobRequeue != 0 {
+		t.Fatalf("explicit zeros: return_to_service %d, job_requeue %d", *c.ReturnToService, *c.JobRequeue)
+	}
+	c, err = Parse([]byte("return_to_service = 2\n"), "t.toml")
+	if err != nil || *c.ReturnToService != 2 {
+		t.Fatalf("return_to_service = 2: %v", err)
+	}
+}
+
 func TestParseErrorsNameKeyAndLine(t *testing.T) {
 	cases := []struct {
 		name, src string
@@ -93,6 +117,12 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"ssh without known_hosts", "executor = \"ssh\"\n[ssh]\nuser = \"root\"\nlauncher = \"rsh\"\n",
 			[]string{"ssh.known_hosts: required", "t.toml:4: ssh.launcher: must be auto"}},
 		{"unknown ssh key", "[ssh]\nknown_host = \"x\"\n", []string{"t.toml:2: ssh.known_host: unknown key"}},
+		{"reservation access", "cluster_name = \"x\"\nreservation_access = \"everyone\"\n",
+			[]string{`t.toml:2: reservation_access: must be "operators" or "users", got "everyone"`}},
+		{"reservation access type", "reservation_access = true\n", []string{"t.toml"}},
+		{"return_to_service out of range", "cluster_name = \"x\"\nreturn_to_service = 3\njob_requeue = 2\n",
+			[]string{"t.toml:2: return_to_service: must be 0, 1 or 2", "t.toml:3: job_requeue: must be 0 or 1"}},
+		{"return_to_service negative", "return_to_service = -1\n", []string{"t.toml:1: return_to_service: must be 0, 1 or 2"}},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.src), "t.toml")
@@ -118,7 +148,55 @@ func TestContribExampleParses(t *testing.T) {
 	if len(sc.Partitions) != 3 || sc.Partitions[1].Policy != "dlt" || sc.Partitions[2].Params["strategy"] != "min-lip" {
 		t.Fatalf("partitions %+v", sc.Partitions)
 	}
+	if *c.ReturnToService != 1 || *c.JobRequeue != 1 {
+		t.Fatalf("return_to_service %d, job_requeue %d: want Slurm's defaults 1 and 1", *c.ReturnToService, *c.JobRequeue)
+	}
 	if sc.Partitions[0].DefaultTime != 3600 || c.SSH.ProbeMisses != 3 || c.KillWaitS != 30 {
 		t.Fatalf("values not read: default_time %v, probe_misses %d, kill_wait_s %d", sc.Partitions[0].DefaultTime, c.SSH.ProbeMisses, c.KillWaitS)
 	}
+}
+
+// Every key the config reads appears in the example shipped in contrib/, so
+// that an operator finds each one documented there.
+func TestContribExampleHasEveryKey(t *testing.T) {
+	src, err := os.ReadFile("../contrib/hora.toml.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if _, err := toml.Decode(string(src), &raw); err != nil {
+		t.Fatal(err)
+	}
+	// keys of a table: the first element of an array of tables stands for all.
+	keys := func(v any) map[string]bool {
+		out := map[string]bool{}
+		switch v := v.(type) {
+		case map[string]any:
+			for k := range v {
+				out[k] = true
+			}
+		case []map[string]any:
+			for _, m := range v {
+				for k := range m {
+					out[k] = true
+				}
+			}
+		}
+		return out
+	}
+	check := func(where string, typ reflect.Type, have map[string]bool) {
+		for i := range typ.NumField() {
+			tag := typ.Field(i).Tag.Get("toml")
+			if tag == "" || tag == "-" {
+				continue
+			}
+			if !have[tag] {
+				t.Errorf("contrib/hora.toml.example: %s%s is missing", where, tag)
+			}
+		}
+	}
+	check("", reflect.TypeOf(Config{}), keys(raw))
+	check("node.", reflect.TypeOf(Node{}), keys(raw["node"]))
+	check("partition.", reflect.TypeOf(Partition{}), keys(raw["partition"]))
+	check("ssh.", reflect.TypeOf(SSH{}), keys(raw["ssh"]))
 }

@@ -50,7 +50,11 @@ type Controller struct {
 	ids       []int64        // keys of jobs, ascending
 	nextID    int64
 	operators map[uint32]bool
-	downNodes map[string]string // node → reason
+	admin     map[string]*nodeAdmin       // drained or down nodes (nodeadmin.go)
+	resvs     map[string]*api.Reservation // advance reservations by name (reservations.go)
+	// recovering is set while recover rebuilds the Engine: no scheduling
+	// pass may run before every running job holds its nodes again.
+	recovering bool
 
 	work      *workQueue
 	wake      chan struct{} // poke the tick loop after the Engine's wakeup time may have moved
@@ -61,9 +65,12 @@ type Controller struct {
 // controller needs.
 type job struct {
 	api.Job
-	cancelRequested bool
-	launched        bool
-	chunks          map[int]string // running chunks of a divisible job: step → node
+	cancelRequested  bool
+	launched         bool
+	chunks           map[int]string // running chunks of a divisible job: step → node
+	nodeFailed       bool           // a node of the job went down: its end is a node failure
+	requeueRequested bool           // scontrol requeue: its end puts it back to PENDING
+
 }
 
 // Options configures New.
@@ -96,7 +103,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
-		downNodes: map[string]string{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
+		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
 		heartbeat: o.Heartbeat,
 	}
 	for _, op := range o.Config.Operators {
@@ -134,6 +141,14 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // recover rebuilds the Engine from the store and reconciles with the nodes.
 func (c *Controller) recover(ctx context.Context) error {
+	c.recovering = true
+	defer func() { c.recovering = false }()
+	if err := c.loadNodeAdmin(ctx); err != nil {
+		return err
+	}
+	if err := c.recoverReservations(ctx); err != nil {
+		return fmt.Errorf("reservations: %w", err)
+	}
 	// Only jobs still active, or ended recently enough to show in
 	// squeue -t all, are loaded: a long history stays on disk for sacct.
 	all, err := c.st.Jobs(ctx, store.Filter{Since: c.now().Unix() - int64(c.cfg.MinJobAgeS)})
@@ -173,7 +188,7 @@ func (c *Controller) recover(ctx context.Context) error {
 				_ = c.exec.Forget(ctx, s.Node, key)
 			}
 			continue
-		case aj.State == api.StateRunning:
+		case aj.State == api.StateRunning || aj.State == api.StateSuspended:
 			s, ok := onNode[key]
 			switch {
 			case ok && s.State == nodes.StepRunning:
@@ -360,8 +375,9 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 	defer c.mu.Unlock()
 	if j := c.jobs[spec.Key.Job]; j != nil {
 		j.launched = err == nil
-		if err == nil && j.cancelRequested {
-			// cancelled between the Engine's decision and the launch
+		if err == nil && (j.cancelRequested || j.nodeFailed || j.requeueRequested) {
+			// cancelled, requeued or its node set DOWN between the Engine's
+			// decision and the launch
 			c.work.push(func(ctx context.Context) {
 				_ = c.exec.Terminate(ctx, spec.Node, spec.Key, c.killWait())
 			})
@@ -399,6 +415,10 @@ func (c *Controller) watchExits(ctx context.Context) {
 			switch {
 			case s.Key.Step >= 0:
 				err = c.chunkEndLocked(ctx, j, s)
+			case c.staleStepLocked(j, s):
+				// A run the job has left (requeued after its node was lost):
+				// its end says nothing about the job's current run.
+				c.log.Info("end of an earlier run ignored", "job", s.Key.Job, "node", s.Node)
 			case j != nil && !j.State.Finished():
 				err = c.finishLocked(ctx, j, s)
 			}
@@ -426,21 +446,7 @@ func (c *Controller) watchNodes(ctx context.Context, evs <-chan nodes.NodeEvent)
 				return
 			}
 			c.mu.Lock()
-			_, wasDown := c.downNodes[ev.Node]
-			switch {
-			case !ev.Up && !wasDown:
-				reason := "Not responding"
-				if ev.Err != nil {
-					reason = ev.Err.Error()
-				}
-				c.downNodes[ev.Node] = reason
-				c.log.Warn("node down", "node", ev.Node, "reason", reason)
-				c.applyLocked(ctx, c.eng.Handle(scheduler.NodeDown{Now: c.nowSec(), Node: ev.Node}))
-			case ev.Up && wasDown:
-				delete(c.downNodes, ev.Node)
-				c.log.Info("node up", "node", ev.Node)
-				c.applyLocked(ctx, c.eng.Handle(scheduler.NodeUp{Now: c.nowSec(), Node: ev.Node}))
-			}
+			c.nodeHealthLocked(ctx, ev)
 			c.mu.Unlock()
 		}
 	}
@@ -452,12 +458,19 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		return nil
 	}
 	st, reason := api.StateCompleted, "None"
+	// A node lost under the job (not a launch that failed: that would fail
+	// again) ends its run; a job that allows it runs again from the start.
+	nodeLost := (s.State == nodes.StepLost && j.launched) || j.nodeFailed
 	switch {
 	case j.cancelRequested || j.CancelledBy >= 0:
 		st = api.StateCancelled
+	case nodeLost && c.requeueable(j):
+		return c.requeueLocked(ctx, j, "node failure")
+	case j.requeueRequested:
+		return c.requeueLocked(ctx, j, "scontrol requeue")
 	case s.TimedOut:
 		st, reason = api.StateTimeout, "TimeLimit"
-	case s.State == nodes.StepLost:
+	case s.State == nodes.StepLost || j.nodeFailed:
 		st, reason = api.StateNodeFail, "NodeDown"
 	case s.Err != "":
 		st, reason = api.StateFailed, "JobLaunchFailure"
@@ -496,6 +509,7 @@ func (c *Controller) tickLoop(ctx context.Context) {
 		c.mu.Lock()
 		now := c.nowSec()
 		c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: now}))
+		c.expireReservationsLocked(ctx)
 		c.pruneLocked()
 		next := c.eng.NextWakeup()
 		c.mu.Unlock()

@@ -109,6 +109,9 @@ func (c *Controller) checkSpec(who *Caller, s *api.JobSpec) error {
 	if s.TimeLimit < api.NoLimit {
 		return &api.Error{Message: "Requested time limit is invalid (missing or exceeds some limit)", Code: api.CodeInvalidTimeLimit}
 	}
+	if err := c.jobReservation(s); err != nil {
+		return err
+	}
 	if s.Partition == "" {
 		s.Partition = c.defaultPartition()
 	}
@@ -123,6 +126,13 @@ func (c *Controller) checkSpec(who *Caller, s *api.JobSpec) error {
 		if d := c.partitionDefaultTime(s.Partition); d > 0 {
 			s.TimeLimit = d
 		}
+	}
+	if !s.Requeue && !s.NoRequeue {
+		// Resolved at submit, as slurmctld does with JobRequeue, so that
+		// scontrol shows the value that applies and a later config change
+		// does not alter accepted jobs.
+		s.Requeue = *c.cfg.JobRequeue == 1
+		s.NoRequeue = !s.Requeue
 	}
 	if s.Deadline != 0 {
 		start := max(c.now().Unix(), s.Begin)
@@ -246,7 +256,7 @@ func matches(j *job, req api.CancelRequest, c *Controller) bool {
 func (c *Controller) cancelOneLocked(ctx context.Context, who *Caller, j *job, sig int) error {
 	now := c.now().Unix()
 	if sig != 0 {
-		if j.State != api.StateRunning {
+		if j.State != api.StateRunning && j.State != api.StateSuspended {
 			return fmt.Errorf("Job is pending execution")
 		}
 		node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}

@@ -53,6 +53,12 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("GET "+api.PathNodes, c.handle(c.hNodes))
 	mux.HandleFunc("GET "+api.PathPartitions, c.handle(c.hPartitions))
 	mux.HandleFunc("GET "+api.PathPing, c.handle(c.hPing))
+	mux.HandleFunc("GET "+api.PathReservations, c.handle(c.hReservations))
+	mux.HandleFunc("POST "+api.PathReservationCreate, c.handle(c.hResvChange("create")))
+	mux.HandleFunc("POST "+api.PathReservationUpdate, c.handle(c.hResvChange("update")))
+	mux.HandleFunc("POST "+api.PathReservationDelete, c.handle(c.hResvChange("delete")))
+	mux.HandleFunc("GET "+api.PathFree, c.handle(c.hFree))
+	c.routeNodeOps(mux)
 	return &http.Server{
 		Handler:           mux,
 		ConnContext:       connContext,
@@ -267,7 +273,7 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 	busy := map[string][]int64{}
 	for _, id := range c.ids {
 		j := c.jobs[id]
-		if j.State == api.StateRunning {
+		if j.State == api.StateRunning || j.State == api.StateSuspended {
 			for _, n := range j.Nodes {
 				busy[n] = append(busy[n], j.ID)
 			}
@@ -275,22 +281,16 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 	}
 	out := &api.NodesResponse{}
 	for _, n := range c.nodes {
-		state := "idle"
-		if len(busy[n.Name]) > 0 {
-			state = "allocated"
-		}
-		reason := ""
-		if r, down := c.downNodes[n.Name]; down {
-			state, reason = "down", r
-		}
 		var parts []string
 		for _, p := range c.cfg.Scheduler().Partitions {
 			if slices.Contains(p.Nodes, n.Name) {
 				parts = append(parts, p.Name)
 			}
 		}
-		out.Nodes = append(out.Nodes, api.Node{Name: n.Name, Address: n.Address, CPUs: n.CPUs,
-			MemoryMB: n.MemoryMB, Rate: n.Rate, State: state, Reason: reason, Partitions: parts, Jobs: busy[n.Name]})
+		an := api.Node{Name: n.Name, Address: n.Address, CPUs: n.CPUs,
+			MemoryMB: n.MemoryMB, Rate: n.Rate, Partitions: parts, Jobs: busy[n.Name]}
+		c.nodeView(&an, len(busy[n.Name]) > 0)
+		out.Nodes = append(out.Nodes, an)
 	}
 	return out, nil
 }

@@ -104,3 +104,12 @@ type NodeEvent struct {
 type HealthReporter interface {
 	NodeEvents() <-chan NodeEvent
 }
+
+// LimitSetter is implemented by executors whose node-side time limit can be
+// moved while a step runs. horad uses it when it resumes a suspended job,
+// so that the suspended time does not count toward the limit.
+type LimitSetter interface {
+	// SetTimeLimit makes limit (counted from the step's start) the step's
+	// time limit; a limit already past ends the step as timed out at once.
+	SetTimeLimit(ctx context.Context, node string, key StepKey, limit time.Duration) error
+}

@@ -107,7 +107,7 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 		}
 	}
 
-	spec := &api.JobSpec{WorkDir: in.Cwd, SubmitHost: in.Hostname, Requeue: true}
+	spec := &api.JobSpec{WorkDir: in.Cwd, SubmitHost: in.Hostname}
 	flags := &Flags{}
 
 	// The script.
@@ -381,9 +381,10 @@ func (st *state) apply(s setting) string {
 	case "hold":
 		sp.Hold = true
 	case "requeue":
-		sp.Requeue = true
+		// Neither flag leaves the choice to the cluster (job_requeue).
+		sp.Requeue, sp.NoRequeue = true, false
 	case "no-requeue":
-		sp.Requeue = false
+		sp.Requeue, sp.NoRequeue = false, true
 	case "parsable":
 		st.flags.Parsable = true
 	case "test-only":

@@ -39,7 +39,7 @@ func TestBuildSpecScriptFile(t *testing.T) {
 	want := api.JobSpec{
 		Name: "named", Script: body, Command: "/home/u/job.sh", Args: []string{"a", "-t", "5"},
 		WorkDir: "/home/u", Env: []string{"PATH=/bin", "HOME=/home/u"}, TimeLimit: 600,
-		Requeue: true, SubmitHost: "login1",
+		SubmitHost: "login1",
 	}
 	if !equalSpec(*spec, want) {
 		t.Errorf("spec = %+v\nwant   %+v", *spec, want)
@@ -179,9 +179,11 @@ func TestBuildSpecOptions(t *testing.T) {
 		{[]string{"--load=1.5G", "--input=data.bin", "-D", "/d"}, nil, func(s *api.JobSpec, _ *Flags) bool {
 			return s.Load == 1.5e9 && s.Input == "/d/data.bin"
 		}},
-		{[]string{"-H", "--no-requeue", "--open-mode=append"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.Hold && !s.Requeue && s.OpenAppend }},
-		{[]string{"--no-requeue", "--requeue"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.Requeue }},
-		{nil, []string{"SBATCH_NO_REQUEUE="}, func(s *api.JobSpec, _ *Flags) bool { return !s.Requeue }},
+		{[]string{"-H", "--no-requeue", "--open-mode=append"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.Hold && !s.Requeue && s.NoRequeue && s.OpenAppend }},
+		{[]string{"--no-requeue", "--requeue"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.Requeue && !s.NoRequeue }},
+		{[]string{"--requeue", "--no-requeue"}, nil, func(s *api.JobSpec, _ *Flags) bool { return !s.Requeue && s.NoRequeue }},
+		{nil, nil, func(s *api.JobSpec, _ *Flags) bool { return !s.Requeue && !s.NoRequeue }},
+		{nil, []string{"SBATCH_NO_REQUEUE="}, func(s *api.JobSpec, _ *Flags) bool { return !s.Requeue && s.NoRequeue }},
 		{[]string{"-J", "n", "-A", "acct", "--comment=c c", "--reservation=r1", "-q", "high", "-p", "p1,p2"}, nil,
 			func(s *api.JobSpec, _ *Flags) bool {
 				return s.Name == "n" && s.Account == "acct" && s.Comment == "c c" && s.Reservation == "r1" && s.QOS == "high" && s.Partition == "p1,p2"

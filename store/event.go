@@ -25,6 +25,8 @@ const (
 	KindCancel    Kind = "cancel"     // By: the uid that asked
 	KindRequeue   Kind = "requeue"    // Reason: the pending reason afterwards (default None)
 	KindReason    Kind = "reason"     // Reason: the new pending reason
+	KindSuspend   Kind = "suspend"    // Time is when the job was stopped (RUNNING → SUSPENDED)
+	KindResume    Kind = "resume"     // Time is when it was continued (SUSPENDED → RUNNING)
 )
 
 // Event is one entry of a job's append-only log. Only the fields its Kind

@@ -189,6 +189,19 @@ func apply(j *api.Job, ev *Event) error {
 			}
 		}
 
+	case KindSuspend:
+		if j.State != api.StateRunning {
+			return bad("only a running job can be suspended")
+		}
+		j.State, j.SuspendTime = api.StateSuspended, ev.Time
+
+	case KindResume:
+		if j.State != api.StateSuspended {
+			return bad("only a suspended job can be resumed")
+		}
+		j.SuspendedSecs += max(0, ev.Time-j.SuspendTime)
+		j.State, j.SuspendTime = api.StateRunning, ev.Time
+
 	case KindRequeue:
 		r := ev.Reason
 		if r == "" {
@@ -203,6 +216,7 @@ func apply(j *api.Job, ev *Event) error {
 		j.Nodes, j.Steps = nil, nil
 		j.StartTime, j.EndTime, j.ExitCode, j.Signal = 0, 0, 0, 0
 		j.CancelledBy = -1
+		j.SuspendTime, j.SuspendedSecs = 0, 0
 		j.Restarts++
 
 	default:

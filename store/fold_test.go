@@ -24,9 +24,14 @@ func TestFoldVector(t *testing.T) {
 		{JobID: 1, Time: 21, Kind: KindStepStart, Step: &api.Step{Index: 1, Node: "n2", Offset: 5, Size: 5}},
 		{JobID: 1, Time: 21, Kind: KindStepStart, Step: &api.Step{Index: 0, Node: "n1", Offset: 0, Size: 5}},
 		{JobID: 1, Time: 25, Kind: KindStepEnd, Step: &api.Step{Index: 0, ExitCode: 3}},
-		{JobID: 1, Time: 26, Kind: KindRequeue},
+		{JobID: 1, Time: 25, Kind: KindSuspend},
+		{JobID: 1, Time: 26, Kind: KindRequeue}, // from SUSPENDED; forgets the suspension
 		{JobID: 1, Time: 30, Kind: KindStart, Nodes: []string{"n3"}, StdoutPath: "/o2"},
 		{JobID: 1, Time: 31, Kind: KindStepStart, Step: &api.Step{Index: 0, Node: "n3", Size: 10}},
+		{JobID: 1, Time: 31, Kind: KindSuspend},
+		{JobID: 1, Time: 33, Kind: KindResume},
+		{JobID: 1, Time: 33, Kind: KindSuspend},
+		{JobID: 1, Time: 34, Kind: KindResume},
 		{JobID: 1, Time: 32, Kind: KindCancel, By: 0},
 		{JobID: 1, Time: 35, Kind: KindEnd, State: api.StateCancelled, Signal: 15},
 	}
@@ -41,6 +46,7 @@ func TestFoldVector(t *testing.T) {
 	want.StartTime, want.EndTime, want.Signal = 30, 35, 15
 	want.StdoutPath, want.StderrPath = "/o2", ""
 	want.CancelledBy, want.Restarts = 0, 1
+	want.SuspendTime, want.SuspendedSecs = 34, 3
 	want.Steps = []api.Step{{Index: 0, Node: "n3", State: api.StateCancelled, Size: 10, StartTime: 31, EndTime: 35}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("fold:\n got %+v\nwant %+v", got, want)
@@ -95,6 +101,8 @@ var invalidCases = []struct {
 		Event{Kind: KindCancel}, "finished"},
 	{"cancel by a negative uid", nil, Event{Kind: KindCancel, By: -1}, "negative uid"},
 	{"requeue of a pending job", nil, Event{Kind: KindRequeue}, "already pending"},
+	{"suspend of a pending job", nil, Event{Kind: KindSuspend}, "only a running job"},
+	{"resume of a running job", []Event{{Kind: KindStart, Nodes: []string{"n1"}}}, Event{Kind: KindResume}, "only a suspended job"},
 	{"step of a pending job", nil, Event{Kind: KindStepStart, Step: &api.Step{}}, "running job"},
 	{"step started twice", []Event{{Kind: KindStart, Nodes: []string{"n1"}}, {Kind: KindStepStart, Step: &api.Step{Index: 2}}},
 		Event{Kind: KindStepStart, Step: &api.Step{Index: 2}}, "already exists"},

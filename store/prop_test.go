@@ -77,7 +77,9 @@ func genHistory(t *rapid.T) []op {
 		case m.state == api.StatePending:
 			kinds = []Kind{KindHold, KindReason, KindStart, KindStart, KindCancel, KindEnd}
 		case m.state == api.StateRunning:
-			kinds = []Kind{KindStepStart, KindStepStart, KindStepEnd, KindCancel, KindEnd, KindRequeue}
+			kinds = []Kind{KindStepStart, KindStepStart, KindStepEnd, KindCancel, KindEnd, KindRequeue, KindSuspend}
+		case m.state == api.StateSuspended:
+			kinds = []Kind{KindResume, KindCancel, KindEnd, KindRequeue}
 		default:
 			kinds = []Kind{KindRequeue}
 		}
@@ -130,6 +132,10 @@ func genHistory(t *rapid.T) []op {
 			m.state, m.held = ev.State, false
 		case KindRequeue:
 			m.state, m.held, m.steps, m.nextIdx = api.StatePending, false, map[int]bool{}, 0
+		case KindSuspend:
+			m.state = api.StateSuspended
+		case KindResume:
+			m.state = api.StateRunning
 		}
 		ops = append(ops, op{ev: ev})
 	}
@@ -185,6 +191,10 @@ func TestPropertyProjectionIsFold(t *testing.T) {
 				states[o.ev.JobID] = o.ev.State
 			case KindRequeue:
 				states[o.ev.JobID] = api.StatePending
+			case KindSuspend:
+				states[o.ev.JobID] = api.StateSuspended
+			case KindResume:
+				states[o.ev.JobID] = api.StateRunning
 			}
 			if len(pending) >= batch {
 				flush()

@@ -82,6 +82,39 @@ BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;
 CREATE TRIGGER job_events_no_delete BEFORE DELETE ON job_events
 BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;
 `},
+	{"advance reservations", `
+-- One row per live reservation (scontrol create/update/delete reservation);
+-- horad books them into the reserve policy again after a restart.
+CREATE TABLE reservations (
+	name       TEXT    PRIMARY KEY,
+	partition  TEXT    NOT NULL,
+	start_time INTEGER NOT NULL, -- Unix seconds
+	end_time   INTEGER NOT NULL, -- Unix seconds, > start_time
+	nodes      TEXT    NOT NULL, -- JSON array of node names
+	users      TEXT    NOT NULL, -- JSON array of user names
+	flags      TEXT    NOT NULL, -- JSON array of Slurm flag names
+	CHECK (end_time > start_time)
+) STRICT;
+`},
+	{"node administrative state", `
+-- One row per node that is not simply "up": drained, or down (set by an
+-- operator or by the health prober). A node without a row is in service.
+CREATE TABLE node_admin (
+	name       TEXT    PRIMARY KEY,
+	drain      INTEGER NOT NULL, -- 1 = no new work (scontrol update State=DRAIN)
+	down       INTEGER NOT NULL, -- 1 = out of service
+	down_cause TEXT    NOT NULL, -- 'admin' (State=DOWN) or 'noresp' (health prober); '' when up
+	reason     TEXT    NOT NULL,
+	uid        INTEGER NOT NULL, -- who set the reason
+	user_name  TEXT    NOT NULL,
+	time       INTEGER NOT NULL  -- when the reason was set, Unix seconds
+) STRICT;
+
+-- scontrol suspend/resume: when the job was last suspended (0 = never in
+-- this run) and the seconds it has spent suspended in this run.
+ALTER TABLE jobs ADD COLUMN suspend_time   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN suspended_secs INTEGER NOT NULL DEFAULT 0;
+`},
 }
 
 // migrate brings db to the last of ms in one immediate transaction, so two

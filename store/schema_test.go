@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestMigrateFromPreviousVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Write a job and two events as the previous version's store did: the
-	// tables are those of version 1.
+	// jobs columns are those of version 2 (version 4 adds two).
 	tx, err := old.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,15 @@ func TestMigrateFromPreviousVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := putJob(ctx, tx, &j, nil); err != nil {
+	nodes, _ := json.Marshal(j.Nodes)
+	spec, _ := json.Marshal(j.Spec)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (id, uid, gid, user_name, group_name, state, reason,
+	priority, partition, name, submit_time, eligible_time, start_time, end_time, exit_code, signal,
+	cancelled_by, nodes, restarts, stdout_path, stderr_path, spec)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		j.ID, j.UID, j.GID, j.User, j.Group, string(j.State), j.Reason, j.Priority, j.Spec.Partition,
+		j.Spec.Name, j.SubmitTime, j.EligibleTime, j.StartTime, j.EndTime, j.ExitCode, j.Signal,
+		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, string(spec)); err != nil {
 		t.Fatal(err)
 	}
 	for i := range evs {
@@ -90,6 +99,17 @@ func TestMigrateFromPreviousVersion(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Fatalf("deleting events: %v", err)
+	}
+	// Version 4: the migrated job can be suspended (new columns), and the
+	// node_admin table takes a row.
+	if err := s.Append(ctx, Event{JobID: 7, Time: 12, Kind: KindSuspend}); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkFold(t, s, 7); got.State != api.StateSuspended || got.SuspendTime != 12 {
+		t.Fatalf("suspended migrated job: %+v", got)
+	}
+	if err := s.PutNodeAdmin(ctx, NodeAdmin{Name: "n1", Drain: true, Reason: "r"}); err != nil {
+		t.Fatal(err)
 	}
 	j8 := testJob(8)
 	if err := s.Submit(ctx, j8); err != nil || j8.ID != 8 {

@@ -159,7 +159,12 @@ func timeUsed(j *api.Job, now int64) int64 {
 	if end == 0 {
 		end = now
 	}
-	return max(end-j.StartTime, 0)
+	// Suspended time is not run time (Slurm's squeue TIME stops while a
+	// job is suspended).
+	if j.State == api.StateSuspended && j.SuspendTime > 0 {
+		end = min(end, j.SuspendTime)
+	}
+	return max(end-j.StartTime-j.SuspendedSecs, 0)
 }
 
 // endTime is the end to show: the real one once ended, the expected one
@@ -169,7 +174,8 @@ func endTime(j *api.Job) int64 {
 		return j.EndTime
 	}
 	if j.StartTime != 0 && j.Spec.TimeLimit > 0 {
-		return j.StartTime + j.Spec.TimeLimit
+		// The limit moves by the time spent suspended.
+		return j.StartTime + j.Spec.TimeLimit + j.SuspendedSecs
 	}
 	return 0
 }

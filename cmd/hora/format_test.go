@@ -140,8 +140,10 @@ func fixtureNodes() []api.Node {
 		{Name: "n2", CPUs: 8, MemoryMB: 16000, State: "mixed", Partitions: []string{"debug"}, Jobs: []int64{101}},
 		{Name: "n3", CPUs: 8, MemoryMB: 16000, State: "idle", Partitions: []string{"debug", "batch"}},
 		{Name: "n4", CPUs: 16, MemoryMB: 64000, State: "allocated", Partitions: []string{"batch"}, Jobs: []int64{107}},
-		{Name: "n5", CPUs: 16, MemoryMB: 64000, State: "down", Reason: "disk failure", Partitions: []string{"batch"}},
-		{Name: "n6", CPUs: 16, MemoryMB: 64000, State: "idle", Partitions: []string{"batch"}},
+		{Name: "n5", CPUs: 16, MemoryMB: 64000, State: "down", Reason: "disk failure", ReasonUser: "root",
+			ReasonTime: ts("2026-11-22T09:00:00"), NotResponding: true, Partitions: []string{"batch"}},
+		{Name: "n6", CPUs: 16, MemoryMB: 64000, State: "drained", Drain: true, Reason: "kernel update", ReasonUser: "slurmadm",
+			ReasonTime: ts("2026-11-22T09:30:00"), Partitions: []string{"batch"}},
 	}
 }
 

@@ -94,6 +94,11 @@ func (r *saRow) elapsed() int64 {
 	if e == 0 {
 		e = r.now.Unix()
 	}
+	if r.kind != 's' {
+		// The job and its batch step: suspended time is not elapsed time.
+		return timeUsed(&api.Job{StartTime: s, EndTime: e, State: r.job.State,
+			SuspendTime: r.job.SuspendTime, SuspendedSecs: r.job.SuspendedSecs}, e)
+	}
 	return max(e-s, 0)
 }
 

@@ -64,9 +64,13 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	r.add(fmt.Sprintf("UserId=%s(%d)", j.User, j.UID), fmt.Sprintf("GroupId=%s(%d)", j.Group, j.GID), "MCS_label=N/A")
 	r.add("Priority="+strconv.FormatInt(j.Priority, 10), "Nice=0", "Account="+orNull(j.Spec.Account), "QOS="+orNull(j.Spec.QOS))
 	r.add("JobState="+string(j.State), "Reason="+reasonText(j), "Dependency=(null)")
-	// TODO(api): JobSpec.Requeue cannot tell --no-requeue from "not given";
-	// Slurm's default (JobRequeue=1, measured) is shown until it can.
-	r.add("Requeue=1", "Restarts="+strconv.Itoa(j.Restarts), "BatchFlag=1", "Reboot=0",
+	// horad resolves --requeue/--no-requeue/job_requeue at submit; a job
+	// recorded before it could (neither flag) had Slurm's default, 1.
+	requeue := "Requeue=1"
+	if j.Spec.NoRequeue {
+		requeue = "Requeue=0"
+	}
+	r.add(requeue, "Restarts="+strconv.Itoa(j.Restarts), "BatchFlag=1", "Reboot=0",
 		fmt.Sprintf("ExitCode=%d:%d", j.ExitCode, j.Signal))
 	timeMin := "N/A"
 	if j.Spec.TimeMin > 0 {
@@ -89,7 +93,13 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	if lastEval == 0 {
 		lastEval = eligible
 	}
-	r.add("SuspendTime=None", "SecsPreSuspend=0", "LastSchedEval="+t(lastEval), "Scheduler=Main")
+	suspendTime, preSuspend := "None", int64(0)
+	if j.SuspendTime > 0 {
+		// SuspendTime is the last suspend or resume; the run time before
+		// the last suspension is the same expression in both states.
+		suspendTime, preSuspend = t(j.SuspendTime), max(j.SuspendTime-j.StartTime-j.SuspendedSecs, 0)
+	}
+	r.add("SuspendTime="+suspendTime, "SecsPreSuspend="+strconv.FormatInt(preSuspend, 10), "LastSchedEval="+t(lastEval), "Scheduler=Main")
 	r.add("Partition="+j.Spec.Partition, "AllocNode:Sid="+orNull(j.Spec.SubmitHost)+":0")
 	r.add("ReqNodeList=(null)", "ExcNodeList=(null)")
 	r.add("NodeList=" + orNull(hostlist(j.Nodes)))
@@ -155,10 +165,10 @@ func memText(mb int64) string {
 // nodeRecord lays out `scontrol show node`.
 func nodeRecord(n *api.Node, now time.Time) *record {
 	r := &record{}
-	st := strings.ToUpper(nodeState(n.State, true))
+	st := nodeStateLong(n)
 	alloc := 0
 	switch strings.ToLower(n.State) {
-	case "allocated":
+	case "allocated", "draining":
 		alloc = n.CPUs
 	}
 	// TODO(api): Node has no allocated CPU/memory counts nor topology.
@@ -183,7 +193,8 @@ func nodeRecord(n *api.Node, now time.Time) *record {
 	r.add("CurrentWatts=0", "AveWatts=0")
 	r.add("ExtSensorsJoules=n/s", "ExtSensorsWatts=0", "ExtSensorsTemp=n/s")
 	if n.Reason != "" {
-		r.add("Reason=" + n.Reason)
+		// Slurm: Reason=<text> [<user>@<time set>]
+		r.add(fmt.Sprintf("Reason=%s [%s@%s]", n.Reason, orDefault(n.ReasonUser, "root"), fmtTime(n.ReasonTime, "", now)))
 	}
 	return r
 }
@@ -284,6 +295,12 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 			return 1
 		}
 		return scontrolShow(ctx, env, words[1], words[2:], oneliner)
+	case verb == "create" || verb == "delete" || (verb == "update" && len(words) > 1 && isResvEntity(words[1])):
+		return scontrolResv(ctx, env, verb, words[1:]) // reservation.go
+	case verb == "update" && isNodeUpdate(words[1:]):
+		return scontrolUpdateNode(ctx, env, words[1:])
+	case verb == "suspend" || verb == "resume" || verb == "requeue":
+		return scontrolSuspend(ctx, env, verb, words[1:])
 	case verb == "hold" || verb == "uhold" || verb == "release":
 		return scontrolHold(ctx, env, verb, words[1:])
 	case verb == "version":
@@ -308,12 +325,13 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 // showEntity resolves scontrol's abbreviable entity names.
 func showEntity(s string) string {
 	s = strings.ToLower(s)
-	for _, e := range []string{"jobs", "nodes", "partitions", "hostnames", "hostlist", "hostlistsorted", "config"} {
+	for _, e := range []string{"jobs", "nodes", "partitions", "hostnames", "hostlist", "hostlistsorted", "config", "reservations"} {
 		if len(s) >= 3 && strings.HasPrefix(e, s) {
 			return strings.TrimSuffix(e, "s")
 		}
 	}
-	for pre, e := range map[string]string{"jobid=": "job", "nodename=": "node", "partitionname=": "partition"} {
+	for pre, e := range map[string]string{"jobid=": "job", "nodename=": "node", "partitionname=": "partition",
+		"reservationname=": "reservation", "reservation=": "reservation"} {
 		if strings.HasPrefix(s, pre) {
 			return e
 		}
@@ -356,6 +374,8 @@ func scontrolShow(ctx context.Context, env *Env, what string, rest []string, one
 		return 0
 	case "job":
 		return showJobs(ctx, env, name, oneliner)
+	case "reservation":
+		return showReservations(ctx, env, name, oneliner)
 	case "node", "partition":
 		cl := dial(env)
 		if cl == nil {
@@ -539,13 +559,19 @@ const scontrolHelp = `Usage: scontrol [<OPTION>] [<COMMAND>]
   in interactive mode (not supported by hora).
 
     Valid <COMMAND> values are:
+     create reservation <SPEC> create an advance reservation: StartTime=
+                              Duration=|EndTime= Nodes=|NodeCnt= Users=
+                              [ReservationName=] [PartitionName=] [Flags=].
+     delete ReservationName=<name>  delete a reservation.
      hold <job_list>          prevent specified job from starting.
      ping                     print status of slurmctld daemons.
      release <job_list>       permit specified job to start (see hold).
      show <ENTITY> [<ID>]     display state of identified entity, default
                               is all records. <ENTITY> is one of job, node,
-                              partition, hostnames, hostlist.
+                              partition, reservation, hostnames, hostlist.
      uhold <job_list>         place user hold on specified job (see hold).
+     update ReservationName=<name> <SPEC>  change a reservation (Users+=,
+                              Users-= add and remove users).
      version                  display tool version number.
 
   <job_list> is a comma or space separated list of job ids.

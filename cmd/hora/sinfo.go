@@ -126,6 +126,14 @@ var nodeStateNames = map[string][2]string{
 	"unknown": {"unk", "unknown"},
 }
 
+// noRespSuffix is sinfo's "*": the node does not answer.
+func noRespSuffix(n *api.Node) string {
+	if n.NotResponding {
+		return "*"
+	}
+	return ""
+}
+
 func nodeState(s string, long bool) string {
 	n, ok := nodeStateNames[strings.ToLower(s)]
 	if !ok {
@@ -202,8 +210,14 @@ func (v *sinfoView) nodeValue(kind byte, p *api.Partition, n *api.Node) string {
 	case 'i', 'b':
 		return ""
 	case 'u':
-		return "root"
+		if n != nil && n.ReasonUser != "" {
+			return n.ReasonUser
+		}
+		return "Unknown"
 	case 'H':
+		if n != nil && n.ReasonTime != 0 {
+			return fmtTime(n.ReasonTime, "", v.now)
+		}
 		return "Unknown"
 	}
 	if n == nil {
@@ -218,9 +232,9 @@ func (v *sinfoView) nodeValue(kind byte, p *api.Partition, n *api.Node) string {
 	}
 	switch kind {
 	case 't':
-		return nodeState(n.State, false)
+		return nodeState(n.State, false) + noRespSuffix(n)
 	case 'T':
-		return nodeState(n.State, true)
+		return nodeState(n.State, true) + noRespSuffix(n)
 	case 'c':
 		return strconv.Itoa(n.CPUs)
 	case 'm':

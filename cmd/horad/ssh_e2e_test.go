@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +45,7 @@ func TestSSHNodesEndToEnd(t *testing.T) {
 
 	// Lose n1 (sshd killed, link down) while a 3-node job runs its script there.
 	started := filepath.Join(c.dir, "started")
-	id := c.submit(c.dir, "-N", "3", "-o", "/dev/null", "--wrap", "touch "+started+"; sleep 300")
+	id := c.submit(c.dir, "-N", "3", "--no-requeue", "-o", "/dev/null", "--wrap", "touch "+started+"; sleep 300")
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(started); err == nil {
 			break
@@ -72,5 +74,101 @@ func TestSSHNodesEndToEnd(t *testing.T) {
 			t.Fatalf("n1 did not return:\n%s", nodeState())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Node loss on the three-host cluster with return_to_service = 0: of two
+// jobs whose nodes are lost mid-run, the requeue-able one goes back to the
+// queue and completes on the remaining host (Restarts=1), the --no-requeue
+// one ends NODE_FAIL; the lost hosts stay down after sshd comes back until
+// an operator resumes them.
+func TestSSHRequeueAndReturnToService(t *testing.T) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3)
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "executor = \"ssh\"\nreturn_to_service = 0\n")
+	for _, h := range cl.Hosts {
+		fmt.Fprintf(&cfg, "[[node]]\nname = %q\naddress = %q\n", h.Name, h.Addr)
+	}
+	fmt.Fprintf(&cfg, "[[partition]]\nname = \"batch\"\nnodes = \"n[1-3]\"\ndefault = true\n")
+	fmt.Fprintf(&cfg, "[ssh]\nknown_hosts = %q\nidentity_file = %q\nstate_dir = %q\nprobe_interval_s = 1\nprobe_misses = 2\n",
+		cl.KnownHosts, cl.IdentityFile, filepath.Join(cl.Dir, "node-state"))
+	c := newClusterWith(t, cfg.String())
+	work := c.workDir()
+	out := filepath.Join(work, "requeued.out")
+	waitFile := func(p string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(p); err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never appeared", p)
+			}
+		}
+	}
+	// The first run waits; the run after a requeue finishes at once.
+	rq := c.submit(work, "-o", out, "--open-mode=append", "--wrap",
+		`echo "run $SLURM_RESTART_COUNT on $SLURMD_NODENAME"; echo $$ > `+work+`/rq-pid-$SLURM_RESTART_COUNT; touch `+work+`/rq-$SLURM_RESTART_COUNT; `+
+			`[ "$SLURM_RESTART_COUNT" -ge 1 ] || sleep 300`)
+	waitFile(filepath.Join(work, "rq-0"))
+	nf := c.submit(work, "--no-requeue", "-o", "/dev/null", "--wrap", "echo $$ > "+work+"/nf-pid; touch "+work+"/nf; sleep 300")
+	waitFile(filepath.Join(work, "nf"))
+	show := func(kind, id string) string { return c.run(0, c.dir, "scontrol", "show", kind, id).stdout }
+	if s := show("job", nf); !strings.Contains(s, "Requeue=0 Restarts=0") {
+		t.Fatalf("--no-requeue job:\n%s", s)
+	}
+	if s := show("job", rq); !strings.Contains(s, "Requeue=1 Restarts=0") || !strings.Contains(s, "NodeList=n1\n") {
+		t.Fatalf("requeue-able job:\n%s", s)
+	}
+
+	for _, h := range cl.Hosts[:2] {
+		h.StopSSHD()
+		h.LinkDown()
+	}
+	c.waitState(nf, "NODE_FAIL")
+	c.waitState(rq, "COMPLETED")
+	if s := show("job", rq); !strings.Contains(s, "Requeue=1 Restarts=1") || !strings.Contains(s, "NodeList=n3\n") {
+		t.Fatalf("requeued job after its rerun:\n%s", s)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "run 0 on n1\nrun 1 on n3\n" {
+		t.Fatalf("requeued job output %q", b)
+	}
+
+	nodeLine := func(n string) string {
+		return strings.TrimSpace(c.run(0, c.dir, "sinfo", "-h", "-N", "-n", n, "-o", "%N %t").stdout)
+	}
+	waitFor(t, "n1 down*", func() bool { return nodeLine("n1") == "n1 down*" })
+	for _, h := range cl.Hosts[:2] {
+		h.LinkUp()
+		h.StartSSHD()
+	}
+	// It answers again (no "*"), and return_to_service = 0 keeps it down.
+	waitFor(t, "n1 answering", func() bool { return nodeLine("n1") == "n1 down" })
+	// The runs given up while the hosts were cut off (a partition: their
+	// processes kept running) are stopped once the hosts answer.
+	for _, f := range []string{"rq-pid-0", "nf-pid"} {
+		b, err := os.ReadFile(filepath.Join(work, f))
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 1 {
+			t.Fatalf("%s: %q %v", f, b, err)
+		}
+		waitFor(t, "the old run's process "+f+" to end", func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH })
+	}
+	time.Sleep(2 * time.Second) // two more probe rounds change nothing
+	if l := nodeLine("n1"); l != "n1 down" {
+		t.Fatalf("with return_to_service = 0 after sshd returned: %q", l)
+	}
+	if s := show("node", "n1"); !strings.Contains(s, "State=DOWN ") || !strings.Contains(s, "Reason=") {
+		t.Fatalf("scontrol show node n1:\n%s", s)
+	}
+	if r := c.run(0, c.dir, "scontrol", "update", "NodeName=n1", "State=RESUME"); r.code != 0 {
+		t.Fatalf("resume n1: %+v", r)
+	}
+	if l := nodeLine("n1"); l != "n1 idle" {
+		t.Fatalf("after resume: %q", l)
+	}
+	if l := nodeLine("n2"); l != "n2 down" {
+		t.Fatalf("n2, not resumed: %q", l)
 	}
 }

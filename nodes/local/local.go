@@ -627,6 +627,35 @@ func (e *Executor) Terminate(ctx context.Context, node string, key nodes.StepKey
 	return sendErr
 }
 
+// SetTimeLimit moves a running step's time limit (counted from its start):
+// the limit is left in the step directory, which only root writes, and the
+// shepherd is told with SIGUSR1 through its pidfd, as Terminate does.
+func (e *Executor) SetTimeLimit(ctx context.Context, node string, key nodes.StepKey, limit time.Duration) error {
+	if limit <= 0 {
+		return fmt.Errorf("time limit %v is not positive", limit)
+	}
+	_, pf, err := e.running(node, key)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	if err := writeFileAtomic(filepath.Join(e.stepDir(node, key), limitFile), []byte(strconv.FormatInt(int64(limit), 10)+"\n"), 0o644, false); err != nil {
+		return err
+	}
+	rc, err := pf.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var sendErr error
+	if err := rc.Control(func(fd uintptr) { sendErr = unix.PidfdSendSignal(int(fd), unix.SIGUSR1, nil, 0) }); err != nil {
+		return err
+	}
+	if errors.Is(sendErr, unix.ESRCH) {
+		return nil // ended meanwhile
+	}
+	return sendErr
+}
+
 // Forget removes the state directory of a step that has ended.
 func (e *Executor) Forget(ctx context.Context, node string, key nodes.StepKey) error {
 	if err := validNode(node); err != nil {

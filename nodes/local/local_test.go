@@ -810,3 +810,34 @@ func BenchmarkLaunchToFirstLine(b *testing.B) {
 	// latency a user sees.
 	b.ReportMetric(float64(firstLine.Microseconds())/float64(runs)/1000, "ms-to-first-line")
 }
+
+// SetTimeLimit moves a running step's limit both ways: a longer one lets a
+// step that would have timed out finish; a shorter one (already past) ends
+// the step as timed out at once.
+func TestSetTimeLimit(t *testing.T) {
+	dir := t.TempDir()
+	e := newExecutor(t, filepath.Join(dir, "state"))
+	s := spec(dir, "#!/bin/sh\n/bin/sleep 1.5\nexit 4\n")
+	s.TimeLimit = 700 * time.Millisecond
+	launch(t, e, s)
+	if err := e.SetTimeLimit(t.Context(), s.Node, s.Key, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitExit(t, e, s.Key); st.TimedOut || st.ExitCode != 4 {
+		t.Fatalf("status %+v: the moved limit did not apply", st)
+	}
+
+	s = spec(dir, "#!/bin/sh\nexec /bin/sleep 1000\n")
+	s.TimeLimit = 300 * time.Second
+	launch(t, e, s)
+	time.Sleep(200 * time.Millisecond)
+	if err := e.SetTimeLimit(t.Context(), s.Node, s.Key, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitExit(t, e, s.Key); !st.TimedOut || st.Signal != int(syscall.SIGTERM) {
+		t.Fatalf("status %+v, want timed out by TERM", st)
+	}
+	if err := e.SetTimeLimit(t.Context(), s.Node, s.Key, time.Second); err == nil {
+		t.Fatal("SetTimeLimit on an ended step succeeded")
+	}
+}

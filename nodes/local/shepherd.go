@@ -134,8 +134,15 @@ func (sh *shepherd) run() int {
 				rec.ExitCode = w.ws.ExitStatus()
 			}
 		case s := <-sigs:
-			if s == unix.SIGTERM {
+			switch s {
+			case unix.SIGTERM:
 				terminate(sh.terminateGrace())
+			case unix.SIGUSR1:
+				// horad moved the limit (a resumed job's suspended time does
+				// not count); a limit that already fired stays fired.
+				if d, ok := sh.movedLimit(); ok && !rec.TimedOut {
+					limitC = time.After(max(0, d-time.Since(started)))
+				}
 			}
 		case <-limitC:
 			limitC = nil
@@ -272,4 +279,17 @@ func writeNewFile(path string, data []byte, perm os.FileMode) error {
 		err = cerr
 	}
 	return err
+}
+
+// movedLimit reads the limit horad left with SetTimeLimit.
+func (sh *shepherd) movedLimit() (time.Duration, bool) {
+	b, err := os.ReadFile(filepath.Join(sh.dir, limitFile))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return time.Duration(n), true
 }

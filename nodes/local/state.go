@@ -21,6 +21,7 @@ import (
 const (
 	shepherdFile  = "shepherd"  // horad: the shepherd's identity (trusted)
 	terminateFile = "terminate" // horad: grace of a pending Terminate
+	limitFile     = "limit"     // horad: a moved time limit, ns from the step's start (SetTimeLimit)
 	userDirName   = "user"      // owned by the job's user; written by the shepherd
 	scriptFile    = "script"
 	pidFile       = "pid"    // shepherd: the job's process group id

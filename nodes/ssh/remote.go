@@ -8,6 +8,7 @@ package ssh
 // Layout (mirrors nodes/local, see README.md): <state_dir>/<node>/<job>.<step>/
 //   shepherd    root  {"pid","start_ticks","uid","gid","started"} of the wrapper
 //   terminate   root  grace of a pending Terminate, in nanoseconds
+//   limit       root  a moved time limit in seconds from the start (SetTimeLimit; USR1 to the wrapper)
 //   wrapper.err root  the wrapper's own stderr (diagnostics of a failed start)
 //   user/       the job's user, 0700
 //     run       root-generated: cd, exact environment, exec of the script
@@ -171,7 +172,21 @@ why() {
 	elif [ ! -d "$(dirname -- "$1")" ]; then echo "no such file or directory"
 	else echo "permission denied"; fi
 }
-started=$(now)
+started=$(now) t0=$(date +%s)
+# rearm replaces the limit timer by one for the limit horad left in $d/limit
+# (counted from the start; a resumed job's suspended time does not count).
+lt=
+rearm() {
+	[ ! -e "$u/timedout" ] || return 0
+	_l=$(cat "$d/limit" 2>/dev/null)
+	case $_l in ''|*[!0-9]*) return 0;; esac
+	[ -z "$lt" ] || kill -s TERM "$lt" 2>/dev/null
+	_r=$((_l - ($(date +%s) - t0)))
+	[ "$_r" -gt 0 ] || _r=0
+	timer "$_r" "$limitact"
+	lt=$!
+}
+trap 'intr=1; rearm' USR1
 [ -n "$out" ] || out=/dev/null
 if [ "$append" = 1 ]; then command exec 3>>"$out"; else command exec 3>"$out"; fi ||
 	fail "cannot open output file $out: $(why "$out")"
@@ -212,8 +227,10 @@ endjob() {
 }
 trap 'intr=1; endjob "$killwait"' TERM
 trap '' HUP INT
-if [ "$limit" -gt 0 ]; then
-	timer "$limit" ': > "$u/timedout"; kill -s TERM -- "-$pid"; kill -s CONT -- "-$pid"; sleep "$killwait" & sp=$!; wait "$sp" || exit 0; kill -s KILL -- "-$pid"'
+limitact=': > "$u/timedout"; kill -s TERM -- "-$pid"; kill -s CONT -- "-$pid"; sleep "$killwait" & sp=$!; wait "$sp" || exit 0; kill -s KILL -- "-$pid"'
+if [ "$limit" -gt 0 ] && [ -z "$lt" ]; then
+	timer "$limit" "$limitact"
+	lt=$!
 fi
 while :; do
 	intr=0
@@ -257,6 +274,18 @@ d=$1/$2
 alive "$d" || exit 4
 jobpg "$d" "$wp" || exit 5
 kill -s "$3" -- "-$pg"
+`
+
+// shSetLimit leaves a new limit (seconds from the step's start) for the
+// wrapper and tells it with USR1. Args: NODEDIR NAME SECONDS.
+// Exit 3: no such step; 4: not running.
+const shSetLimit = `
+d=$1/$2
+[ -e "$d" ] || exit 3
+[ ! -e "$d/user/status" ] || exit 4
+alive "$d" || exit 4
+printf '%s\n' "$3" > "$d/limit.tmp" && mv -f "$d/limit.tmp" "$d/limit" || exit 1
+kill -s USR1 "$wp"
 `
 
 // shTerminate records the grace, sends TERM (and CONT, so that a stopped

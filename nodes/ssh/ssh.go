@@ -575,6 +575,34 @@ func (e *Executor) Signal(ctx context.Context, node string, key nodes.StepKey, s
 	}
 }
 
+// SetTimeLimit moves a running step's limit (counted from its start, whole
+// seconds rounded up): the wrapper replaces its limit timer.
+func (e *Executor) SetTimeLimit(ctx context.Context, node string, key nodes.StepKey, limit time.Duration) error {
+	if limit <= 0 {
+		return fmt.Errorf("time limit %v is not positive", limit)
+	}
+	h, err := e.host(node)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := e.opCtx(ctx)
+	defer cancel()
+	r, err := h.run(ctx, h.ops, false, shSetLimit, nil, h.dir, stepName(key), ceilSeconds(limit))
+	if err != nil {
+		return fmt.Errorf("time limit of step %s: %w", stepName(key), err)
+	}
+	switch r.code {
+	case 0:
+		return nil
+	case 3:
+		return fmt.Errorf("no step %s on node %s", stepName(key), node)
+	case 4:
+		return fmt.Errorf("step %s on node %s is not running", stepName(key), node)
+	default:
+		return fmt.Errorf("time limit of step %s on node %s: exit %d: %s", stepName(key), node, r.code, strings.TrimSpace(string(r.errs)))
+	}
+}
+
 // Terminate sends TERM (and CONT) to the step's process group and leaves a
 // node-side timer that sends KILL after grace if the step still runs, so no
 // timer lives in horad. Terminating a step that has ended is not an error.

@@ -367,3 +367,38 @@ func waitProcState(t *testing.T, pid int, s byte) {
 	}
 	t.Fatalf("process %d in state %s, want %c", pid, last, s)
 }
+
+// TestSetTimeLimit: a moved limit replaces the wrapper's timer — a longer
+// one lets a job that would have timed out finish, a shorter one already
+// past ends it as timed out at once.
+func TestSetTimeLimit(t *testing.T) {
+	v := start(t, 1)
+	longer := nodes.StepKey{Job: 4, Step: 0}
+	spec := v.spec(longer, "n1", "#!/bin/sh\nsleep 3\nexit 4\n")
+	spec.TimeLimit = 2 * time.Second
+	v.launch(t, spec)
+	if err := v.e.SetTimeLimit(t.Context(), "n1", longer, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if st := v.exits.wait(t, longer, 30*time.Second); st.TimedOut || st.ExitCode != 4 {
+		t.Errorf("longer limit: %+v, want exit 4 without time-out", st)
+	}
+	shorter := nodes.StepKey{Job: 4, Step: 1}
+	spec = v.spec(shorter, "n1", "#!/bin/sh\nsleep 300\n")
+	spec.TimeLimit = 5 * time.Minute
+	v.launch(t, spec)
+	time.Sleep(1500 * time.Millisecond)
+	start := time.Now()
+	if err := v.e.SetTimeLimit(t.Context(), "n1", shorter, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := v.exits.wait(t, shorter, 30*time.Second); !st.TimedOut || st.Signal != 15 {
+		t.Errorf("shorter limit: %+v, want timed out by TERM", st)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("a limit already past took %v to apply", d)
+	}
+	if err := v.e.SetTimeLimit(t.Context(), "n1", shorter, time.Minute); err == nil {
+		t.Error("SetTimeLimit on an ended step succeeded")
+	}
+}

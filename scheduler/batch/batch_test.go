@@ -354,3 +354,33 @@ func TestBadBackfill(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Drain as horad does it: NodeDown on a node that runs a job. The job keeps
+// running (no action touches it), its node is not given to anything once it
+// ends, and NodeUp gives it back.
+func TestNodeDownWhileBusyIsADrain(t *testing.T) {
+	h := st.New(t, st.Cluster(2).Partition("batch", "batch").Config())
+	h.Submit(st.Job(1).Nodes(1).Limit(100).Run(50))
+	if s, ok := h.StartOf(1); !ok || s.Nodes[0] != "n0" {
+		t.Fatalf("job 1: %+v", s)
+	}
+	for _, a := range h.Handle(scheduler.NodeDown{Now: 1, Node: "n0"}) {
+		t.Fatalf("draining a busy node caused %#v", a)
+	}
+	h.Submit(st.Job(2).Nodes(1).Limit(100).Run(100))
+	h.Submit(st.Job(3).Nodes(1).Limit(100).Run(100))
+	if s, ok := h.StartOf(2); !ok || s.Nodes[0] != "n1" {
+		t.Fatalf("job 2: %+v", s)
+	}
+	h.Advance(60) // job 1 ends at 50 on the drained node
+	if _, ok := h.StartOf(3); ok {
+		t.Fatal("job 3 started while the only free node is drained")
+	}
+	if _, ok := h.Eng.Job(1); ok {
+		t.Fatal("job 1 did not end normally on the drained node")
+	}
+	h.Handle(scheduler.NodeUp{Now: 60, Node: "n0"})
+	if s, ok := h.StartOf(3); !ok || s.Nodes[0] != "n0" || s.At != 60 {
+		t.Fatalf("job 3 after the node returned: %+v", s)
+	}
+}

@@ -38,12 +38,18 @@ type Policy struct {
 	now  float64
 	// pass is the now of the last Schedule: a booking due by then was tried.
 	pass float64
+	// resvs are the advance reservations of the partition (resv.go).
+	resvs map[string]*resv
+	// doomed are restored jobs of a reservation that can no longer run in
+	// it (gone, or its window too short now): the next pass ends them.
+	doomed map[scheduler.JobID]bool
 }
 
 type booked struct {
 	job     *scheduler.Job
 	b       Booking
 	running bool
+	in      *resv // the reservation the job runs in; b is then in its index
 }
 
 // NewPolicy is the scheduler.PolicyFactory of "reserve".
@@ -82,7 +88,8 @@ func NewPolicy(p *scheduler.Partition) (scheduler.Policy, error) {
 	for i := range p.Len() {
 		cfg.Rates = append(cfg.Rates, p.Rate(i))
 	}
-	return &Policy{p: p, cfg: cfg, jobs: map[scheduler.JobID]*booked{}, pass: math.Inf(-1)}, nil
+	return &Policy{p: p, cfg: cfg, jobs: map[scheduler.JobID]*booked{}, pass: math.Inf(-1),
+		resvs: map[string]*resv{}, doomed: map[scheduler.JobID]bool{}}, nil
 }
 
 func floorT(t float64) int64 { return int64(math.Floor(t)) }
@@ -134,6 +141,14 @@ func (pl *Policy) refusal(err error) *scheduler.AdmissionError {
 // Admit books the job or refuses it.
 func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
 	ix := pl.index(now)
+	if j.Reservation != "" {
+		b, r, ae := pl.admitIn(now, j, false)
+		if ae != nil {
+			return ae
+		}
+		pl.jobs[j.ID] = &booked{job: j, b: b, in: r}
+		return nil
+	}
 	req, ae := pl.request(now, j)
 	if ae != nil {
 		return ae
@@ -151,6 +166,10 @@ func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
 // if that no longer fits: it was admitted before).
 func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 	ix := pl.index(now)
+	if j.Reservation != "" {
+		pl.restoreIn(now, j, running)
+		return
+	}
 	if running {
 		// The Engine gave the job its nodes; they are the busy ones whose
 		// expected end the index does not know yet.
@@ -187,7 +206,7 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 // owned reports whether a running job of this policy holds node i.
 func (pl *Policy) owned(i int) bool {
 	for _, bk := range pl.jobs {
-		if bk.running && slices.Contains(bk.b.Nodes, i) {
+		if bk.running && slices.Contains(bk.partNodes(), i) {
 			return true
 		}
 	}
@@ -196,9 +215,10 @@ func (pl *Policy) owned(i int) bool {
 
 // Remove cancels a pending job's booking or releases the rest of a running one.
 func (pl *Policy) Remove(now float64, id scheduler.JobID) {
-	ix := pl.index(now)
+	pl.index(now)
+	delete(pl.doomed, id)
 	if bk := pl.jobs[id]; bk != nil {
-		_ = ix.Finish(bk.b.ID, ceilT(now))
+		_ = pl.bookIx(bk).Finish(bk.b.ID, ceilT(now))
 		delete(pl.jobs, id)
 	}
 }
@@ -213,9 +233,13 @@ func (pl *Policy) Release(now float64, id scheduler.JobID) {
 	if bk == nil || bk.running || float64(bk.b.Start) >= now {
 		return
 	}
-	_ = ix.Cancel(bk.b.ID)
-	req, ae := pl.request(now, bk.job)
-	if ae == nil {
+	_ = pl.bookIx(bk).Cancel(bk.b.ID)
+	if bk.in != nil {
+		if b, _, ae := pl.admitIn(now, bk.job, false); ae == nil {
+			bk.b = b
+			return
+		}
+	} else if req, ae := pl.request(now, bk.job); ae == nil {
 		if b, err := ix.Reserve(req); err == nil {
 			bk.b = b
 			return
@@ -228,9 +252,9 @@ func (pl *Policy) Release(now float64, id scheduler.JobID) {
 // StepFinished ends the job and gives the rest of its booking back (§4.5:
 // the time of an early finish is re-planned capacity).
 func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed bool) bool {
-	ix := pl.index(now)
+	pl.index(now)
 	if bk := pl.jobs[id]; bk != nil {
-		_ = ix.Finish(bk.b.ID, ceilT(now))
+		_ = pl.bookIx(bk).Finish(bk.b.ID, ceilT(now))
 		delete(pl.jobs, id)
 	}
 	return true
@@ -240,19 +264,21 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 func (pl *Policy) Schedule(now float64) {
 	pl.index(now)
 	pl.pass = now
+	pl.endDoomed()
 	for _, id := range pl.order() {
 		bk := pl.jobs[id]
 		if bk.running || float64(bk.b.Start) > now || bk.job.Held {
 			continue
 		}
+		nodes := bk.partNodes()
 		free := true
-		for _, i := range bk.b.Nodes {
+		for _, i := range nodes {
 			free = free && pl.p.IsFree(i)
 		}
 		if !free {
 			continue // a previous job overran its limit; retried each pass
 		}
-		if err := pl.p.Start(id, scheduler.BatchStep, bk.b.Nodes, 0, 0, float64(bk.b.End())); err == nil {
+		if err := pl.p.Start(id, scheduler.BatchStep, nodes, 0, 0, float64(bk.b.End())); err == nil {
 			bk.running = true
 		}
 	}
@@ -285,19 +311,30 @@ func (pl *Policy) order() []scheduler.JobID {
 // Test plans the job without booking it.
 func (pl *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error) {
 	ix := pl.index(now)
-	req, ae := pl.request(now, j)
-	if ae != nil {
-		return 0, nil, ae
+	var bk booked
+	if j.Reservation != "" {
+		b, r, ae := pl.admitIn(now, j, true)
+		if ae != nil {
+			return 0, nil, ae
+		}
+		bk = booked{b: b, in: r}
+	} else {
+		req, ae := pl.request(now, j)
+		if ae != nil {
+			return 0, nil, ae
+		}
+		b, err := ix.Plan(req)
+		if err != nil {
+			return 0, nil, pl.refusal(err)
+		}
+		bk.b = b
 	}
-	b, err := ix.Plan(req)
-	if err != nil {
-		return 0, nil, pl.refusal(err)
-	}
-	names := make([]string, len(b.Nodes))
-	for k, i := range b.Nodes {
+	nodes := bk.partNodes()
+	names := make([]string, len(nodes))
+	for k, i := range nodes {
 		names[k] = pl.p.Name(i)
 	}
-	return float64(b.Start), names, nil
+	return float64(bk.b.Start), names, nil
 }
 
 // Reason is the Slurm reason of a pending job.

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"hora/api"
+	"hora/sbatch"
+)
+
+// scontrol update NodeName=<list> State=DRAIN|DOWN|RESUME|UNDRAIN Reason=<text>
+// and scontrol suspend|resume|requeue <job_list>, with the texts and exit
+// codes of scontrol 22.05.8 (measured, COMPAT.md §5).
+
+// isNodeUpdate says whether `scontrol update` words name nodes.
+func isNodeUpdate(words []string) bool {
+	for _, w := range words {
+		if k, _, ok := strings.Cut(w, "="); ok && strings.EqualFold(k, "NodeName") {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeStateWord resolves a State= value as scontrol does: case-insensitive,
+// abbreviable to three characters. ok is false for a word scontrol itself
+// refuses; supported is false for one it accepts but horad does not offer.
+func nodeStateWord(v string) (state string, supported, ok bool) {
+	u := strings.ToUpper(v)
+	match := func(full string) bool { return len(u) >= min(3, len(full)) && strings.HasPrefix(full, u) }
+	for _, s := range []string{api.NodeDrain, api.NodeResume, api.NodeUndrain, api.NodeDown} {
+		if match(s) {
+			return s, true, true
+		}
+	}
+	for _, s := range []string{"NORESP", "FAIL", "FUTURE", "POWER_DOWN", "POWER_UP", "UNKNOWN", "IDLE",
+		"ALLOCATED", "ERROR", "MIXED", "CANCEL_REBOOT"} {
+		if match(s) {
+			return s, false, true
+		}
+	}
+	return "", false, false
+}
+
+func scontrolUpdateNode(ctx context.Context, env *Env, words []string) int {
+	var req api.NodeUpdateRequest
+	names := ""
+	for _, w := range words {
+		k, v, ok := strings.Cut(w, "=")
+		if !ok {
+			fmt.Fprintf(env.Stderr, "Invalid input: %s\nRequest aborted\n", w)
+			return 1
+		}
+		switch strings.ToLower(k) {
+		case "nodename":
+			names = v
+		case "state":
+			s, supported, ok := nodeStateWord(v)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "Invalid input: %s\nRequest aborted\n", w)
+				fmt.Fprintln(env.Stderr, "Valid states are: NoResp DRAIN FAIL FUTURE RESUME POWER_DOWN POWER_UP UNDRAIN")
+				fmt.Fprintln(env.Stderr, "Not all states are valid given a node's prior state")
+				return 1
+			}
+			if !supported {
+				fmt.Fprintf(env.Stderr, "slurm_update error: Requested operation not supported on this system (State=%s: horad offers DRAIN, DOWN, RESUME and UNDRAIN)\n", s)
+				return 1
+			}
+			req.State = s
+		case "reason":
+			req.Reason = v
+		default:
+			fmt.Fprintf(env.Stderr, "Update of this parameter is not supported: %s\nRequest aborted\n", w)
+			return 1
+		}
+	}
+	if (req.State == api.NodeDrain || req.State == api.NodeDown) && req.Reason == "" {
+		fmt.Fprintln(env.Stderr, "You must specify a reason when DOWNING or DRAINING a node. Request denied")
+		return 1
+	}
+	if req.State == "" && req.Reason == "" {
+		fmt.Fprintln(env.Stderr, "No changes specified")
+		return 1
+	}
+	hosts, err := sbatch.ExpandHostlist(names)
+	if err != nil || len(hosts) == 0 {
+		fmt.Fprintln(env.Stderr, "slurm_update error: Invalid node name specified")
+		return 1
+	}
+	req.Nodes = hosts
+	cl := dial(env)
+	if cl == nil {
+		return 1
+	}
+	if _, err := cl.UpdateNodes(ctx, req); err != nil {
+		fmt.Fprintf(env.Stderr, "slurm_update error: %s\n", apiErrText(err))
+		return 1
+	}
+	return 0
+}
+
+// scontrolSuspend implements suspend, resume and requeue: per failed job a
+// line "<error> for job <id>", exit 1 if any failed (as scontrol 22.05.8).
+func scontrolSuspend(ctx context.Context, env *Env, verb string, words []string) int {
+	var ids []int64
+	for _, w := range words {
+		for _, s := range splitList(w) {
+			if v, ok := strings.CutPrefix(strings.ToLower(s), "jobid="); ok {
+				s = v
+			}
+			id, ok := parseJobID(s)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "Invalid job id specified for job %s\n", s)
+				return 1
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		fmt.Fprintf(env.Stderr, "too few arguments for keyword:%s\n", verb)
+		return 1
+	}
+	cl := dial(env)
+	if cl == nil {
+		return 1
+	}
+	var resp *api.CancelResponse
+	var err error
+	switch verb {
+	case "suspend":
+		resp, err = cl.Suspend(ctx, ids)
+	case "resume":
+		resp, err = cl.Resume(ctx, ids)
+	default:
+		resp, err = cl.Requeue(ctx, ids)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Prog, apiErrText(err))
+		return 1
+	}
+	code := 0
+	for _, r := range resp.Results {
+		if r.Error == "" && r.Code == "" {
+			continue
+		}
+		msg := r.Error
+		if msg == "" {
+			msg = codeText(r.Code)
+		}
+		fmt.Fprintf(env.Stderr, "%s for job %d\n", msg, r.ID)
+		code = 1
+	}
+	return code
+}
+
+// nodeStateLong is `scontrol show node` State=: the base state, "*" when
+// the node does not answer, "+DRAIN" when drained or draining.
+func nodeStateLong(n *api.Node) string {
+	base := "IDLE"
+	switch strings.ToLower(n.State) {
+	case "allocated", "draining":
+		base = "ALLOCATED"
+	case "down":
+		base = "DOWN"
+	case "idle", "drained":
+	default:
+		base = strings.ToUpper(nodeState(n.State, true))
+	}
+	if n.NotResponding {
+		base += "*"
+	}
+	if n.Drain {
+		base += "+DRAIN"
+	}
+	return base
+}
