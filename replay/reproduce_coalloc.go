@@ -91,10 +91,16 @@ own start. Retries count the times s_r moved by Δt, a hold counting maxRet.
 	}
 
 	fmt.Fprint(&r.md, "\nAverage retries by job size in bins of 50 servers (Table 5.3), online co-allocation:\n\n| log | |")
-	maxBin := 0
+	bins := make([][]float64, len(coallocLogs))
+	maxBin := 0 // the bins up to the last one with a value, hora's or the thesis'
 	for i, c := range coallocLogs {
-		maxBin = max(maxBin, (c.procs+49)/50)
-		_ = i
+		bins[i] = retriesBy50(runs[i].online, (c.procs+49)/50)
+		for k, v := range bins[i] {
+			if !math.IsNaN(v) {
+				maxBin = max(maxBin, k+1)
+			}
+		}
+		maxBin = max(maxBin, c.retryBinsListed[len(c.retryBinsListed)-1]/50)
 	}
 	sep := "|---|---|"
 	for b := range maxBin {
@@ -102,9 +108,7 @@ own start. Retries count the times s_r moved by Δt, a hold counting maxRet.
 		sep += "---:|"
 	}
 	fmt.Fprintln(&r.md, "\n"+sep)
-	bins := make([][]float64, len(coallocLogs))
 	for i, c := range coallocLogs {
-		bins[i] = retriesBy50(runs[i].online, maxBin)
 		thesis := make([]string, maxBin)
 		for k := range thesis {
 			thesis[k] = "—"
@@ -114,7 +118,11 @@ own start. Retries count the times s_r moved by Δt, a hold counting maxRet.
 		}
 		fmt.Fprintf(&r.md, "| %s | thesis | %s |\n", c.log, strings.Join(thesis, " | "))
 		var got []string
-		for _, v := range bins[i] {
+		for k := range maxBin {
+			v := math.NaN()
+			if k < len(bins[i]) {
+				v = bins[i][k]
+			}
 			if math.IsNaN(v) {
 				got = append(got, "—")
 			} else {
@@ -159,17 +167,20 @@ own start. Retries count the times s_r moved by Δt, a hold counting maxRet.
 	small := func(o *Outcome) float64 { return penaltyBelow(o, 7200) }
 	on, rec := small(kthRun.online), small(kthRun.recorded)
 	claim("KTH: jobs shorter than 2 h have a temporal penalty about 6× higher under the batch scheduler than online (Fig. 5.3)",
-		fmt.Sprintf("as logged %s, online %s: %.1f×", f4(rec), f4(on), rec/on), rec/on >= 3)
+		fmt.Sprintf("as logged %s, online %s: %.1f×", f4(rec), f4(on), rec/on), rec/on >= 4 && rec/on <= 9)
 	fmt.Fprintf(&r.md, `
 The maximum waits as logged are the log's: this CTC log (%s) records a wait of %s h where the
 thesis read 674 h, so the thesis used another version of the log; KTH's agrees (272.5 h). Against
 the schedule as logged ("logged background") a request meets every job queued before it at its
-logged start, so its waits stay close to the batch scheduler's tail; the thesis' numbers are those of
-its own simulation, where no job keeps its logged start ("online"). With l_r the requested time
+logged start, so its tail lies between the batch scheduler's and online co-allocation's; the thesis'
+numbers are those of its own simulation, where no job keeps its logged start ("online"). Small jobs
+gain less than the thesis says on KTH (%.1f× rather than about 6×): the thesis' Figure 5.3 is a plot
+read by eye, and its co-allocator searches quanta where hora's first fit on the Δt grid may place a
+small job a retry later; not investigated further. With l_r the requested time
 instead of the run time, online co-allocation on KTH waits up to about 500 h: the bookings then hold
 their servers far longer than the jobs run, so the thesis' durations are the run times.
 
-`, filepath.Base(logFiles["CTC-SP2"]), f1(runs[0].sr.MaxWait/3600))
+`, filepath.Base(logFiles["CTC-SP2"]), f1(runs[0].sr.MaxWait/3600), rec/on)
 	return nil
 }
 
