@@ -23,6 +23,8 @@ type Engine struct {
 	blocked []JobID
 	out     []Action
 	now     float64
+	// susp are the suspended jobs, whose expected end moves with now.
+	susp []JobID
 }
 
 type nodeRef struct {
@@ -54,6 +56,7 @@ type runStep struct {
 	step   int
 	nodes  []int // engine node indices
 	expect float64
+	remain float64 // time left of the limit when suspended
 }
 
 type jobRec struct {
@@ -64,6 +67,9 @@ type jobRec struct {
 	removed bool   // cancelled: the policy has forgotten it
 	done    bool   // the policy has nothing more to run
 	blocked string // reason when the Engine keeps it from its policy
+	// suspended: stopped by scontrol suspend; its steps' expected ends
+	// move with now (shared.go).
+	suspended bool
 }
 
 // Reasons the Engine itself gives (the policies give the others).
@@ -170,6 +176,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 		p.policy = pol
 	}
+	e.linkBookers()
 	return e, nil
 }
 
@@ -209,6 +216,9 @@ func (e *Engine) Handle(ev Event) []Action {
 	now := ev.When()
 	e.now = now
 	pass := true
+	if len(e.susp) > 0 {
+		e.moveSuspended(now)
+	}
 	switch ev := ev.(type) {
 	case Submit:
 		e.submit(now, ev.Job)
@@ -231,6 +241,10 @@ func (e *Engine) Handle(ev Event) []Action {
 	case Restore:
 		e.restore(now, ev)
 		pass = false
+	case Suspend:
+		e.suspend(now, ev.ID, true)
+	case Resume:
+		e.suspend(now, ev.ID, false)
 	}
 	if pass {
 		e.expireBlocked(now)

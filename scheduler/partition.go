@@ -51,6 +51,9 @@ type Partition struct {
 	busy   []Busy
 	policy Policy
 	dirty  bool
+	// bookers lists, per node, the other partitions of the node whose
+	// policy books ahead (shared.go); nil when there are none.
+	bookers [][]nodeRef
 }
 
 // Spec is the partition's configuration, with defaults applied (Policy set,

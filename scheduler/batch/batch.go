@@ -51,6 +51,9 @@ type Policy struct {
 	deadlines timeHeap // latest start Deadline−MinRun of jobs with a deadline
 	atRisk    []*scheduler.Job
 	nodes     []int // scratch for node choice
+	// bk is the state of passes over nodes shared with a booking policy
+	// (booked.go); unused otherwise.
+	bk bookedState
 }
 
 // New builds the policy for a partition; Backfill must be "", "easy" or "fcfs".
@@ -193,6 +196,10 @@ func (b *Policy) Schedule(now float64) {
 // plus O(log busy) for the shadow time, and stops as soon as no node is left
 // to backfill.
 func (b *Policy) scan(now float64) {
+	if b.p.Shared() {
+		b.scanBooked(now)
+		return
+	}
 	b.hasHead = false
 	free := b.p.FreeCount()
 	shadow, extra := math.Inf(1), 0
@@ -269,6 +276,8 @@ func (b *Policy) Reason(id scheduler.JobID) string {
 		return ReasonHeld
 	case j.Begin > b.now:
 		return ReasonBeginTime
+	case b.hasHead && b.head == id && b.bk.reserved:
+		return ReasonReserved
 	case b.hasHead && b.head == id:
 		return ReasonResources
 	}
@@ -296,6 +305,10 @@ func (b *Policy) NextWakeup() float64 {
 			t = min(t, max(ht, b.now))
 			break
 		}
+	}
+	if b.p.Shared() && len(b.queue) > 0 && b.bk.wake > b.now {
+		// A booking that ends frees its nodes for the jobs it kept off.
+		t = min(t, b.bk.wake)
 	}
 	return t
 }

@@ -43,6 +43,8 @@ type Policy struct {
 	// doomed are restored jobs of a reservation that can no longer run in
 	// it (gone, or its window too short now): the next pass ends them.
 	doomed map[scheduler.JobID]bool
+	// occs stand for the jobs of other partitions on shared nodes (shared.go).
+	occs []occ
 }
 
 type booked struct {
@@ -109,6 +111,7 @@ func (pl *Policy) index(now float64) *Index {
 		pl.ix = ix
 	}
 	pl.ix.Advance(floorT(now))
+	pl.syncForeign()
 	return pl.ix
 }
 
@@ -140,7 +143,7 @@ func (pl *Policy) refusal(err error) *scheduler.AdmissionError {
 
 // Admit books the job or refuses it.
 func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
-	ix := pl.index(now)
+	pl.index(now)
 	if j.Reservation != "" {
 		b, r, ae := pl.admitIn(now, j, false)
 		if ae != nil {
@@ -153,7 +156,7 @@ func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
 	if ae != nil {
 		return ae
 	}
-	b, err := ix.Reserve(req)
+	b, err := pl.reserve(req, false)
 	if err != nil {
 		return pl.refusal(err)
 	}
@@ -176,7 +179,7 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 		var nodes []int
 		until := int64(0)
 		for _, bz := range pl.p.Busy() {
-			if !pl.owned(bz.Node) {
+			if h, _ := pl.p.Holder(bz.Node); h == j.ID {
 				nodes = append(nodes, bz.Node)
 				until = max(until, ceilT(min(bz.Until, 1e15)))
 			}
@@ -203,16 +206,6 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 	pl.jobs[j.ID] = &booked{job: j, b: b}
 }
 
-// owned reports whether a running job of this policy holds node i.
-func (pl *Policy) owned(i int) bool {
-	for _, bk := range pl.jobs {
-		if bk.running && slices.Contains(bk.partNodes(), i) {
-			return true
-		}
-	}
-	return false
-}
-
 // Remove cancels a pending job's booking or releases the rest of a running one.
 func (pl *Policy) Remove(now float64, id scheduler.JobID) {
 	pl.index(now)
@@ -228,7 +221,7 @@ func (pl *Policy) Hold(now float64, id scheduler.JobID) { pl.index(now) }
 
 // Release books a released job again if its booked start has passed.
 func (pl *Policy) Release(now float64, id scheduler.JobID) {
-	ix := pl.index(now)
+	pl.index(now)
 	bk := pl.jobs[id]
 	if bk == nil || bk.running || float64(bk.b.Start) >= now {
 		return
@@ -240,7 +233,7 @@ func (pl *Policy) Release(now float64, id scheduler.JobID) {
 			return
 		}
 	} else if req, ae := pl.request(now, bk.job); ae == nil {
-		if b, err := ix.Reserve(req); err == nil {
+		if b, err := pl.reserve(req, false); err == nil {
 			bk.b = b
 			return
 		}
@@ -310,7 +303,7 @@ func (pl *Policy) order() []scheduler.JobID {
 
 // Test plans the job without booking it.
 func (pl *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error) {
-	ix := pl.index(now)
+	pl.index(now)
 	var bk booked
 	if j.Reservation != "" {
 		b, r, ae := pl.admitIn(now, j, true)
@@ -323,7 +316,7 @@ func (pl *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error)
 		if ae != nil {
 			return 0, nil, ae
 		}
-		b, err := ix.Plan(req)
+		b, err := pl.reserve(req, true)
 		if err != nil {
 			return 0, nil, pl.refusal(err)
 		}

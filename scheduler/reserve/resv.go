@@ -89,7 +89,7 @@ func (pl *Policy) bookResv(ix *Index, r Resv) (*resv, error) {
 	nodes := slices.Clone(w.Nodes)
 	slices.Sort(nodes)
 	if len(nodes) == 0 {
-		free := ix.FreeIn(w.Start, w.End)
+		free := pl.freeIn(w.Start, w.End, n)
 		if len(free) < n {
 			return nil, &ResvError{Code: "NodesBusy", Message: MsgResvBusy, EarliestStart: pl.earliestWindow(ix, w, n)}
 		}
@@ -351,7 +351,10 @@ func (pl *Policy) restoreIn(now float64, j *scheduler.Job, running bool) {
 		var nodes []int
 		until := int64(0)
 		for _, bz := range pl.p.Busy() {
-			if k := slices.Index(r.Nodes, bz.Node); k >= 0 && !pl.owned(bz.Node) {
+			if h, _ := pl.p.Holder(bz.Node); h != j.ID {
+				continue
+			}
+			if k := slices.Index(r.Nodes, bz.Node); k >= 0 {
 				nodes = append(nodes, k)
 				until = max(until, ceilT(min(bz.Until, 1e15)))
 			}
