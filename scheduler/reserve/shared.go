@@ -19,16 +19,20 @@ import (
 //     limit; Inf for an unlimited job), so that no new booking is placed
 //     where a best-effort job will still be running.
 
-// foreignHorizon stands for "until further notice" in the index (an
-// unlimited job of another partition, a node down): far beyond any window,
-// finite so that the index's arithmetic stays exact.
-const foreignHorizon int64 = 1 << 50
+// foreignHorizon is how far ahead an unlimited job of another partition is
+// booked: the index keeps its strips in a ring that must reach the start of
+// every node's trailing idle period, so "for ever" cannot be booked. The
+// stand-in is renewed whenever less than half of it is left, and every
+// booking is preceded by that renewal, so no booking can land on the node
+// while the job runs unless it starts more than half a horizon ahead.
+const foreignHorizon int64 = 7 * 24 * 3600
 
 // occ is the booking that stands for another partition's job on a node.
 type occ struct {
 	node  int
 	id    int64
 	until float64 // the job's expected end when it was booked
+	end   int64   // end of the stand-in booking
 }
 
 // Booked lists the bookings of partition node i ending after now, without
@@ -72,7 +76,8 @@ func (pl *Policy) syncForeign() {
 	for k := 0; k < len(pl.occs); {
 		o := pl.occs[k]
 		_, busy := p.Holder(o.node)
-		if busy && p.Foreign(o.node) && p.State(o.node) != scheduler.StateDown && pl.untilOf(o.node) == o.until {
+		renew := math.IsInf(o.until, 1) && o.end-ix.Now() < foreignHorizon/2
+		if busy && p.Foreign(o.node) && p.State(o.node) != scheduler.StateDown && pl.untilOf(o.node) == o.until && !renew {
 			k++
 			continue
 		}
@@ -84,7 +89,7 @@ func (pl *Policy) syncForeign() {
 			continue
 		}
 		s := ix.Now()
-		e := foreignHorizon
+		e := s + foreignHorizon
 		if !math.IsInf(bz.Until, 1) {
 			e = max(ceilT(bz.Until), s+1)
 		}
@@ -93,7 +98,7 @@ func (pl *Policy) syncForeign() {
 			continue // a booking covers now: the job overran into it
 		}
 		if b, err := ix.Occupy([]int{bz.Node}, s, e); err == nil {
-			pl.occs = append(pl.occs, occ{node: bz.Node, id: b.ID, until: bz.Until})
+			pl.occs = append(pl.occs, occ{node: bz.Node, id: b.ID, until: bz.Until, end: e})
 		}
 	}
 }
@@ -124,47 +129,67 @@ func (pl *Policy) idleEnd(i int, s int64) int64 {
 }
 
 // Drained and down nodes. A new booking avoids a node that is down now
-// whenever the other nodes can serve it: for the time of the search every
-// idle gap of a down node from now on is booked (maskDown), and given back
-// afterwards (unmask). Only when the request cannot be served without them
-// is it searched again over all nodes, and such a booking waits at its start
-// for the node to come back, as before. Slurm picks the nodes of a
-// reservation by count from the available ones only (unless MAINT) and takes
-// named nodes as given; hora does the same for named nodes.
+// whenever the other nodes can serve it: for the time of the search the
+// node's idle periods are taken out of the search trees (hide) and put back
+// afterwards (show), nothing else of the index changes. Only when the
+// request cannot be served without them is it searched again over all
+// nodes, and such a booking waits at its start for the node to come back,
+// as before. Slurm picks the nodes of a reservation by count from the
+// available ones only (unless MAINT) and takes named nodes as given; hora
+// does the same for named nodes.
 
-// maskDown books the idle time of the partition's down nodes; it returns the
-// booking ids to give back.
-func (pl *Policy) maskDown() []int64 {
+type hidden struct {
+	p *period
+	t *tree
+}
+
+// hideDown takes the idle periods of the partition's down nodes out of the
+// search trees (and, for LACT and min-TIP, the node's completion entry).
+func (pl *Policy) hideDown() []hidden {
 	ix := pl.ix
-	var ids []int64
+	var out []hidden
+	hide := func(p *period) {
+		if p == nil || p.t == nil || p.t.dead {
+			return
+		}
+		out = append(out, hidden{p, p.t})
+		ix.mirDrop(p)
+		p.t.remove(p)
+	}
 	for i := range pl.p.Len() {
 		if pl.p.State(i) != scheduler.StateDown {
 			continue
 		}
 		ns := &ix.nodes[i]
-		prev := ns.floor
-		gap := func(st, end int64) {
-			st = max(st, ix.Now())
-			if end > st {
-				if b, err := ix.Occupy([]int{i}, st, end); err == nil {
-					ids = append(ids, b.ID)
-				}
-			}
-		}
 		for k := range ns.slots {
-			st, end := prev, ns.slots[k].start
-			prev = ns.slots[k].end
-			gap(st, end)
+			hide(ns.slots[k].gap)
 		}
-		gap(prev, foreignHorizon)
+		hide(ns.tail)
+		if ix.tails != nil && ix.lact[i] != nil {
+			out = append(out, hidden{ix.lact[i], ix.tails[ns.cls]})
+			ix.tails[ns.cls].remove(ix.lact[i])
+		}
 	}
-	return ids
+	return out
 }
 
-func (pl *Policy) unmask(ids []int64) {
-	for _, id := range ids {
-		_ = pl.ix.Cancel(id)
+// show puts back what hideDown took out, in reverse order.
+func (pl *Policy) show(hs []hidden) {
+	for k := len(hs) - 1; k >= 0; k-- {
+		h := hs[k]
+		h.t.insert(h.p)
+		if h.t != pl.ix.tailsOf(h.p) {
+			pl.ix.mirAdd(h.p)
+		}
 	}
+}
+
+// tailsOf is the LACT/min-TIP completion tree that may hold p, if any.
+func (ix *Index) tailsOf(p *period) *tree {
+	if ix.tails == nil || ix.lact[p.node] != p {
+		return nil
+	}
+	return ix.tails[ix.nodes[p.node].cls]
 }
 
 // reserve books req away from down nodes if it can, else anywhere.
@@ -174,9 +199,9 @@ func (pl *Policy) reserve(req Request, plan bool) (Booking, error) {
 	if plan {
 		do = ix.Plan
 	}
-	if ids := pl.maskDown(); len(ids) > 0 {
+	if hs := pl.hideDown(); len(hs) > 0 {
 		b, err := do(req)
-		pl.unmask(ids)
+		pl.show(hs)
 		if err == nil {
 			return b, nil
 		}
@@ -187,9 +212,9 @@ func (pl *Policy) reserve(req Request, plan bool) (Booking, error) {
 // freeIn is the range search away from down nodes when enough others are
 // free, else over all nodes.
 func (pl *Policy) freeIn(a, b int64, n int) []int {
-	if ids := pl.maskDown(); len(ids) > 0 {
+	if hs := pl.hideDown(); len(hs) > 0 {
 		free := pl.ix.FreeIn(a, b)
-		pl.unmask(ids)
+		pl.show(hs)
 		if len(free) >= n {
 			return free
 		}
