@@ -85,6 +85,11 @@ func (p *Partition) Foreign(i int) bool {
 	return r == nil || r.part != p
 }
 
+// Generation changes whenever the busy list does (a step starts or ends on
+// an up node, its expected end moves, a busy node goes down or comes back),
+// so that a policy may skip work that depends on Busy alone.
+func (p *Partition) Generation() uint64 { return p.gen }
+
 // Holder is the job that node i is allocated to, if any.
 func (p *Partition) Holder(i int) (JobID, bool) {
 	n := &p.eng.nodes[p.nodes[i]]

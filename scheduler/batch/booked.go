@@ -20,6 +20,7 @@ type bookedState struct {
 	cand  []int
 	other []int
 	times []float64
+	ends  []float64
 	// wake is the earliest end of a booking seen by the last pass: a job
 	// kept off a reserved node may start then.
 	wake float64
@@ -87,7 +88,9 @@ func (b *Policy) shadowBooked(j *scheduler.Job, now float64) (float64, int) {
 	p := b.p
 	n := p.Len()
 	freeAt := make([]float64, n)
-	st.times = append(st.times[:0], now)
+	// Candidate instants: now, the bookings' ends (sorted here) merged with
+	// the busy nodes' ends (Busy is sorted already).
+	st.ends = st.ends[:0]
 	for i := range n {
 		switch {
 		case p.IsFree(i):
@@ -96,16 +99,21 @@ func (b *Policy) shadowBooked(j *scheduler.Job, now float64) (float64, int) {
 			freeAt[i] = math.Inf(1) // down, or held by an unknown step
 		}
 		for _, w := range st.wins[i] {
-			if w.End > now {
-				st.times = append(st.times, w.End)
-			}
+			st.ends = append(st.ends, w.End)
 		}
 	}
+	slices.Sort(st.ends)
+	st.times = append(st.times[:0], now)
+	k := 0
 	for _, bz := range p.Busy() {
-		freeAt[bz.Node] = max(now, bz.Until)
-		st.times = append(st.times, freeAt[bz.Node])
+		u := max(now, bz.Until)
+		freeAt[bz.Node] = u
+		for ; k < len(st.ends) && st.ends[k] < u; k++ {
+			st.times = append(st.times, st.ends[k])
+		}
+		st.times = append(st.times, u)
 	}
-	slices.Sort(st.times)
+	st.times = append(st.times, st.ends[k:]...)
 	st.times = slices.Compact(st.times)
 	for _, t := range st.times {
 		if math.IsInf(t, 1) {

@@ -43,8 +43,9 @@ type Policy struct {
 	// doomed are restored jobs of a reservation that can no longer run in
 	// it (gone, or its window too short now): the next pass ends them.
 	doomed map[scheduler.JobID]bool
-	// occs stand for the jobs of other partitions on shared nodes (shared.go).
-	occs []occ
+	// fs holds the stand-ins for jobs of other partitions on shared nodes
+	// (shared.go).
+	fs foreignState
 }
 
 type booked struct {
@@ -111,8 +112,16 @@ func (pl *Policy) index(now float64) *Index {
 		pl.ix = ix
 	}
 	pl.ix.Advance(floorT(now))
-	pl.syncForeign()
 	return pl.ix
+}
+
+// decide is index for a call that books or answers about free time: the
+// stand-ins for other partitions' jobs are brought up to date first
+// (shared.go). Calls that only start, end or forget jobs skip that.
+func (pl *Policy) decide(now float64) *Index {
+	ix := pl.index(now)
+	pl.syncForeign()
+	return ix
 }
 
 func (pl *Policy) request(now float64, j *scheduler.Job) (Request, *scheduler.AdmissionError) {
@@ -143,7 +152,7 @@ func (pl *Policy) refusal(err error) *scheduler.AdmissionError {
 
 // Admit books the job or refuses it.
 func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
-	pl.index(now)
+	pl.decide(now)
 	if j.Reservation != "" {
 		b, r, ae := pl.admitIn(now, j, false)
 		if ae != nil {
@@ -168,7 +177,7 @@ func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
 // nodes until its limit; a pending one is booked again (without its deadline
 // if that no longer fits: it was admitted before).
 func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
-	ix := pl.index(now)
+	ix := pl.decide(now)
 	if j.Reservation != "" {
 		pl.restoreIn(now, j, running)
 		return
@@ -221,7 +230,7 @@ func (pl *Policy) Hold(now float64, id scheduler.JobID) { pl.index(now) }
 
 // Release books a released job again if its booked start has passed.
 func (pl *Policy) Release(now float64, id scheduler.JobID) {
-	pl.index(now)
+	pl.decide(now)
 	bk := pl.jobs[id]
 	if bk == nil || bk.running || float64(bk.b.Start) >= now {
 		return
@@ -303,7 +312,7 @@ func (pl *Policy) order() []scheduler.JobID {
 
 // Test plans the job without booking it.
 func (pl *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error) {
-	pl.index(now)
+	pl.decide(now)
 	var bk booked
 	if j.Reservation != "" {
 		b, r, ae := pl.admitIn(now, j, true)

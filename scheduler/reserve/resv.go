@@ -59,7 +59,7 @@ func (r *resv) allows(uid uint32) bool { return slices.Contains(r.Users, uid) }
 // through the window are taken (the range search of thesis §5.4). Refused:
 // a *ResvError, with the earliest start that would fit when one exists.
 func (pl *Policy) CreateResv(now float64, r Resv) (Resv, error) {
-	ix := pl.index(now)
+	ix := pl.decide(now)
 	if _, dup := pl.resvs[r.Name]; dup || r.Name == "" {
 		return Resv{}, &ResvError{Code: "ReservationInvalid", Message: MsgResvDup}
 	}
@@ -191,7 +191,7 @@ func (pl *Policy) earliestWindow(ix *Index, r Resv, n int) int64 {
 // is booked in place of the old one or refused, leaving the old one as it
 // was. A reservation with jobs booked in it may change its users only.
 func (pl *Policy) UpdateResv(now float64, r Resv) (Resv, error) {
-	ix := pl.index(now)
+	ix := pl.decide(now)
 	old := pl.resvs[r.Name]
 	if old == nil {
 		return Resv{}, &ResvError{Code: "ReservationInvalid", Message: MsgResvInvalid}
@@ -267,7 +267,7 @@ func (pl *Policy) resvJobs(name string) int {
 // FreeIn is the range search of the partition (thesis §5.4): the names of
 // the nodes idle through [a, b), nothing booked.
 func (pl *Policy) FreeIn(now float64, a, b int64) []string {
-	ix := pl.index(now)
+	ix := pl.decide(now)
 	idx := ix.FreeIn(max(a, ix.Now()), b)
 	out := make([]string, len(idx))
 	for k, i := range idx {

@@ -2,7 +2,6 @@ package reserve
 
 import (
 	"math"
-	"slices"
 
 	"hora/scheduler"
 )
@@ -29,10 +28,19 @@ const foreignHorizon int64 = 7 * 24 * 3600
 
 // occ is the booking that stands for another partition's job on a node.
 type occ struct {
-	node  int
+	has   bool
 	id    int64
 	until float64 // the job's expected end when it was booked
 	end   int64   // end of the stand-in booking
+}
+
+// foreignState is what syncForeign keeps between calls.
+type foreignState struct {
+	occ    []occ     // per partition node
+	cur    []float64 // scratch: expected end of a foreign job per node, NaN if none
+	gen    uint64    // Partition.Generation at the last sync
+	synced bool
+	renew  int64 // earliest time a stand-in of an unlimited job must be renewed
 }
 
 // Booked lists the bookings of partition node i ending after now, without
@@ -42,8 +50,8 @@ func (pl *Policy) Booked(i int, now float64, dst []scheduler.Window) []scheduler
 		return dst
 	}
 	skip := int64(-1)
-	if k := pl.occAt(i); k >= 0 {
-		skip = pl.occs[k].id
+	if i < len(pl.fs.occ) && pl.fs.occ[i].has {
+		skip = pl.fs.occ[i].id
 	}
 	for _, sl := range pl.ix.nodes[i].slots {
 		if float64(sl.end) <= now || sl.id == skip {
@@ -54,63 +62,65 @@ func (pl *Policy) Booked(i int, now float64, dst []scheduler.Window) []scheduler
 	return dst
 }
 
-func (pl *Policy) occAt(i int) int {
-	for k := range pl.occs {
-		if pl.occs[k].node == i {
-			return k
-		}
-	}
-	return -1
-}
-
 // syncForeign makes the index hold, on every node that runs a job of another
 // partition, a booking from now to that job's expected end, and gives back
 // the stand-ins of jobs that ended or whose expected end moved (a suspended
 // job). Where the node already has a booking in that time (the job overran,
 // or was suspended past it), only the idle part up to that booking is
-// taken. O(busy nodes + stand-ins).
+// taken. Nothing is done while the partition's busy list is unchanged and
+// no stand-in is due for renewal; otherwise O(nodes).
 func (pl *Policy) syncForeign() {
 	ix := pl.ix
 	p := pl.p
-	// Stale stand-ins first, so that a moved end is booked afresh.
-	for k := 0; k < len(pl.occs); {
-		o := pl.occs[k]
-		_, busy := p.Holder(o.node)
-		renew := math.IsInf(o.until, 1) && o.end-ix.Now() < foreignHorizon/2
-		if busy && p.Foreign(o.node) && p.State(o.node) != scheduler.StateDown && pl.untilOf(o.node) == o.until && !renew {
-			k++
-			continue
-		}
-		_ = ix.Cancel(o.id)
-		pl.occs = slices.Delete(pl.occs, k, k+1)
+	fs := &pl.fs
+	if fs.synced && fs.gen == p.Generation() && ix.Now() < fs.renew {
+		return
 	}
+	if fs.occ == nil {
+		fs.occ = make([]occ, p.Len())
+		fs.cur = make([]float64, p.Len())
+		for i := range fs.cur {
+			fs.cur[i] = math.NaN()
+		}
+	}
+	fs.gen, fs.synced, fs.renew = p.Generation(), true, Inf
 	for _, bz := range p.Busy() {
-		if !p.Foreign(bz.Node) || pl.occAt(bz.Node) >= 0 {
-			continue
+		if p.Foreign(bz.Node) {
+			fs.cur[bz.Node] = bz.Until
 		}
-		s := ix.Now()
-		e := s + foreignHorizon
-		if !math.IsInf(bz.Until, 1) {
-			e = max(ceilT(bz.Until), s+1)
+	}
+	for i := range fs.occ {
+		o := &fs.occ[i]
+		if o.has && (fs.cur[i] != o.until || math.IsInf(o.until, 1) && o.end-ix.Now() < foreignHorizon/2) {
+			_ = ix.Cancel(o.id) // ended, moved, or due for renewal
+			o.has = false
 		}
-		e = min(e, pl.idleEnd(bz.Node, s))
-		if e <= s {
-			continue // a booking covers now: the job overran into it
+		if !o.has && !math.IsNaN(fs.cur[i]) {
+			pl.standIn(i, fs.cur[i])
 		}
-		if b, err := ix.Occupy([]int{bz.Node}, s, e); err == nil {
-			pl.occs = append(pl.occs, occ{node: bz.Node, id: b.ID, until: bz.Until, end: e})
+		if o.has && math.IsInf(o.until, 1) {
+			fs.renew = min(fs.renew, o.end-foreignHorizon/2)
 		}
+		fs.cur[i] = math.NaN()
 	}
 }
 
-// untilOf is the expected end of the busy node i, NaN if it is not busy.
-func (pl *Policy) untilOf(i int) float64 {
-	for _, bz := range pl.p.Busy() {
-		if bz.Node == i {
-			return bz.Until
-		}
+// standIn books [now, until) on node i for another partition's job, clipped
+// to the idle time that contains now.
+func (pl *Policy) standIn(i int, until float64) {
+	ix := pl.ix
+	s := ix.Now()
+	e := s + foreignHorizon
+	if !math.IsInf(until, 1) {
+		e = max(ceilT(until), s+1)
 	}
-	return math.NaN()
+	e = min(e, pl.idleEnd(i, s))
+	if e <= s {
+		return // a booking covers now: the job overran into it
+	}
+	if b, err := ix.Occupy([]int{i}, s, e); err == nil {
+		pl.fs.occ[i] = occ{has: true, id: b.ID, until: until, end: e}
+	}
 }
 
 // idleEnd is the end of the idle time of node i that contains s (s itself
