@@ -57,7 +57,8 @@ type Controller struct {
 	recovering bool
 
 	work      *workQueue
-	wake      chan struct{} // poke the tick loop after the Engine's wakeup time may have moved
+	stageQ    map[string]*workQueue // dlt partition → its staging channel (staging.go)
+	wake      chan struct{}         // poke the tick loop after the Engine's wakeup time may have moved
 	heartbeat func()
 }
 
@@ -67,9 +68,11 @@ type job struct {
 	api.Job
 	cancelRequested  bool
 	launched         bool
-	chunks           map[int]string // running chunks of a divisible job: step → node
-	nodeFailed       bool           // a node of the job went down: its end is a node failure
-	requeueRequested bool           // scontrol requeue: its end puts it back to PENDING
+	chunks           map[int]string  // running chunks of a divisible job: step → node
+	transfer         map[int]float64 // staged chunks: step → measured transfer seconds
+	overrun          map[int]bool    // chunks the policy killed for overrunning (end TIMEOUT)
+	nodeFailed       bool            // a node of the job went down: its end is a node failure
+	requeueRequested bool            // scontrol requeue: its end puts it back to PENDING
 
 }
 
@@ -104,7 +107,12 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
 		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
-		heartbeat: o.Heartbeat,
+		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{},
+	}
+	for _, p := range o.Config.Partitions {
+		if p.Policy == "dlt" {
+			c.stageQ[p.Name] = newWorkQueue()
+		}
 	}
 	for _, op := range o.Config.Operators {
 		if uid, ok := lookupUID(op); ok {
@@ -125,16 +133,28 @@ func (c *Controller) nowSec() float64 { return float64(c.now().UnixNano()) / 1e9
 // drained; running jobs keep running (their shepherds outlive horad).
 func (c *Controller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
+	var nodeEvents <-chan nodes.NodeEvent // nil (never ready) without a HealthReporter
 	if hr, ok := c.exec.(nodes.HealthReporter); ok {
-		wg.Add(1)
-		go func() { defer wg.Done(); c.watchNodes(ctx, hr.NodeEvents()) }()
+		nodeEvents = hr.NodeEvents()
 	}
 	wg.Add(3)
 	go func() { defer wg.Done(); c.dispatch(ctx) }()
-	go func() { defer wg.Done(); c.watchExits(ctx) }()
+	go func() { defer wg.Done(); c.watchExits(ctx, nodeEvents) }()
 	go func() { defer wg.Done(); c.tickLoop(ctx) }()
+	for _, q := range c.stageQ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f, ok := q.pop(); ok; f, ok = q.pop() {
+				f(ctx)
+			}
+		}()
+	}
 	<-ctx.Done()
 	c.work.close()
+	for _, q := range c.stageQ {
+		q.close()
+	}
 	wg.Wait()
 	return nil
 }
@@ -187,6 +207,11 @@ func (c *Controller) recover(ctx context.Context) error {
 			}
 			if s, ok := onNode[key]; ok && s.State != nodes.StepRunning {
 				_ = c.exec.Forget(ctx, s.Node, key)
+			}
+			continue
+		case (aj.State == api.StateRunning || aj.State == api.StateSuspended) && aj.Spec.Load > 0 && c.isDLT(aj.Spec.Partition):
+			if err := c.recoverDivisible(ctx, j, onNode, now); err != nil {
+				return err
 			}
 			continue
 		case aj.State == api.StateRunning || aj.State == api.StateSuspended:
@@ -354,6 +379,9 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 			node, key, sig := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: a.Step}, signum(a.Sig)
 			if n, ok := j.chunks[a.Step]; ok {
 				node = n
+				if a.Sig == "KILL" {
+					c.markOverrunLocked(j, a.Step)
+				}
 			}
 			c.work.push(func(ctx context.Context) {
 				if err := c.exec.Signal(ctx, node, key, sig); err != nil {
@@ -390,7 +418,14 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 	defer c.mu.Unlock()
 	if j := c.jobs[spec.Key.Job]; j != nil {
 		j.launched = err == nil
-		if err == nil && (j.cancelRequested || j.nodeFailed || j.requeueRequested) {
+		lostNode := j.nodeFailed
+		if spec.Key.Step >= 0 {
+			// A divisible job goes on after losing a node (the dlt policy
+			// re-plans): only a chunk whose own node went down is stopped.
+			a := c.admin[spec.Node]
+			lostNode = a != nil && a.Down
+		}
+		if err == nil && (j.cancelRequested || lostNode || j.requeueRequested) {
 			// cancelled, requeued or its node set DOWN between the Engine's
 			// decision and the launch
 			c.work.push(func(ctx context.Context) {
@@ -414,16 +449,41 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 
 func (c *Controller) killWait() time.Duration { return time.Duration(c.cfg.KillWaitS) * time.Second }
 
-// watchExits turns step exits into final job states.
-func (c *Controller) watchExits(ctx context.Context) {
+// watchExits turns step exits into final job states and node health events
+// into node states, in one goroutine so that their order holds: an executor
+// sends a node's down event before it reports the node's steps lost, and a
+// pending event is handled before any exit, so the Engine knows the node is
+// down when it hears of the lost steps (dlt re-plans their data).
+func (c *Controller) watchExits(ctx context.Context, nodeEvents <-chan nodes.NodeEvent) {
+	drain := func() {
+		for {
+			select {
+			case ev, ok := <-nodeEvents:
+				if !ok {
+					nodeEvents = nil
+					return
+				}
+				c.nodeEvent(ctx, ev)
+			default:
+				return
+			}
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case ev, ok := <-nodeEvents:
+			if !ok {
+				nodeEvents = nil
+				continue
+			}
+			c.nodeEvent(ctx, ev)
 		case s, ok := <-c.exec.Exits():
 			if !ok {
 				return
 			}
+			drain()
 			c.mu.Lock()
 			j := c.jobs[s.Key.Job]
 			var err error
@@ -447,24 +507,14 @@ func (c *Controller) watchExits(ctx context.Context) {
 	}
 }
 
-// watchNodes turns the executor's health events into node states: a down
-// node gets no new work (the Engine's NodeDown) and shows "down" with the
+// nodeEvent turns an executor's health event into a node state
+// (nodeadmin.go): a down node gets no new work and shows "down" with the
 // reason in sinfo; its running steps are reported lost by the executor and
-// end NODE_FAIL through watchExits.
-func (c *Controller) watchNodes(ctx context.Context, evs <-chan nodes.NodeEvent) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-evs:
-			if !ok {
-				return
-			}
-			c.mu.Lock()
-			c.nodeHealthLocked(ctx, ev)
-			c.mu.Unlock()
-		}
-	}
+// end through watchExits.
+func (c *Controller) nodeEvent(ctx context.Context, ev nodes.NodeEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodeHealthLocked(ctx, ev)
 }
 
 // finishLocked records how a job ended and tells the Engine.

@@ -144,7 +144,7 @@ func (c *Controller) checkSpec(who *Caller, s *api.JobSpec) error {
 		return &api.Error{Code: api.CodeAccessDenied, Message: fmt.Sprintf(
 			"Access/permission denied: horad runs as uid %d and can run jobs only for that user; run horad as root to serve several users", c.euid)}
 	}
-	return nil
+	return c.checkInput(who, s)
 }
 
 func (c *Controller) defaultPartition() string {

@@ -250,6 +250,13 @@ func (c *Controller) present(j api.Job, full bool) api.Job {
 			j.Reason = r
 		}
 	}
+	if j.State == api.StateRunning {
+		// A running divisible job whose deadline a node loss made
+		// unguaranteed shows why (scheduler.RunningReasoner).
+		if r := c.eng.Reason(schedID(j.ID)); r != "" && r != "None" {
+			j.Reason = r
+		}
+	}
 	if j.State == api.StatePending {
 		if t, ok := c.eng.PlannedStart(schedID(j.ID)); ok {
 			j.ExpectedStart = int64(t)

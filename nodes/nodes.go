@@ -10,6 +10,7 @@ package nodes
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -103,6 +104,30 @@ type NodeEvent struct {
 // Engine and the node states sinfo shows. The channel must be drained.
 type HealthReporter interface {
 	NodeEvents() <-chan NodeEvent
+}
+
+// StageSpec is one byte range of a divisible job's input, to be placed on
+// the node of the chunk that will read it.
+type StageSpec struct {
+	Key  StepKey
+	Node string
+	// UID and GID own the node-side file; it is readable by that user only.
+	UID uint32
+	GID uint32
+	// Data yields exactly Size bytes (fewer is an error and leaves no file).
+	Data io.Reader
+	Size int64
+}
+
+// Stager is implemented by executors that can send a chunk's data to its
+// node before the chunk starts (divisible jobs with --input). It is
+// optional so that Executor stays stable: a controller without a Stager
+// refuses --input. The node-side file lives with the step's state and is
+// removed by Forget.
+type Stager interface {
+	// Stage writes the data into a new node-side file for the step and
+	// returns its path on the node.
+	Stage(ctx context.Context, spec StageSpec) (path string, err error)
 }
 
 // LimitSetter is implemented by executors whose node-side time limit can be

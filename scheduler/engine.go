@@ -232,8 +232,10 @@ func (e *Engine) Handle(ev Event) []Action {
 		e.finished(now, ev)
 	case NodeDown:
 		e.nodeState(ev.Node, true)
+		e.tellNode(now, ev.Node, true)
 	case NodeUp:
 		e.nodeState(ev.Node, false)
+		e.tellNode(now, ev.Node, false)
 	case Tick:
 		for _, p := range e.parts {
 			p.dirty = true
@@ -388,6 +390,9 @@ func (e *Engine) finished(now float64, ev Finished) {
 	}
 	r.steps = slices.Delete(r.steps, k, k+1)
 	if !r.removed && !r.done {
+		if m, ok := r.part.policy.(Measurer); ok && (ev.Transfer > 0 || ev.Compute > 0) {
+			m.StepMeasured(now, ev.ID, ev.Step, ev.Transfer, ev.Compute)
+		}
 		r.done = r.part.policy.StepFinished(now, ev.ID, ev.Step, ev.Failed)
 	}
 	if (r.removed || r.done) && len(r.steps) == 0 {
@@ -416,6 +421,23 @@ func (e *Engine) restore(now float64, ev Restore) {
 	}
 	r := &jobRec{job: j, part: p}
 	e.jobs[j.ID] = r
+	if cr, ok := p.policy.(ChunkRestorer); ok && ev.Running && j.Load > 0 {
+		// Chunks are planned to end by the deadline: a sound bound for the
+		// other policies sharing these nodes until the chunk reports.
+		expect := max(j.Deadline, now)
+		for _, c := range ev.Chunks {
+			if g, ok := e.byName[c.Node]; ok && !e.nodes[g].busy {
+				e.allocate(g, j.ID, c.Step, expect)
+				r.steps = append(r.steps, runStep{step: c.Step, nodes: []int{g}, expect: expect})
+			}
+		}
+		// Without a running chunk the job is pending again for the Engine
+		// (the policy may still end it with Partition.End).
+		r.started = len(r.steps) > 0
+		cr.RestoreChunks(now, &r.job, ev.Chunks, ev.Done, ev.NextStep)
+		p.dirty = true
+		return
+	}
 	if ev.Running {
 		r.started = true
 		expect := ev.Started + j.TimeLimit
@@ -515,6 +537,19 @@ func (e *Engine) nodeState(name string, down bool) {
 	}
 }
 
+// tellNode passes a node's change to the policies that watch capacity.
+func (e *Engine) tellNode(now float64, name string, down bool) {
+	g, ok := e.byName[name]
+	if !ok {
+		return
+	}
+	for _, ref := range e.nodes[g].parts {
+		if w, ok := ref.p.policy.(NodeWatcher); ok {
+			w.NodeChanged(now, ref.i, down)
+		}
+	}
+}
+
 // Reason is the Slurm reason code of a job: "None" when it runs, the
 // policy's code when it is pending ("Priority", "Resources", "BeginTime",
 // "JobHeldUser", ...), a partition limit when the Engine keeps it, and ""
@@ -525,6 +560,11 @@ func (e *Engine) Reason(id JobID) string {
 	case r == nil:
 		return ""
 	case r.started:
+		if rr, ok := r.part.policy.(RunningReasoner); ok {
+			if s := rr.RunningReason(id); s != "" {
+				return s
+			}
+		}
 		return ReasonNone
 	case r.job.Held:
 		return ReasonHeld

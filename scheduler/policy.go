@@ -102,6 +102,34 @@ func lookupPolicy(name string) (PolicyFactory, error) {
 	return nil, fmt.Errorf("unknown policy %q (%s)", name, hint)
 }
 
+// Measurer is implemented by policies that learn from a step's measured
+// transfer and compute times (dlt). The Engine calls StepMeasured just
+// before StepFinished when a Finished event carries them.
+type Measurer interface {
+	StepMeasured(now float64, id JobID, step int, transfer, compute float64)
+}
+
+// ChunkRestorer is implemented by policies that run jobs as chunks (dlt):
+// after a restart a running job's chunks are re-attached one by one (the
+// Engine has allocated their nodes, step = chunk step) and the rest of its
+// load continues from done.
+type ChunkRestorer interface {
+	RestoreChunks(now float64, j *Job, chunks []RestoredChunk, done float64, nextStep int)
+}
+
+// NodeWatcher is implemented by policies whose guarantees depend on the
+// partition's capacity (dlt): the Engine tells them when node i of the
+// partition goes down or comes back, after updating the Partition.
+type NodeWatcher interface {
+	NodeChanged(now float64, i int, down bool)
+}
+
+// RunningReasoner is implemented by policies that can give a running job a
+// reason (a divisible job whose deadline is no longer guaranteed); "" = none.
+type RunningReasoner interface {
+	RunningReason(id JobID) string
+}
+
 // Planner is implemented by policies that book jobs ahead of time
 // (reservations): they can say when a pending job is planned to start, which
 // `squeue --start` shows. Policies that only queue (batch) need not.

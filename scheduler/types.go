@@ -107,6 +107,10 @@ type Finished struct {
 	// Failed is true when the step did not complete its work (non-zero exit,
 	// signal, timeout, node failure).
 	Failed bool
+	// Transfer and Compute are measured seconds of a chunk whose data was
+	// sent before it ran (0 = not measured): the time of the transfer and
+	// of the run. Policies that implement Measurer learn from them.
+	Transfer, Compute float64
 }
 
 // NodeDown takes a node out of service; NodeUp returns it.
@@ -132,6 +136,20 @@ type Restore struct {
 	Running bool
 	Nodes   []string // allocated nodes when Running
 	Started float64  // start time when Running
+	// A running divisible job (policy a ChunkRestorer) comes back with the
+	// chunks still running on their nodes, the load already handed out
+	// (Done: the next chunk's offset) and the next step number.
+	Chunks   []RestoredChunk
+	Done     float64
+	NextStep int
+}
+
+// RestoredChunk is a chunk found running on its node after a restart.
+type RestoredChunk struct {
+	Step         int
+	Node         string
+	Offset, Size float64
+	Start        float64
 }
 
 func (e Submit) When() float64   { return e.Now }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -171,4 +173,90 @@ func TestSSHRequeueAndReturnToService(t *testing.T) {
 	if l := nodeLine("n2"); l != "n2 down" {
 		t.Fatalf("n2, not resumed: %q", l)
 	}
+}
+
+// Divisible jobs on three real sshd hosts: a staged --input job of nobody
+// (data streamed over SSH into each chunk's node) tiles its file; then a
+// host is lost while a job holds all three nodes: the waiting job that can
+// no longer be guaranteed, and the running one, show reason NodeDown in
+// squeue and scontrol; when the host returns the waiting one is
+// guaranteed again.
+func TestSSHRealTimeStagingAndNodeLoss(t *testing.T) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3)
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "executor = \"ssh\"\n")
+	for _, h := range cl.Hosts {
+		fmt.Fprintf(&cfg, "[[node]]\nname = %q\naddress = %q\n", h.Name, h.Addr)
+	}
+	fmt.Fprintf(&cfg, "[[partition]]\nname = \"batch\"\nnodes = \"n[1-3]\"\ndefault = true\n")
+	fmt.Fprintf(&cfg, "[[partition]]\nname = \"rt\"\nnodes = \"n[1-3]\"\npolicy = \"dlt\"\n[partition.params]\ncms = \"0.00001\"\ncps = \"0.01\"\nunit_bytes = \"100\"\n")
+	fmt.Fprintf(&cfg, "[ssh]\nknown_hosts = %q\nidentity_file = %q\nstate_dir = %q\nprobe_interval_s = 1\nprobe_misses = 2\n",
+		cl.KnownHosts, cl.IdentityFile, filepath.Join(cl.Dir, "node-state"))
+	c := newClusterWith(t, cfg.String())
+	work := c.workDir()
+
+	// 3,000 units take 30 s on one node: a 20 s deadline needs two chunks.
+	data := make([]byte, 300_000)
+	rand.Read(data)
+	if err := os.WriteFile(filepath.Join(work, "in.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run(65534, work, "sbatch", "-p", "rt", "--deadline=now+20", "--load=3k", "--input=in.bin", "-o", "s-%j.out",
+		"--wrap", `echo "$HORA_CHUNK_FILE_OFFSET $HORA_CHUNK_FILE_SIZE $(sha256sum < "$HORA_CHUNK_FILE" | cut -d' ' -f1) $(stat -c %u "$HORA_CHUNK_FILE") $SLURMD_NODENAME"`)
+	m := submitted.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("sbatch as nobody: %+v", r)
+	}
+	c.waitState(m[1], "COMPLETED")
+	out, _ := os.ReadFile(filepath.Join(work, "s-"+m[1]+".out"))
+	covered, lines := 0, strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, l := range lines {
+		var off, size int
+		var sum, uid, node string
+		if _, err := fmt.Sscan(l, &off, &size, &sum, &uid, &node); err != nil || off+size > len(data) {
+			t.Fatalf("chunk line %q: %v", l, err)
+		}
+		if want := fmt.Sprintf("%x", sha256.Sum256(data[off:off+size])); sum != want || uid != "65534" {
+			t.Errorf("chunk on %s [%d,+%d): sum %s uid %s, want %s 65534", node, off, size, sum, uid, want)
+		}
+		covered += size
+	}
+	if covered != len(data) || len(lines) < 2 {
+		t.Errorf("%d chunks cover %d of %d bytes", len(lines), covered, len(data))
+	}
+
+	// Job X: 10,000 units by now+40 need all three nodes (two give 7,800 at
+	// most); its chunks sleep past their planned ends. Job Y: 6,000 units
+	// by now+65 fit on three nodes after X (≈ 34 + 20 s), not on two after
+	// X's chunks (≈ 40 + 30 s), so it waits, guaranteed, until n1 is lost
+	// (the prober needs about 10 s to say so).
+	x := c.submit(work, "-p", "rt", "--deadline=now+40", "--load=10000", "-o", "/dev/null", "--wrap", "sleep 300")
+	y := c.submit(work, "-p", "rt", "--deadline=now+65", "--load=6000", "-o", "/dev/null", "--wrap", "true")
+	reason := func(id string) string {
+		return strings.TrimSpace(c.run(0, work, "squeue", "-h", "-j", id, "-o", "%r").stdout)
+	}
+	if got := reason(y); got != "Resources" {
+		t.Fatalf("job Y reason %q before the loss, want Resources", got)
+	}
+	eventuallyE2E(t, "job X's three chunks running", func() bool {
+		pids, _ := filepath.Glob(filepath.Join(cl.Dir, "node-state", "n*", x+".*", "user", "pid"))
+		return len(pids) == 3
+	})
+	cl.Hosts[0].StopSSHD()
+	cl.Hosts[0].LinkDown()
+	eventuallyE2E(t, "job Y shows NodeDown after n1 is lost", func() bool { return reason(y) == "NodeDown" })
+	if r := c.run(0, work, "scontrol", "show", "job", y); !strings.Contains(r.stdout, "JobState=PENDING Reason=NodeDown") {
+		t.Errorf("scontrol show job Y:\n%s", r.stdout)
+	}
+	// X lost a chunk with n1 (the executor reports the node down before its
+	// steps lost): its range cannot be sent again by X's deadline, so X
+	// runs on best-effort and shows NodeDown too.
+	if got := reason(x); got != "NodeDown" {
+		t.Errorf("running job X reason %q after losing a chunk, want NodeDown", got)
+	}
+	cl.Hosts[0].LinkUp()
+	cl.Hosts[0].StartSSHD()
+	eventuallyE2E(t, "job Y guaranteed again once n1 is back", func() bool { return reason(y) != "NodeDown" })
+	c.run(0, work, "scancel", x, y)
 }

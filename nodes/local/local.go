@@ -670,11 +670,14 @@ func (e *Executor) Forget(ctx context.Context, node string, key nodes.StepKey) e
 	}
 	dir := e.stepDir(node, key)
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil
+		return e.removeStaged(node, key)
 	}
 	if _, pf := e.inspect(node, key); pf != nil {
 		pf.Close()
 		return fmt.Errorf("step %s is still running", id)
+	}
+	if err := e.removeStaged(node, key); err != nil {
+		return err
 	}
 	return os.RemoveAll(dir)
 }

@@ -81,8 +81,11 @@ func (h *host) probeLoop() {
 			if misses >= h.e.cfg.ProbeMisses && (!known || up) {
 				known, up = true, false
 				h.e.log.Warn("node down", "node", h.node.Name, "err", err)
-				h.markDown(err)
+				// The event first: a receiver that learns the node is down
+				// before its steps are reported lost can re-plan their work
+				// (dlt chunks lost with their node are sent again).
 				h.event(NodeEvent{Node: h.node.Name, Up: false, Err: err})
+				h.markDown(err)
 			}
 		}
 		t.Reset(h.e.cfg.ProbeInterval)

@@ -310,9 +310,11 @@ sleep "$2"
 exit 0
 `
 
-// shForget removes an ended step. Args: NODEDIR NAME. Exit 4: running.
+// shForget removes an ended step and its staged data. Args: NODEDIR NAME.
+// Exit 4: running.
 const shForget = `
 d=$1/$2
+rm -f -- "$1/staged/$2" "$1/staged/$2.tmp"
 [ -e "$d" ] || exit 0
 if [ ! -e "$d/user/status" ] && alive "$d"; then exit 4; fi
 rm -rf -- "$d"

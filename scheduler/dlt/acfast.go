@@ -39,15 +39,28 @@ func anaExec(m Model, sigma float64, n int) float64 {
 }
 
 func (a *acFast) admit(s *Scheduler, now float64, t Task, commit bool) (bool, string) {
+	return a.admitTS(s, now, t, commit, nil)
+}
+
+// admitTS is admit; with ts it re-admits that existing task (its rest,
+// ts.left, under its own key) after the admission view was rebuilt (node
+// loss, recheck).
+func (a *acFast) admitTS(s *Scheduler, now float64, t Task, commit bool, ts *taskState) (bool, string) {
 	// Algorithm 1 lines 1–4: the head node must be free before the deadline.
 	if t.Deadline <= s.chanFree || t.Deadline <= now {
 		return false, "deadline before the head node is free"
 	}
-	e := anaExec(s.m, t.Size, s.n) // line 7
+	if s.avail() == 0 {
+		return false, "no node is up"
+	}
+	e := anaExec(s.m, t.Size, s.avail()) // line 7, on the nodes that are up
 	if math.IsInf(e, 0) {
 		return false, "load cannot be partitioned"
 	}
 	k := key{d: t.Deadline, seq: s.seq + 1}
+	if ts != nil {
+		k = ts.key
+	}
 	// Lines 8–10: τ.𝓔 must fit in the slack of every task after it.
 	if e > a.q.succMinSlack(k) {
 		return false, "would make an admitted task miss its deadline"
@@ -84,7 +97,9 @@ func (a *acFast) admit(s *Scheduler, now float64, t Task, commit bool) (bool, st
 		}
 		a.lastC = lc
 	}
-	ts := s.addTask(t)
+	if ts == nil {
+		ts = s.addTask(t)
+	}
 	a.q.insert(entry{k: ts.key, id: t.ID, c: st + e, e: e}) // lines 23–25
 	a.q.addAfter(ts.key, e)                                 // lines 26–29, Algorithm 2
 	return true, ""
@@ -97,6 +112,9 @@ func (a *acFast) admit(s *Scheduler, now float64, t Task, commit bool) (bool, st
 func (a *acFast) adjust(s *Scheduler, now float64) float64 {
 	total := 0.0
 	for i := range s.n {
+		if s.down[i] {
+			continue
+		}
 		r := max(s.nodeFree[i], s.chanFree, a.base)
 		if s.running[i] != nil {
 			r = max(r, s.running[i].End)
@@ -104,7 +122,7 @@ func (a *acFast) adjust(s *Scheduler, now float64) float64 {
 		total += max(now-r, 0)
 	}
 	lin := Model{Cms: s.m.Cms, Cps: s.m.Cps, Share: s.m.Share} // w has no setup cost
-	return lin.Exec(total/lin.unit(), s.n)
+	return lin.Exec(total/lin.unit(), max(s.avail(), 1))
 }
 
 // idle reports an empty cluster: channel and every node free by now.
@@ -113,7 +131,7 @@ func (s *Scheduler) idle(now float64) bool {
 		return false
 	}
 	for i := range s.n {
-		if s.running[i] != nil || s.nodeFree[i] > now {
+		if s.running[i] != nil || (s.nodeFree[i] > now && !s.down[i]) {
 			return false
 		}
 	}

@@ -57,3 +57,34 @@ func BenchmarkAdmission(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNodeLossRecheck measures a node going down and coming back (two
+// rechecks of every guarantee: the AC-FAST queue rebuilt and re-admitted
+// in order) with n tasks waiting, in the BenchmarkAdmission setup (long
+// deadlines: every task stays guaranteed).
+func BenchmarkNodeLossRecheck(b *testing.B) {
+	m := Model{Cms: 1, Cps: 1000}
+	for _, n := range []int{300, 3000, 30000} {
+		b.Run(fmt.Sprintf("ac-fast/n=%d", n), func(b *testing.B) {
+			s, err := New("ac-fast", m, 512)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(3, 5))
+			for i := range n {
+				if err := s.Admit(0, Task{ID: int64(i + 1), Size: 50 + 100*r.Float64(), Deadline: 1e9 + 1e9*r.Float64()}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				if lost := s.SetNode(0, 7, false); len(lost) != 0 {
+					b.Fatalf("%d tasks lost their guarantee", len(lost))
+				}
+				s.SetNode(0, 7, true)
+			}
+			if s.Queued() != n {
+				b.Fatalf("queued %d, want %d", s.Queued(), n)
+			}
+		})
+	}
+}

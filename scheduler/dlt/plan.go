@@ -132,6 +132,10 @@ func (p *planner) base(s *Scheduler, now float64) *state {
 // would be missed (only with admission control).
 func (p *planner) plan(s *Scheduler, now float64, tasks []*taskState) ([]*ptask, bool, string) {
 	st := p.base(s, now)
+	n := s.avail() // down nodes are free at +Inf and sort last: the first n are up
+	if n == 0 && len(tasks) > 0 {
+		return nil, false, "no node is up"
+	}
 	if p.order == "mcdf" {
 		return p.planMCDF(s, st, tasks)
 	}
@@ -154,11 +158,11 @@ func (p *planner) plan(s *Scheduler, now float64, tasks []*taskState) ([]*ptask,
 		var ch []pchunk
 		switch {
 		case !p.ac || p.rule == "an":
-			ch = placeAN(s.m, s.n, ts.left, st)
+			ch = placeAN(s.m, n, ts.left, st)
 		case p.rule == "mn":
-			ch = placeMN(s.m, s.n, ts.left, ts.t.Deadline, st)
+			ch = placeMN(s.m, n, ts.left, ts.t.Deadline, st)
 		default:
-			ch = placeIIT(s.m, s.n, ts.left, ts.t.Deadline, st)
+			ch = placeIIT(s.m, n, ts.left, ts.t.Deadline, st)
 		}
 		if ch == nil || (p.ac && lastEnd(ch) > ts.t.Deadline) {
 			return nil, false, fmt.Sprintf("%s-%s: task %d cannot end by its deadline", p.order, p.rule, ts.t.ID)
@@ -235,8 +239,8 @@ func placeMN(m Model, n int, sigma, d float64, st *state) []pchunk {
 func placeIIT(m Model, n int, sigma, d float64, st *state) []pchunk {
 	idx := st.sorted()
 	rs := make([]float64, n)
-	for i, j := range idx {
-		rs[i] = st.r[j]
+	for i := range rs {
+		rs[i] = st.r[idx[i]]
 	}
 	if m.Fill(rs, st.c, d, nil) < sigma {
 		return nil
@@ -290,7 +294,7 @@ func placeIIT(m Model, n int, sigma, d float64, st *state) []pchunk {
 // free nodes; with a single channel, one task per instant, the next instant
 // being when the channel is free again.
 func (p *planner) planMCDF(s *Scheduler, st *state, tasks []*taskState) ([]*ptask, bool, string) {
-	m, n := s.m, s.n
+	m, n := s.m, s.avail() // down nodes (free at +Inf) sort last
 	uns := slices.Clone(tasks)
 	out := make([]*ptask, 0, len(tasks))
 	t := st.c

@@ -34,7 +34,22 @@ type Policy struct {
 	expire []scheduler.JobID
 	// gone holds the running steps of removed jobs, until their node is free.
 	gone []stepKey
+	// measured holds the transfer and compute seconds of a step that is
+	// about to be reported finished (StepMeasured, then StepFinished).
+	measured map[stepKey][2]float64
+	// Node loss (nodeloss.go): admitted jobs whose guarantee was lost wait
+	// in lost (none of their chunks started; they are admitted again when
+	// the capacity allows, else end DEADLINE at their deadline); running
+	// ones in atRisk are dispatched best-effort. Both show ReasonNodeLost.
+	lost   map[scheduler.JobID]*scheduler.Job
+	atRisk map[scheduler.JobID]bool
+	job    map[scheduler.JobID]*scheduler.Job // the Engine's, while it holds the job
 }
+
+// ReasonNodeLost is the reason (squeue %r, scontrol Reason=) of a divisible
+// job whose deadline is no longer guaranteed because a node went down:
+// Slurm's code for a job waiting on a down node.
+const ReasonNodeLost = "NodeDown"
 
 type stepKey struct {
 	id   scheduler.JobID
@@ -65,6 +80,10 @@ func ParseParams(prm map[string]string) (m Model, alg string, adapt bool, err er
 	num("st", &m.ST, false)
 	num("sc", &m.SC, false)
 	num("share", &m.Share, true)
+	// unit_bytes (bytes of --input per load unit) is the controller's; it
+	// is checked here so a bad value stops horad at start-up.
+	var unit float64
+	num("unit_bytes", &unit, true)
 	if err == nil && m.Share > 1 {
 		err = fmt.Errorf("share: want a number in (0, 1], got %g", m.Share)
 	}
@@ -100,7 +119,9 @@ func NewPolicy(p *scheduler.Partition) (scheduler.Policy, error) {
 	if adapt {
 		s.SetEstimator(&Estimator{})
 	}
-	return &Policy{p: p, s: s, jobs: map[scheduler.JobID]bool{}, steps: map[stepKey]int{}}, nil
+	return &Policy{p: p, s: s, jobs: map[scheduler.JobID]bool{}, steps: map[stepKey]int{},
+		lost: map[scheduler.JobID]*scheduler.Job{}, atRisk: map[scheduler.JobID]bool{},
+		job: map[scheduler.JobID]*scheduler.Job{}}, nil
 }
 
 // Scheduler is the policy's DLT scheduler (for inspection in tests).
@@ -140,6 +161,7 @@ func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
 		return err
 	}
 	pl.jobs[j.ID] = true
+	pl.job[j.ID] = j
 	return nil
 }
 
@@ -155,6 +177,7 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 	t, ae := pl.task(now, j)
 	if ae == nil && pl.s.Admit(now, t) == nil {
 		pl.jobs[j.ID] = true
+		pl.job[j.ID] = j
 		return
 	}
 	pl.expire = append(pl.expire, j.ID) // ended at the next pass
@@ -167,6 +190,9 @@ func (pl *Policy) Remove(now float64, id scheduler.JobID) {
 	pl.now = now
 	pl.s.Drop(int64(id))
 	delete(pl.jobs, id)
+	delete(pl.lost, id)
+	delete(pl.atRisk, id)
+	delete(pl.job, id)
 	for k := range pl.steps {
 		if k.id == id {
 			pl.gone = append(pl.gone, k)
@@ -200,12 +226,34 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 	if failed {
 		pl.s.killing[node] = true // a failed chunk is no measurement
 	}
-	done := pl.s.Finished(now, node)
+	var done bool
+	if failed && pl.s.Down(node) {
+		// Lost with its node: the range is planned again (nodeloss.go).
+		var ids []int64
+		done, ids = pl.s.Lost(now, node)
+		pl.unguaranteed(ids)
+	} else if m, ok := pl.measured[k]; ok {
+		delete(pl.measured, k)
+		done = pl.s.FinishedMeasured(now, node, m[0], m[1])
+	} else {
+		done = pl.s.Finished(now, node)
+	}
 	if done || pl.s.Left(int64(id)) == 0 && !pl.hasSteps(id) {
 		delete(pl.jobs, id)
+		delete(pl.atRisk, id)
+		delete(pl.job, id)
 		return true
 	}
 	return false
+}
+
+// StepMeasured records a staged chunk's measured transfer and compute
+// seconds for the StepFinished that follows (scheduler.Measurer).
+func (pl *Policy) StepMeasured(now float64, id scheduler.JobID, step int, transfer, compute float64) {
+	if pl.measured == nil {
+		pl.measured = map[stepKey][2]float64{}
+	}
+	pl.measured[stepKey{id, step}] = [2]float64{transfer, compute}
 }
 
 func (pl *Policy) hasSteps(id scheduler.JobID) bool {
@@ -224,6 +272,7 @@ func (pl *Policy) Schedule(now float64) {
 		_ = pl.p.End(id, "DEADLINE", "DeadLine")
 	}
 	pl.expire = pl.expire[:0]
+	pl.retryLost(now)
 	kept := pl.gone[:0]
 	for _, k := range pl.gone {
 		node := pl.steps[k]
@@ -266,6 +315,12 @@ func (pl *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error)
 
 // Reason of a waiting job: its chunks wait for nodes or the channel.
 func (pl *Policy) Reason(id scheduler.JobID) string {
+	if pl.lost[id] != nil {
+		return ReasonNodeLost
+	}
+	if ts := pl.s.tasks[int64(id)]; ts != nil && ts.step > 0 {
+		return "" // restored between chunks: it runs, no pending reason
+	}
 	if pl.jobs[id] {
 		return "Resources"
 	}
@@ -277,14 +332,20 @@ func (pl *Policy) Pending(dst []scheduler.JobID) []scheduler.JobID {
 	for _, id := range pl.s.Waiting(nil) {
 		dst = append(dst, scheduler.JobID(id))
 	}
-	return dst
+	return append(dst, pl.lostIDs()...)
 }
 
 // NextWakeup is when a node, the channel or a planned chunk is due, or a
 // running chunk passes its planned end.
 func (pl *Policy) NextWakeup() float64 {
-	if t := pl.s.Next(); t > pl.now {
-		return t
+	t := math.Inf(1)
+	if n := pl.s.Next(); n > pl.now {
+		t = n
 	}
-	return math.Inf(1)
+	for _, j := range pl.lost { // a lost job ends DEADLINE at its deadline
+		if j.Deadline > pl.now {
+			t = min(t, j.Deadline)
+		}
+	}
+	return t
 }

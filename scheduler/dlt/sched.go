@@ -88,6 +88,8 @@ type Scheduler struct {
 	last       float64 // now of the last call
 	dispatched float64 // now of the last Dispatch
 	est        *Estimator
+	down       []bool // node lost (NodeDown): nodeFree is +Inf while down
+	ndown      int
 	// noEarliest skips the earliest-deadline search of refusals (bulk tests).
 	noEarliest bool
 }
@@ -98,8 +100,12 @@ type taskState struct {
 	left   float64 // σ not yet dispatched
 	offset float64
 	step   int
-	open   int // chunks dispatched and not finished
+	open   int    // chunks dispatched and not finished
+	redo   []span // ranges of chunks lost with their node, sent again first
 }
+
+// span is a range of a task's load.
+type span struct{ off, size float64 }
 
 // New builds a scheduler of nodes identical nodes with the named admission
 // algorithm ("" = ac-fast).
@@ -114,7 +120,8 @@ func New(name string, m Model, nodes int) (*Scheduler, error) {
 		return nil, fmt.Errorf("dlt: bad cost model %+v (want cms ≥ 0, cps > 0, st ≥ 0, sc ≥ 0, finite)", m)
 	}
 	s := &Scheduler{m: m, n: nodes, name: name, nodeFree: make([]float64, nodes), dispatched: math.Inf(-1),
-		running: make([]*Chunk, nodes), overrun: make([]bool, nodes), killing: make([]bool, nodes), tasks: map[int64]*taskState{}}
+		running: make([]*Chunk, nodes), overrun: make([]bool, nodes), killing: make([]bool, nodes), tasks: map[int64]*taskState{},
+		down: make([]bool, nodes)}
 	switch name {
 	case "ac-fast":
 		s.alg = &acFast{q: &treapTWQ{}}
@@ -305,6 +312,21 @@ func (s *Scheduler) Finished(now float64, node int) (taskDone bool) {
 	return s.finish(now, node, !s.killing[node], s.killing[node])
 }
 
+// FinishedMeasured is Finished for a chunk whose transfer and run were
+// measured apart (staged input): the estimator learns Cms and Cps each from
+// its own time (Estimator.ObserveSplit) instead of from now − start.
+func (s *Scheduler) FinishedMeasured(now float64, node int, transfer, compute float64) (taskDone bool) {
+	now = s.tick(now)
+	if node < 0 || node >= s.n || s.running[node] == nil {
+		return false
+	}
+	if s.est != nil && !s.killing[node] && s.running[node].Size > 0 {
+		s.est.ObserveSplit(s.m, s.running[node].Size, transfer, compute)
+		s.m = s.est.Apply(s.m)
+	}
+	return s.finish(now, node, false, s.killing[node])
+}
+
 func (s *Scheduler) finish(now float64, node int, measured, killed bool) bool {
 	c := s.running[node]
 	s.running[node] = nil
@@ -318,6 +340,9 @@ func (s *Scheduler) finish(now float64, node int, measured, killed bool) bool {
 		p.released(s, node, c, now)
 	} else {
 		s.nodeFree[node] = now // an underrun frees the node at once
+	}
+	if s.down[node] {
+		s.nodeFree[node] = math.Inf(1)
 	}
 	ts := s.tasks[c.Task]
 	if ts == nil {
@@ -447,6 +472,22 @@ func (s *Scheduler) addTask(t Task) *taskState {
 
 // cut numbers the next chunk of ts: size on node, transmission from start.
 func (s *Scheduler) cut(ts *taskState, node int, start, size float64) Chunk {
+	if len(ts.redo) > 0 {
+		// A range lost with its node goes first, as its own chunk.
+		sp := &ts.redo[0]
+		if size >= sp.size*(1-1e-12) {
+			size = sp.size
+		}
+		c := Chunk{Task: ts.t.ID, Step: ts.step, Node: node, Offset: sp.off, Size: size,
+			Start: start, End: start + s.m.ChunkTime(size)}
+		sp.off, sp.size = sp.off+size, sp.size-size
+		if sp.size <= 0 {
+			ts.redo = ts.redo[1:]
+		}
+		ts.step++
+		ts.left = max(ts.left-size, 0)
+		return c
+	}
 	if size >= ts.left*(1-1e-12) {
 		size = ts.left
 	}

@@ -95,6 +95,13 @@ func (h *Harness) Handle(ev scheduler.Event) []scheduler.Action {
 		h.down[ev.Node] = true
 	case scheduler.NodeUp:
 		delete(h.down, ev.Node)
+	case scheduler.Finished:
+		// Also when sent directly (with measured times) rather than by Finish.
+		k := stepKey{ev.ID, ev.Step}
+		for _, n := range h.running[k] {
+			delete(h.owner, n)
+		}
+		delete(h.running, k)
 	case scheduler.Restore:
 		if ev.Running {
 			k := stepKey{ev.Job.ID, scheduler.BatchStep}
@@ -102,6 +109,11 @@ func (h *Harness) Handle(ev scheduler.Event) []scheduler.Action {
 				h.owner[n] = k
 			}
 			h.running[k] = ev.Nodes
+			for _, c := range ev.Chunks {
+				k := stepKey{ev.Job.ID, c.Step}
+				h.owner[c.Node] = k
+				h.running[k] = []string{c.Node}
+			}
 		}
 	}
 	acts := h.Eng.Handle(ev)

@@ -1,0 +1,75 @@
+package ssh_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"hora/nodes"
+)
+
+// A file is cut into three ranges, each staged on its own host for nobody;
+// a step on that host (as nobody) checksums its staged file: the sums are
+// those of the ranges. The file is nobody's and 0600; a short input is an
+// error and leaves nothing; Forget removes the staged file.
+func TestStageRangesOnThreeHosts(t *testing.T) {
+	v := start(t, 3)
+	data := make([]byte, 3<<20+7)
+	rand.Read(data)
+	cuts := []int{0, 1<<20 + 1, 2<<20 + 5, len(data)}
+	for i, h := range v.c.Hosts {
+		key := nodes.StepKey{Job: 60, Step: i}
+		p, err := v.e.Stage(t.Context(), nodes.StageSpec{Key: key, Node: h.Name, UID: v.uid, GID: v.gid,
+			Data: bytes.NewReader(data[cuts[i]:]), Size: int64(cuts[i+1] - cuts[i])})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(v.state, h.Name, "staged", fmt.Sprintf("60.%d", i)); p != want {
+			t.Errorf("staged path %q, want %q", p, want)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != v.uid || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: staged file uid %d mode %v, want nobody 0600", h.Name, st.Uid, fi.Mode().Perm())
+		}
+		spec := v.spec(key, h.Name, "#!/bin/sh\nsha256sum < \"$F\" | cut -d' ' -f1\n")
+		spec.Env = append(spec.Env, "F="+p)
+		v.launch(t, spec)
+	}
+	for i, h := range v.c.Hosts {
+		key := nodes.StepKey{Job: 60, Step: i}
+		st := v.exits.wait(t, key, 30*time.Second)
+		if st.ExitCode != 0 || st.Err != "" {
+			t.Errorf("%s: %+v", h.Name, st)
+		}
+		got := strings.TrimSpace(readFile(t, filepath.Join(v.out, fmt.Sprintf("60.%d.out", i))))
+		if want := fmt.Sprintf("%x", sha256.Sum256(data[cuts[i]:cuts[i+1]])); got != want {
+			t.Errorf("%s: chunk read sum %s, want %s", h.Name, got, want)
+		}
+		if err := v.e.Forget(t.Context(), h.Name, key); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(v.state, h.Name, "staged", fmt.Sprintf("60.%d", i))); !os.IsNotExist(err) {
+			t.Errorf("%s: staged file after Forget: %v", h.Name, err)
+		}
+	}
+
+	key := nodes.StepKey{Job: 61, Step: 0}
+	_, err := v.e.Stage(t.Context(), nodes.StageSpec{Key: key, Node: "n1", UID: v.uid, GID: v.gid,
+		Data: bytes.NewReader(data[:10]), Size: 11})
+	if err == nil || !strings.Contains(err.Error(), "10 of 11") {
+		t.Errorf("short input: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(v.state, "n1", "staged")); len(ents) != 0 {
+		t.Errorf("files after a failed stage: %v", ents)
+	}
+}
