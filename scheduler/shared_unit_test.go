@@ -28,6 +28,24 @@ func TestSharedBatchRespectsReservation(t *testing.T) {
 	if _, err := createResv(t, h, 0, reserve.Resv{Name: "maint", Start: 120, End: 720, Nodes: []int{0, 1}, Users: []uint32{0}}); err != nil {
 		t.Fatal(err)
 	}
+	// sbatch --test-only sees the window.
+	for _, tc := range []struct {
+		nodes int
+		limit float64
+		start float64
+		on    []string
+	}{
+		{4, 300, 720, []string{"n0", "n1", "n2", "n3"}},
+		{2, 300, 0, []string{"n2", "n3"}},
+		{2, 120, 0, []string{"n0", "n1"}},
+		{1, math.Inf(1), 0, []string{"n2"}},
+		{3, math.Inf(1), 720, []string{"n0", "n1", "n2"}}, // after the window, for ever
+	} {
+		start, on, err := h.Eng.Test(0, st.Job(99).Partition("batch").Nodes(tc.nodes).Limit(tc.limit).Build())
+		if err != nil || start != tc.start || !slices.Equal(on, tc.on) {
+			t.Errorf("Test -N%d -t%v = %v %v %v, want %v %v", tc.nodes, tc.limit, start, on, err, tc.start, tc.on)
+		}
+	}
 	h.Submit(st.Job(1).Partition("batch").Nodes(4).Limit(300).Run(300))
 	if _, ok := h.StartOf(1); ok {
 		t.Fatalf("-N4 -t5 started across the reservation")

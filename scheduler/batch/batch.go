@@ -324,6 +324,10 @@ func (b *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error) 
 		return 0, nil, &scheduler.AdmissionError{Verdict: scheduler.Never, Code: "InvalidTimeLimit",
 			Message: "Requested time limit is invalid (missing or exceeds some limit)"}
 	}
+	if b.p.Shared() {
+		t, nodes := b.testBooked(now, j)
+		return t, nodes, nil
+	}
 	p := b.p
 	n := p.Len()
 	at := make([]float64, n)

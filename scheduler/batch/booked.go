@@ -233,3 +233,112 @@ func (b *Policy) reservedOut(j *scheduler.Job, now, end float64) bool {
 	}
 	return cnt < j.Nodes
 }
+
+// testBooked is Test for a partition that shares nodes with a booking
+// policy. Now, if a pass would start j now (the pass's own rule, with the
+// same approximation as wouldStartNow for the jobs between the head and j);
+// otherwise the eligible queue and then j are laid in order on the nodes'
+// expected free times, each job at the earliest instant at which enough
+// nodes are free and clear of bookings through its limit (the instants that
+// can be first are the floor, the nodes' free times and the bookings' ends).
+// It changes nothing the Policy shows (the bookings are pass scratch; the
+// wakeup is kept).
+func (b *Policy) testBooked(now float64, j *scheduler.Job) (float64, []string) {
+	wake := b.bk.wake
+	defer func() { b.bk.wake = wake }()
+	b.loadBookings(now)
+	st := &b.bk
+	p := b.p
+	n := p.Len()
+
+	if b.eligible(j, now) {
+		end := now + j.TimeLimit
+		cand := b.candidates(now, end)
+		if len(cand) >= j.Nodes {
+			var head *scheduler.Job
+			for _, q := range b.queue {
+				if b.eligible(q, now) {
+					head = q
+					break
+				}
+			}
+			start := head == nil
+			if head != nil && b.easy {
+				shadow, extra := b.shadowBooked(head, now)
+				outside := 0
+				for _, c := range cand {
+					if !st.inA[c] {
+						outside++
+					}
+				}
+				start = end <= shadow || j.Nodes-min(outside, j.Nodes) <= extra
+			}
+			if start {
+				return now, names(p, cand[:j.Nodes])
+			}
+		}
+	}
+
+	at := make([]float64, n)
+	for i := range n {
+		at[i] = math.Inf(1)
+		if p.State(i) == scheduler.StateIdle {
+			at[i] = now
+		}
+	}
+	for _, bu := range p.Busy() {
+		at[bu.Node] = max(now, bu.Until)
+	}
+	var ends []float64
+	for i := range n {
+		for _, w := range st.wins[i] {
+			ends = append(ends, w.End)
+		}
+	}
+	floor := now
+	var chosen []int
+	place := func(q *scheduler.Job) float64 {
+		lo := max(floor, q.Begin)
+		times := []float64{lo}
+		for _, t := range at {
+			if t > lo && !math.IsInf(t, 1) {
+				times = append(times, t)
+			}
+		}
+		for _, t := range ends {
+			if t > lo {
+				times = append(times, t)
+			}
+		}
+		slices.Sort(times)
+		for _, t := range slices.Compact(times) {
+			chosen = chosen[:0]
+			for i := range n {
+				if at[i] <= t && st.clear(i, t, t+q.TimeLimit) && len(chosen) < q.Nodes {
+					chosen = append(chosen, i)
+				}
+			}
+			if len(chosen) == q.Nodes {
+				for _, i := range chosen {
+					at[i] = t + q.TimeLimit
+				}
+				if !b.easy {
+					floor = t
+				}
+				return t
+			}
+		}
+		chosen = chosen[:0]
+		return math.Inf(1)
+	}
+	for _, q := range b.queue {
+		if !q.Held {
+			place(q)
+		}
+	}
+	t := place(j)
+	if math.IsInf(t, 1) {
+		return t, nil
+	}
+	return t, names(p, chosen)
+}
