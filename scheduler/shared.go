@@ -90,6 +90,13 @@ func (p *Partition) Foreign(i int) bool {
 // so that a policy may skip work that depends on Busy alone.
 func (p *Partition) Generation() uint64 { return p.gen }
 
+// Until is the expected end of the step node i runs, whether the node is
+// up or not (a drained node lets its job finish); ok is false when idle.
+func (p *Partition) Until(i int) (until float64, ok bool) {
+	n := &p.eng.nodes[p.nodes[i]]
+	return n.expect, n.busy
+}
+
 // Holder is the job that node i is allocated to, if any.
 func (p *Partition) Holder(i int) (JobID, bool) {
 	n := &p.eng.nodes[p.nodes[i]]

@@ -84,9 +84,11 @@ func (pl *Policy) syncForeign() {
 		}
 	}
 	fs.gen, fs.synced, fs.renew = p.Generation(), true, Inf
-	for _, bz := range p.Busy() {
-		if p.Foreign(bz.Node) {
-			fs.cur[bz.Node] = bz.Until
+	// Every node, not Busy(): a drained node is down for new work but its
+	// job runs on.
+	for i := range fs.cur {
+		if u, busy := p.Until(i); busy && p.Foreign(i) {
+			fs.cur[i] = u
 		}
 	}
 	for i := range fs.occ {
