@@ -4,6 +4,9 @@ GO      ?= go
 BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.1.0-dev)
 LDFLAGS := -X hora/controller.Version=$(VERSION) -X main.version=$(VERSION)
+# urfave/cli's man-page and Markdown generators (unused) drag in blackfriday,
+# whose init costs every client process ~0.35 ms (docs/benchmarks.md).
+TAGS    ?= urfave_cli_no_docs
 CLIENTS := sbatch squeue scancel sinfo scontrol sacct
 export CGO_ENABLED ?= 0
 
@@ -13,8 +16,8 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/hora ./cmd/hora
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/horad ./cmd/horad
+	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/hora ./cmd/hora
+	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/horad ./cmd/horad
 	@for c in $(CLIENTS); do ln -sf hora $(BIN)/$$c; done
 
 # Installs what the tests need on a fresh Debian machine (slurm-client as an

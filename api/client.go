@@ -1,20 +1,16 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -23,14 +19,14 @@ import (
 // directory (make demo).
 var DefaultSocketPaths = []string{"/run/hora/horad.sock", "./var/horad.sock"}
 
-// MediaGob is the media type of gob-encoded answers, which the Go client
-// asks for on job listings; every other client gets JSON.
+// MediaGob is the media type of gob-encoded listings, which clients before
+// MediaListing asked for; horad still serves it to them.
 const MediaGob = "application/x-gob"
 
 // Client talks to horad over its Unix socket.
 type Client struct {
 	Socket string
-	http   *http.Client
+	t      *transport
 }
 
 // ErrNoDaemon means no socket answered; the message lists what was tried.
@@ -55,9 +51,6 @@ func Dial() (*Client, error) {
 			tried = append(tried, fmt.Sprintf("%s (%s)", p, shortErr(err)))
 			continue
 		}
-		// The probe connection serves the first request: a CLI command
-		// makes one or two requests, and a second connect is a measurable
-		// share of its run time.
 		return newClient(p, c), nil
 	}
 	return nil, &ErrNoDaemon{Tried: tried}
@@ -79,55 +72,49 @@ func shortErr(err error) string {
 func NewClient(path string) *Client { return newClient(path, nil) }
 
 func newClient(path string, first net.Conn) *Client {
-	var mu sync.Mutex
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			mu.Lock()
-			c := first
-			first = nil
-			mu.Unlock()
-			if c != nil {
-				return c, nil
-			}
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		},
-		DisableCompression: true,
+	t := &transport{socket: path}
+	if first != nil {
+		// The probe connection serves the first request: a CLI command
+		// makes one or two requests, and a second connect is a measurable
+		// share of its run time.
+		t.idle = &tconn{c: first, br: newConnReader(first)}
 	}
-	return &Client{Socket: path, http: &http.Client{Transport: tr}}
+	return &Client{Socket: path, t: t}
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var body []byte
+	var hdr [][2]string
 	if in != nil {
-		b, err := json.Marshal(in)
+		var b []byte
+		var err error
+		if r, ok := in.(SubmitRequest); ok {
+			b, err = appendSubmitJSON(make([]byte, 0, 512+len(r.Spec.Script)), &r)
+		} else {
+			b, err = json.Marshal(in)
+		}
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://horad"+path, body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		body = b
+		hdr = append(hdr, [2]string{"Content-Type", "application/json"})
 	}
 	if _, ok := out.(*JobsResponse); ok {
-		// Listings of thousands of jobs decode 5-8x faster as gob than as
-		// JSON; the daemon answers JSON to anyone who does not ask (curl).
-		req.Header.Set("Accept", MediaGob)
+		// Listings of thousands of jobs decode many times faster in hora's
+		// own encoding (listing.go) than as JSON; the daemon answers JSON to
+		// anyone who does not ask (curl), and so does an older daemon.
+		hdr = append(hdr, [2]string{"Accept", MediaListing})
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.t.roundTrip(ctx, method, path, hdr, body)
 	if err != nil {
 		return fmt.Errorf("horad at %s: %w", c.Socket, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
+	defer resp.body.Close()
+	if resp.status/100 != 2 {
 		e := &Error{}
-		b, _ := io.ReadAll(resp.Body)
+		b, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
 		if json.Unmarshal(b, e) != nil || e.Message == "" {
-			e.Message = fmt.Sprintf("horad: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+			e.Message = fmt.Sprintf("horad: %s: %s", resp.statusText, strings.TrimSpace(string(b)))
 			e.Code = CodeInternal
 		}
 		return e
@@ -135,16 +122,35 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if out == nil {
 		return nil
 	}
-	if resp.Header.Get("Content-Type") == MediaGob {
-		return gob.NewDecoder(resp.Body).Decode(out)
+	switch jr, isJobs := out.(*JobsResponse); {
+	case isJobs && resp.contentType == MediaListing:
+		var b []byte
+		if b, err = readBody(resp); err == nil {
+			jr.Jobs, err = ParseListing(b)
+		}
+	default:
+		err = json.NewDecoder(resp.body).Decode(out)
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	if err != nil {
+		return fmt.Errorf("horad at %s: decoding the answer to %s %s: %w", c.Socket, method, path, err)
+	}
+	return nil
+}
+
+// readBody reads a whole body, in one allocation when its length is known.
+func readBody(resp *response) ([]byte, error) {
+	if resp.length < 0 || resp.length > 1<<30 {
+		return io.ReadAll(resp.body)
+	}
+	b := make([]byte, resp.length)
+	_, err := io.ReadFull(resp.body, b)
+	return b, err
 }
 
 // Submit queues a job.
 func (c *Client) Submit(ctx context.Context, r SubmitRequest) (*SubmitResponse, error) {
 	out := &SubmitResponse{}
-	return out, c.do(ctx, http.MethodPost, PathSubmit, r, out)
+	return out, c.do(ctx, "POST", PathSubmit, r, out)
 }
 
 // JobFilter selects jobs server-side; empty fields select everything.
@@ -206,43 +212,43 @@ func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]Job, error) {
 	if q := f.Query().Encode(); q != "" {
 		path += "?" + q
 	}
-	return out.Jobs, c.do(ctx, http.MethodGet, path, nil, out)
+	return out.Jobs, c.do(ctx, "GET", path, nil, out)
 }
 
 // Cancel cancels or signals jobs.
 func (c *Client) Cancel(ctx context.Context, r CancelRequest) (*CancelResponse, error) {
 	out := &CancelResponse{}
-	return out, c.do(ctx, http.MethodPost, PathCancel, r, out)
+	return out, c.do(ctx, "POST", PathCancel, r, out)
 }
 
 // Hold puts pending jobs on user hold.
 func (c *Client) Hold(ctx context.Context, ids []int64) (*CancelResponse, error) {
 	out := &CancelResponse{}
-	return out, c.do(ctx, http.MethodPost, PathHold, ControlRequest{IDs: ids}, out)
+	return out, c.do(ctx, "POST", PathHold, ControlRequest{IDs: ids}, out)
 }
 
 // Release clears holds.
 func (c *Client) Release(ctx context.Context, ids []int64) (*CancelResponse, error) {
 	out := &CancelResponse{}
-	return out, c.do(ctx, http.MethodPost, PathRelease, ControlRequest{IDs: ids}, out)
+	return out, c.do(ctx, "POST", PathRelease, ControlRequest{IDs: ids}, out)
 }
 
 // Nodes lists nodes.
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
 	out := &NodesResponse{}
-	return out.Nodes, c.do(ctx, http.MethodGet, PathNodes, nil, out)
+	return out.Nodes, c.do(ctx, "GET", PathNodes, nil, out)
 }
 
 // Partitions lists partitions.
 func (c *Client) Partitions(ctx context.Context) ([]Partition, error) {
 	out := &PartitionsResponse{}
-	return out.Partitions, c.do(ctx, http.MethodGet, PathPartitions, nil, out)
+	return out.Partitions, c.do(ctx, "GET", PathPartitions, nil, out)
 }
 
 // Ping identifies the daemon.
 func (c *Client) Ping(ctx context.Context) (*PingResponse, error) {
 	out := &PingResponse{}
-	return out, c.do(ctx, http.MethodGet, PathPing, nil, out)
+	return out, c.do(ctx, "GET", PathPing, nil, out)
 }
 
 // Reservations lists the reservations, or the one named.
@@ -252,24 +258,24 @@ func (c *Client) Reservations(ctx context.Context, name string) (*ReservationsRe
 	if name != "" {
 		path += "?" + url.Values{"name": {name}}.Encode()
 	}
-	return out, c.do(ctx, http.MethodGet, path, nil, out)
+	return out, c.do(ctx, "GET", path, nil, out)
 }
 
 // CreateReservation books a reservation.
 func (c *Client) CreateReservation(ctx context.Context, r ReservationRequest) (*ReservationResponse, error) {
 	out := &ReservationResponse{}
-	return out, c.do(ctx, http.MethodPost, PathReservationCreate, r, out)
+	return out, c.do(ctx, "POST", PathReservationCreate, r, out)
 }
 
 // UpdateReservation changes a reservation.
 func (c *Client) UpdateReservation(ctx context.Context, r ReservationRequest) (*ReservationResponse, error) {
 	out := &ReservationResponse{}
-	return out, c.do(ctx, http.MethodPost, PathReservationUpdate, r, out)
+	return out, c.do(ctx, "POST", PathReservationUpdate, r, out)
 }
 
 // DeleteReservation removes a reservation.
 func (c *Client) DeleteReservation(ctx context.Context, name string) error {
-	return c.do(ctx, http.MethodPost, PathReservationDelete, ReservationRequest{Name: name}, &ReservationResponse{})
+	return c.do(ctx, "POST", PathReservationDelete, ReservationRequest{Name: name}, &ReservationResponse{})
 }
 
 // Free is the range search over a partition ("" = the first reserve one).
@@ -279,5 +285,5 @@ func (c *Client) Free(ctx context.Context, partition string, from, to int64) (*F
 	if partition != "" {
 		q.Set("partition", partition)
 	}
-	return out, c.do(ctx, http.MethodGet, PathFree+"?"+q.Encode(), nil, out)
+	return out, c.do(ctx, "GET", PathFree+"?"+q.Encode(), nil, out)
 }

@@ -1,9 +1,6 @@
 package api
 
-import (
-	"context"
-	"net/http"
-)
+import "context"
 
 // Paths of node administration and job suspension (operators only).
 const (
@@ -45,23 +42,23 @@ const (
 // UpdateNodes drains, resumes or downs nodes.
 func (c *Client) UpdateNodes(ctx context.Context, r NodeUpdateRequest) (*NodeUpdateResponse, error) {
 	out := &NodeUpdateResponse{}
-	return out, c.do(ctx, http.MethodPost, PathNodeUpdate, r, out)
+	return out, c.do(ctx, "POST", PathNodeUpdate, r, out)
 }
 
 // Suspend stops running jobs (SIGSTOP to every step); Resume continues them.
 func (c *Client) Suspend(ctx context.Context, ids []int64) (*CancelResponse, error) {
 	out := &CancelResponse{}
-	return out, c.do(ctx, http.MethodPost, PathSuspend, ControlRequest{IDs: ids}, out)
+	return out, c.do(ctx, "POST", PathSuspend, ControlRequest{IDs: ids}, out)
 }
 
 // Resume continues suspended jobs.
 func (c *Client) Resume(ctx context.Context, ids []int64) (*CancelResponse, error) {
 	out := &CancelResponse{}
-	return out, c.do(ctx, http.MethodPost, PathResume, ControlRequest{IDs: ids}, out)
+	return out, c.do(ctx, "POST", PathResume, ControlRequest{IDs: ids}, out)
 }
 
 // Requeue puts running jobs back to pending (scontrol requeue).
 func (c *Client) Requeue(ctx context.Context, ids []int64) (*CancelResponse, error) {
 	out := &CancelResponse{}
-	return out, c.do(ctx, http.MethodPost, PathRequeue, ControlRequest{IDs: ids}, out)
+	return out, c.do(ctx, "POST", PathRequeue, ControlRequest{IDs: ids}, out)
 }

@@ -577,6 +577,15 @@ func (c *Controller) tickLoop(ctx context.Context) {
 		c.expireReservationsLocked(ctx)
 		c.pruneLocked()
 		next := c.eng.NextWakeup()
+		// applyLocked above wakes this loop, as it must when a handler calls
+		// it; left there, that wake-up made the loop run again at once and
+		// spin on a whole core, O(jobs) per pass under the lock. A wake-up
+		// sent before this pass took the lock is served by this pass, so
+		// drop it while still holding the lock.
+		select {
+		case <-c.wake:
+		default:
+		}
 		c.mu.Unlock()
 		if c.heartbeat != nil {
 			c.heartbeat()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,5 +229,50 @@ func TestTasksPerNode(t *testing.T) {
 		if got := tasksPerNode(c.t, c.n); got != c.want {
 			t.Errorf("tasksPerNode(%d,%d) = %q, want %q", c.t, c.n, got, c.want)
 		}
+	}
+}
+
+// The scheduling loop runs when woken or when its timer fires, not again and
+// again by waking itself: an idle horad used a whole core, taking the lock
+// from every request. A submit still wakes it.
+func TestIdleLoopDoesNotSpin(t *testing.T) {
+	f := newFixture(t)
+	exec, err := local.New(local.Config{StateDir: filepath.Join(f.dir, "nodes"),
+		ShepherdArgv: []string{os.Args[0], local.ShepherdCommand}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Close() })
+	var mu sync.Mutex
+	passes := 0
+	count := func() int { mu.Lock(); defer mu.Unlock(); return passes }
+	c, err := New(t.Context(), Options{Config: f.cfg, Store: f.st, Executor: exec,
+		Heartbeat: func() { mu.Lock(); passes++; mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	s := f.spec("true")
+	s.Hold = true
+	time.Sleep(100 * time.Millisecond)
+	before := count()
+	if _, err := c.submit(ctx, root, api.SubmitRequest{Spec: s}); err != nil {
+		t.Fatal(err)
+	}
+	// The wake-up of the submit is served...
+	for deadline := time.Now().Add(10 * time.Second); count() == before; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the submit did not wake the scheduling loop")
+		}
+	}
+	// ...and then the loop waits for its one-second timer: over 0.3 s it
+	// makes at most a pass or two, where the spinning loop made ~300,000.
+	from := count()
+	time.Sleep(300 * time.Millisecond)
+	if n := count() - from; n > 2 {
+		t.Fatalf("%d scheduling passes in 0.3 s of an idle controller, want at most 2", n)
 	}
 }

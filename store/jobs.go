@@ -48,7 +48,8 @@ func (s *Store) Submit(ctx context.Context, job *api.Job) error {
 	j.CancelledBy = -1
 	canonical(&j)
 	var id int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(sqltx *sql.Tx) error {
+		tx := s.prepared(sqltx)
 		next, err := nextJobID(ctx, tx)
 		if err != nil {
 			return err
@@ -59,7 +60,7 @@ func (s *Store) Submit(ctx context.Context, job *api.Job) error {
 		} else if id < next {
 			return fmt.Errorf("job id %d: already allocated (next is %d)", id, next)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = ? WHERE key = ?`,
+		if _, err := tx.ExecContext(ctx, sqlSetNextJobID,
 			strconv.FormatInt(id+1, 10), metaNextJobID); err != nil {
 			return err
 		}
@@ -83,9 +84,14 @@ func (s *Store) Submit(ctx context.Context, job *api.Job) error {
 	return nil
 }
 
-func nextJobID(ctx context.Context, tx *sql.Tx) (int64, error) {
+const (
+	sqlNextJobID    = `SELECT value FROM meta WHERE key = ?`
+	sqlSetNextJobID = `UPDATE meta SET value = ? WHERE key = ?`
+)
+
+func nextJobID(ctx context.Context, tx execer) (int64, error) {
 	var v string
-	if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, metaNextJobID).Scan(&v); err != nil {
+	if err := tx.QueryRowContext(ctx, sqlNextJobID, metaNextJobID).Scan(&v); err != nil {
 		return 0, fmt.Errorf("meta %s: %w", metaNextJobID, err)
 	}
 	return strconv.ParseInt(v, 10, 64)
@@ -154,8 +160,22 @@ const jobColumns = `id, uid, gid, user_name, group_name, state, reason, priority
 	submit_time, eligible_time, start_time, end_time, exit_code, signal, cancelled_by, nodes,
 	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs`
 
+// sqlPutJob inserts or replaces a job's row.
+const sqlPutJob = `INSERT INTO jobs (` + jobColumns + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET
+	uid = excluded.uid, gid = excluded.gid, user_name = excluded.user_name,
+	group_name = excluded.group_name, state = excluded.state, reason = excluded.reason,
+	priority = excluded.priority, partition = excluded.partition, name = excluded.name,
+	submit_time = excluded.submit_time, eligible_time = excluded.eligible_time,
+	start_time = excluded.start_time, end_time = excluded.end_time,
+	exit_code = excluded.exit_code, signal = excluded.signal,
+	cancelled_by = excluded.cancelled_by, nodes = excluded.nodes, restarts = excluded.restarts,
+	stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, spec = excluded.spec,
+	suspend_time = excluded.suspend_time, suspended_secs = excluded.suspended_secs`
+
 // putJob writes a job's row and the steps that differ from oldSteps.
-func putJob(ctx context.Context, tx *sql.Tx, j *api.Job, oldSteps []api.Step) error {
+func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) error {
 	nodes, err := json.Marshal(j.Nodes)
 	if err != nil {
 		return err
@@ -167,18 +187,7 @@ func putJob(ctx context.Context, tx *sql.Tx, j *api.Job, oldSteps []api.Step) er
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO jobs (`+jobColumns+`)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET
-	uid = excluded.uid, gid = excluded.gid, user_name = excluded.user_name,
-	group_name = excluded.group_name, state = excluded.state, reason = excluded.reason,
-	priority = excluded.priority, partition = excluded.partition, name = excluded.name,
-	submit_time = excluded.submit_time, eligible_time = excluded.eligible_time,
-	start_time = excluded.start_time, end_time = excluded.end_time,
-	exit_code = excluded.exit_code, signal = excluded.signal,
-	cancelled_by = excluded.cancelled_by, nodes = excluded.nodes, restarts = excluded.restarts,
-	stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, spec = excluded.spec,
-	suspend_time = excluded.suspend_time, suspended_secs = excluded.suspended_secs`,
+	_, err = tx.ExecContext(ctx, sqlPutJob,
 		j.ID, j.UID, j.GID, j.User, j.Group, string(j.State), j.Reason, j.Priority, j.Spec.Partition,
 		j.Spec.Name, j.SubmitTime, j.EligibleTime, j.StartTime, j.EndTime, j.ExitCode, j.Signal,
 		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, string(spec),
@@ -210,12 +219,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	return nil
 }
 
-func putEvent(ctx context.Context, tx *sql.Tx, ev *Event) error {
+const sqlPutEvent = `INSERT INTO job_events (job_id, time, kind, payload) VALUES (?, ?, ?, ?)`
+
+func putEvent(ctx context.Context, tx execer, ev *Event) error {
 	p, err := encodePayload(ev)
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO job_events (job_id, time, kind, payload) VALUES (?, ?, ?, ?)`,
+	res, err := tx.ExecContext(ctx, sqlPutEvent,
 		ev.JobID, ev.Time, string(ev.Kind), string(p))
 	if err != nil {
 		return fmt.Errorf("job %d: %s event: %w", ev.JobID, ev.Kind, err)

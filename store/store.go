@@ -34,6 +34,8 @@ type Store struct {
 	done   chan struct{} // closed when the writer has exited
 
 	commits atomic.Int64 // transactions committed, to measure batching
+
+	stmts map[string]*sql.Stmt // hotStatements, prepared on w (prepared.go)
 }
 
 // request is one caller's write, run by the writer inside its own savepoint.
@@ -105,6 +107,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 	s := &Store{w: w, r: r, queue: make(chan *request, maxBatch), done: make(chan struct{})}
+	if err := s.prepare(ctx); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", abs, err)
+	}
 	go s.writer()
 	return s, nil
 }
@@ -220,8 +227,9 @@ func (s *Store) commit(batch []*request) {
 		fail(fmt.Errorf("begin: %w", err))
 		return
 	}
+	ptx := s.prepared(tx)
 	for _, r := range live {
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT req"); err != nil {
+		if _, err := ptx.ExecContext(ctx, sqlSavepoint); err != nil {
 			tx.Rollback()
 			fail(fmt.Errorf("savepoint: %w", err))
 			return
@@ -233,7 +241,7 @@ func (s *Store) commit(batch []*request) {
 				return
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE req"); err != nil {
+		if _, err := ptx.ExecContext(ctx, sqlRelease); err != nil {
 			tx.Rollback()
 			fail(fmt.Errorf("release savepoint: %w", err))
 			return

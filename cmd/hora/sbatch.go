@@ -84,6 +84,8 @@ func sbatchMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stdout, "Submitted batch job %d\n", resp.JobID)
 	}
 	if flags.Wait {
+		ctx, stop := interruptible(ctx)
+		defer stop()
 		return waitJob(ctx, env, cl, resp.JobID)
 	}
 	return 0

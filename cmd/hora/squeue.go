@@ -215,6 +215,23 @@ type sqCtx struct {
 	nowU   int64
 	tfmt   string
 	numBuf []byte
+	// durs remembers formatted durations: thousands of pending jobs all
+	// show 0:00, and fmt.Sprintf for each was a tenth of squeue's work.
+	durs map[int64]string
+}
+
+func (c *sqCtx) duration(secs int64) string {
+	if s, ok := c.durs[secs]; ok {
+		return s
+	}
+	s := sbatch.FormatSqueueDuration(secs)
+	if c.durs == nil {
+		c.durs = map[int64]string{}
+	}
+	if len(c.durs) < 4096 {
+		c.durs[secs] = s
+	}
+	return s
 }
 
 // sqTime prints a squeue time stamp: N/A when unset (unlike scontrol's
@@ -269,7 +286,7 @@ func (c *sqCtx) appendValue(b []byte, f *sqField, j *api.Job) []byte {
 	case 'T':
 		s = string(j.State)
 	case 'M':
-		s = sbatch.FormatSqueueDuration(timeUsed(j, c.nowU))
+		s = c.duration(timeUsed(j, c.nowU))
 	case 'l':
 		s = timeLimitText(j.Spec.TimeLimit, false)
 	case 'L':
@@ -279,7 +296,7 @@ func (c *sqCtx) appendValue(b []byte, f *sqField, j *api.Job) []byte {
 		case lim == 0:
 			s = "NOT_SET"
 		default:
-			s = sbatch.FormatSqueueDuration(lim - timeUsed(j, c.nowU))
+			s = c.duration(lim - timeUsed(j, c.nowU))
 		}
 	case 'D':
 		s = strconv.Itoa(jobNodeCount(j))
@@ -824,6 +841,11 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 		return 1
 	}
 	ctx = ctxOrBackground(ctx)
+	if every > 0 {
+		var stop context.CancelFunc
+		ctx, stop = interruptible(ctx)
+		defer stop()
+	}
 	for {
 		jobs, err := cl.Jobs(ctx, q.filter())
 		if err != nil {

@@ -2,9 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"os"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"hora/api"
 )
@@ -117,5 +123,49 @@ func BenchmarkSqueue10000Pending(b *testing.B) {
 		work := append([]api.Job(nil), jobs...)
 		sortJobs(work, keys, testNow.Unix())
 		writeSqueue(&buf, work, fields, true, testNow, "")
+	}
+}
+
+// notifyWriter records output and says when the first write arrived.
+type notifyWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	first chan struct{}
+}
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf.Len() == 0 {
+		close(w.first)
+	}
+	return w.buf.Write(p)
+}
+
+// squeue -i installs its own interrupt handling: SIGINT ends the loop and
+// the command exits 0 (main no longer installs one for every command).
+func TestSqueueIterateEndsOnInterrupt(t *testing.T) {
+	startFake(t)
+	out := &notifyWriter{first: make(chan struct{})}
+	env := &Env{Prog: "squeue", Stdin: strings.NewReader(""), Stdout: out, Stderr: io.Discard,
+		Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		Getwd: func() (string, error) { return "/tmp", nil }}
+	done := make(chan int)
+	go func() { done <- squeueMain(context.Background(), env, []string{"-i", "30"}) }()
+	select {
+	case <-out.first: // the handler is installed before the first listing
+	case <-time.After(10 * time.Second):
+		t.Fatal("squeue -i printed nothing")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("squeue -i exited %d on SIGINT, want 0", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("squeue -i did not end on SIGINT")
 	}
 }

@@ -1,0 +1,47 @@
+package api
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+)
+
+// The hand-written submit encoding says what encoding/json says: every
+// field set (fill), every field zero (omitempty), and awkward strings.
+func TestSubmitJSONMatchesEncodingJSON(t *testing.T) {
+	var full SubmitRequest
+	seed := 0
+	fill(reflect.ValueOf(&full).Elem(), &seed)
+	awkward := SubmitRequest{Spec: JobSpec{
+		Name:    "quote\" back\\ nl\n cr\r tab\t bell\x07 del\x7f é 日本 \u2028 <&>",
+		Script:  "#!/bin/sh\necho \"$HOME\"\n",
+		WorkDir: "bad utf8 \xff\xfe end",
+		Env:     []string{"A=1", "B=\x00", ""},
+		Load:    1.5e-7, TimeLimit: NoLimit, Begin: -3,
+	}}
+	big := SubmitRequest{Spec: JobSpec{Load: 3e21, Nodes: -1}}
+	for name, r := range map[string]SubmitRequest{"every field": full, "zero": {}, "awkward": awkward, "big": big} {
+		mine, err := appendSubmitJSON(nil, &r)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		std, _ := json.Marshal(&r)
+		var a, b any
+		if err := json.Unmarshal(mine, &a); err != nil {
+			t.Fatalf("%s: not JSON: %v\n%s", name, err, mine)
+		}
+		json.Unmarshal(std, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s:\n mine %s\n std  %s", name, mine, std)
+		}
+		// And it decodes back to the request, as horad decodes it.
+		var back SubmitRequest
+		if err := json.Unmarshal(mine, &back); err != nil || (name != "awkward" && !reflect.DeepEqual(back, r)) {
+			t.Errorf("%s: decodes to %+v (%v)", name, back, err)
+		}
+	}
+	if _, err := appendSubmitJSON(nil, &SubmitRequest{Spec: JobSpec{Load: math.NaN()}}); err == nil {
+		t.Error("a NaN load was encoded")
+	}
+}
