@@ -115,3 +115,46 @@ func TestSharedNodesEndToEnd(t *testing.T) {
 	}
 	c.waitState(beside, "CANCELLED")
 }
+
+// A drained node is avoided by new bookings of the reserve policy when the
+// other nodes can serve them (as Slurm picks a reservation's nodes among
+// available ones), and used only when they cannot.
+func TestDrainedNodeBookingEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, resConfig)
+	work := c.workDir()
+	if r := c.run(0, work, "scontrol", "update", "NodeName=local1", "State=DRAIN", "Reason=fan"); r.code != 0 {
+		t.Fatalf("drain: %+v", r)
+	}
+	// A rigid job for one node now: on local2, not waiting for local1.
+	id := c.submit(work, "-p", "res", "-N", "1", "-t", "1", "--wrap", "sleep 5")
+	c.waitState(id, "RUNNING")
+	if got := c.run(0, work, "squeue", "-h", "-j", id, "-o", "%N").stdout; got != "local2\n" {
+		t.Errorf("rigid job on %q, want local2 (local1 is drained)", got)
+	}
+	nodesOf := func(name string) string {
+		out := c.run(0, work, "scontrol", "show", "-o", "reservation", name).stdout
+		m := regexp.MustCompile(` Nodes=(\S+) `).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("show reservation %s: %q", name, out)
+		}
+		return m[1]
+	}
+	// By count: three nodes exist without local1.
+	if r := c.run(0, work, "scontrol", "create", "reservation", "ReservationName=three", "StartTime=now+60",
+		"Duration=1", "NodeCnt=3", "Users=root", "PartitionName=res"); r.code != 0 {
+		t.Fatalf("create NodeCnt=3: %+v", r)
+	}
+	if got := nodesOf("three"); got != "local[2-4]" {
+		t.Errorf("NodeCnt=3 with local1 drained took %s", got)
+	}
+	// Four need local1: booked there, waiting for it.
+	if r := c.run(0, work, "scontrol", "create", "reservation", "ReservationName=four", "StartTime=now+300",
+		"Duration=1", "NodeCnt=4", "Users=root", "PartitionName=res"); r.code != 0 {
+		t.Fatalf("create NodeCnt=4: %+v", r)
+	}
+	if got := nodesOf("four"); got != "local[1-4]" {
+		t.Errorf("NodeCnt=4 took %s", got)
+	}
+	c.waitState(id, "COMPLETED")
+}
