@@ -216,3 +216,21 @@ func TestSuspendMovesExpectedEnd(t *testing.T) {
 		t.Fatalf("second resume moved the end to %v", e)
 	}
 }
+
+// A suspended job of the reserve policy runs past its booking: the rest of
+// its expected run is booked after it, so a later job is not booked onto
+// the node before the suspended job can end.
+func TestSuspendedReserveJobExtendsItsBooking(t *testing.T) {
+	h := st.New(t, st.Cluster(2).Partition("res", "reserve").Config())
+	h.Submit(st.Job(1).Nodes(1).Limit(100).Run(1000))
+	if got := nodesOf(t, h, 1); !slices.Equal(got, []string{"n0"}) {
+		t.Fatalf("job 1 on %v", got)
+	}
+	h.Handle(scheduler.Suspend{Now: 10, ID: 1})
+	h.Handle(scheduler.Tick{Now: 50}) // expected end now 140
+	h.Submit(st.Job(2).Nodes(2).Limit(60).Run(60))
+	ps, ok := h.Eng.PlannedStart(2)
+	if !ok || ps < 140 {
+		t.Fatalf("-N2 booked at %v (%v): before the suspended job can end (140)", ps, ok)
+	}
+}

@@ -2,6 +2,7 @@ package reserve
 
 import (
 	"math"
+	"slices"
 
 	"hora/scheduler"
 )
@@ -87,7 +88,14 @@ func (pl *Policy) syncForeign() {
 	// Every node, not Busy(): a drained node is down for new work but its
 	// job runs on.
 	for i := range fs.cur {
-		if u, busy := p.Until(i); busy && p.Foreign(i) {
+		u, busy := p.Until(i)
+		switch {
+		case !busy:
+		case p.Foreign(i):
+			fs.cur[i] = u
+		case u > float64(pl.ownEnd(i)):
+			// A job of this policy expected to run past its booking (it
+			// was suspended): the rest is booked after the booking.
 			fs.cur[i] = u
 		}
 	}
@@ -107,11 +115,30 @@ func (pl *Policy) syncForeign() {
 	}
 }
 
+// ownEnd is the end of the booking of this policy's job running on node i
+// (Inf if none is known: a job in a reservation runs inside its window, a
+// restored job may have no booking).
+func (pl *Policy) ownEnd(i int) int64 {
+	h, busy := pl.p.Holder(i)
+	bk := pl.jobs[h]
+	if !busy || bk == nil || !bk.running || bk.in != nil {
+		return Inf
+	}
+	if k := slices.Index(bk.b.Nodes, i); k >= 0 {
+		return bk.b.Ends[k]
+	}
+	return Inf
+}
+
 // standIn books [now, until) on node i for another partition's job, clipped
-// to the idle time that contains now.
+// to the idle time that contains now; for a job of this policy that runs
+// past its booking, from the booking's end.
 func (pl *Policy) standIn(i int, until float64) {
 	ix := pl.ix
 	s := ix.Now()
+	if !pl.p.Foreign(i) {
+		s = max(s, pl.ownEnd(i))
+	}
 	e := s + foreignHorizon
 	if !math.IsInf(until, 1) {
 		e = max(ceilT(until), s+1)
