@@ -243,6 +243,10 @@ func entries(t *rapid.T, ix *Index) []gap {
 			if tr.dead {
 				t.Fatalf("dead tree reachable in strip %d", k)
 			}
+			primCheck(t, tr.root)
+			if ix.twoD {
+				secCheck(t, tr)
+			}
 			tr.each(func(p *period) {
 				if p.t != tr {
 					t.Fatalf("period %+v thinks it is in another tree", *p)
@@ -261,6 +265,84 @@ func entries(t *rapid.T, ix *Index) []gap {
 		}
 	}
 	return out
+}
+
+// primCheck: every summary of a primary tree node is what pull computes
+// from its children (insertions and removals update them incrementally).
+func primCheck(t *rapid.T, n *tnode) {
+	if n == nil {
+		return
+	}
+	primCheck(t, n.l)
+	primCheck(t, n.r)
+	want := *n
+	want.pull()
+	if want != *n {
+		t.Fatalf("stale summary at %+v: have %+v, want %+v", *n.p, *n, want)
+	}
+	for _, c := range []*tnode{n.l, n.r} {
+		if c != nil && c.prio > n.prio {
+			t.Fatalf("heap order broken at %+v", *n.p)
+		}
+	}
+}
+
+// secCheck: the secondary trees of a strip tree hold exactly its finite
+// periods, in their key order, with correct subtree summaries.
+func secCheck(t *rapid.T, tr *tree) {
+	if tr.e == nil || tr.l == nil {
+		t.Fatalf("strip tree without secondary trees")
+	}
+	var fin []*period
+	tr.each(func(p *period) {
+		if p.end != Inf {
+			fin = append(fin, p)
+		}
+	})
+	for _, st := range []*stree{tr.e, tr.l} {
+		var got []*period
+		st.each(func(p *period) { got = append(got, p) })
+		want := slices.Clone(fin)
+		slices.SortFunc(want, func(a, b *period) int {
+			if st.less(keyOf(a), keyOf(b)) {
+				return -1
+			}
+			if st.less(keyOf(b), keyOf(a)) {
+				return 1
+			}
+			return 0
+		})
+		if !slices.Equal(got, want) {
+			t.Fatalf("secondary tree (kind %d) holds %d periods, primary %d finite", st.kind, len(got), len(want))
+		}
+		var walk func(n *snode) (lo, hi int64, ln, last *period)
+		walk = func(n *snode) (lo, hi int64, ln, last *period) {
+			lo, hi, ln, last = n.p.st, n.p.st, n.p, n.p
+			for i, c := range []*snode{n.l, n.r} {
+				if c == nil {
+					continue
+				}
+				if c.prio > n.prio {
+					t.Fatalf("heap order broken")
+				}
+				a, b, l, z := walk(c)
+				lo, hi = min(lo, a), max(hi, b)
+				if lnLess(l, ln) {
+					ln = l
+				}
+				if i == 1 {
+					last = z
+				}
+			}
+			if n.minSt != lo || n.maxSt != hi || n.minLN != ln || n.last != last || n.k != keyOf(n.p) {
+				t.Fatalf("stale secondary summary (kind %d) at %+v: have %d %d %+v %+v, want %d %d %+v %+v", st.kind, *n.p, n.minSt, n.maxSt, *n.minLN, *n.last, lo, hi, *ln, *last)
+			}
+			return
+		}
+		if st.root != nil {
+			walk(st.root)
+		}
+	}
 }
 
 func mirrorEntries(t *rapid.T, ix *Index) []gap {
@@ -474,6 +556,14 @@ func TestIndexAgainstModel(t *testing.T) {
 					live[b.ID] = b
 					ids = append(ids, b.ID)
 				}
+			},
+			"strategy": func(t *rapid.T) {
+				// a live index switches strategy (the benchmarks do): the
+				// structures a strategy needs are built from what is there.
+				st := rapid.SampledFrom(Strategies()).Draw(t, "switch")
+				ix.setStrategy(st)
+				m.cfg.Strategy = st
+				cfg.Strategy = st
 			},
 			"advance": func(t *rapid.T) {
 				now := ix.Now() + rapid.Int64Range(0, 40).Draw(t, "dt")

@@ -302,11 +302,7 @@ func (ix *Index) Advance(now int64) {
 		if span(p.st, p.end) < ix.classes[c].minDur {
 			continue
 		}
-		s := ix.stripFor(ix.stripOf(p.st))
-		if s.trees[c] == nil {
-			s.trees[c] = newTree(&ix.stats.Ops)
-		}
-		s.trees[c].insert(p)
+		ix.stripTree(p.st, c).insert(p)
 		ix.mirAdd(p)
 	}
 }

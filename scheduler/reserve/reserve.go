@@ -161,6 +161,7 @@ type Index struct {
 	base    int64     // absolute index of the first live strip
 	tails   []*tree   // per class: node completion times (LACT, min-TIP)
 	mir     *mirror   // vertical strips (min-TIP only)
+	twoD    bool      // strip trees carry secondary trees (best-fit, max-TIP)
 	lact    []*period // per node: its entry in tails
 	books   map[int64]Booking
 	nextID  int64
@@ -226,7 +227,7 @@ func New(cfg Config) (*Index, error) {
 // with one strategy and measure another).
 func (ix *Index) setStrategy(st Strategy) {
 	ix.cfg.Strategy = st
-	if (st == LACT || st == MinTIP) && ix.tails == nil {
+	if (st == LACT || st == MinTIP || st == BestFit || st == MaxTIP) && ix.tails == nil {
 		ix.tails = make([]*tree, len(ix.classes))
 		ix.lact = make([]*period, len(ix.nodes))
 		for c := range ix.tails {
@@ -234,6 +235,18 @@ func (ix *Index) setStrategy(st Strategy) {
 		}
 		for i := range ix.nodes {
 			ix.lactSet(i, ix.completion(i))
+		}
+	}
+	if (st == BestFit || st == MaxTIP) && !ix.twoD {
+		ix.twoD = true
+		for k := ix.base; k < ix.topStrip(); k++ {
+			if s := ix.stripAt(k); s != nil {
+				for _, t := range s.trees {
+					if t != nil {
+						t.withSec()
+					}
+				}
+			}
 		}
 	}
 	if st == MinTIP && ix.mir == nil {
@@ -336,13 +349,24 @@ func (ix *Index) addGap(i int, st, end int64) *period {
 		return nil
 	}
 	p := &period{node: int32(i), st: st, end: end}
-	s := ix.stripFor(ix.stripOf(st))
-	if s.trees[c] == nil {
-		s.trees[c] = newTree(&ix.stats.Ops)
-	}
-	s.trees[c].insert(p)
+	ix.stripTree(st, c).insert(p)
 	ix.mirAdd(p)
 	return p
+}
+
+// stripTree is the tree of class c in the strip holding st, created on
+// first use (with its secondary trees when the strategy searches them).
+func (ix *Index) stripTree(st int64, c int) *tree {
+	s := ix.stripFor(ix.stripOf(st))
+	t := s.trees[c]
+	if t == nil {
+		t = newTree(&ix.stats.Ops)
+		if ix.twoD {
+			t.withSec()
+		}
+		s.trees[c] = t
+	}
+	return t
 }
 
 func (ix *Index) dropGap(p *period) {

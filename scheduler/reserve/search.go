@@ -142,50 +142,11 @@ func place(st Strategy, p *period, q *query) (s int64, k key) {
 	panic("reserve: bad strategy")
 }
 
-// bound is a lower bound of place's key over the periods of n's subtree
-// that fit (branch and bound for min-TIP, max-TIP and best-fit).
-func bound(st Strategy, n *tnode, q *query) key {
-	early := max(n.minSt, q.r)
-	switch st {
-	case MinTIP:
-		tip := int64(0)
-		if n.minEnd > q.d {
-			tip = span(q.d, n.minEnd)
-		}
-		return key{tip, early + q.D, 0}
-	case MaxTIP:
-		return key{neg(span(early+q.D, n.maxEnd)), early, 0}
-	case BestFit:
-		w := n.minLen
-		if w != Inf {
-			w -= q.D
-		}
-		return key{w, early, 0}
-	}
-	return key{math.MinInt64, math.MinInt64, math.MinInt64}
-}
-
 type cand struct {
 	p   *period
 	s   int64
 	k   key
 	cls int
-}
-
-func (ix *Index) bnb(st Strategy, n *tnode, q *query, cls int, best *cand) {
-	for n != nil {
-		ix.stats.Ops++
-		if !q.may(n) || !bound(st, n, q).less(best.k) {
-			return
-		}
-		ix.bnb(st, n.l, q, cls, best)
-		if q.fits(n.p) {
-			if s, k := place(st, n.p, q); k.less(best.k) {
-				*best = cand{n.p, s, k, cls}
-			}
-		}
-		n = n.r
-	}
 }
 
 func (ix *Index) queryFor(c int, r, d, w int64) (query, bool) {
@@ -218,8 +179,15 @@ func better(a, b cand) bool { return a.p != nil && (b.p == nil || a.k.less(b.k))
 // find returns the strategy's choice for one node (n = 1), or p == nil.
 func (ix *Index) find(st Strategy, r, d, w int64) cand {
 	best := cand{k: worst}
-	qs := make([]query, len(ix.classes))
-	ok := make([]bool, len(ix.classes))
+	// a few rate classes fit on the stack: no allocation per request.
+	var qbuf [4]query
+	var obuf [4]bool
+	qs, ok := qbuf[:0], obuf[:0]
+	if n := len(ix.classes); n <= len(qbuf) {
+		qs, ok = qbuf[:n], obuf[:n]
+	} else {
+		qs, ok = make([]query, n), make([]bool, n)
+	}
 	any := false
 	for c := range ix.classes {
 		qs[c], ok[c] = ix.queryFor(c, r, d, w)
@@ -259,20 +227,12 @@ func (ix *Index) find(st Strategy, r, d, w int64) cand {
 			}
 		}
 		return best
+	case BestFit:
+		return ix.bestFit(qs, ok)
+	case MaxTIP:
+		return ix.maxTIP(qs, ok)
 	}
-	// max-TIP, best-fit: branch and bound over every strip.
-	for c := range ix.classes {
-		if !ok[c] {
-			continue
-		}
-		q := &qs[c]
-		for k, hi := ix.base, ix.lastStrip(q); k <= hi; k++ {
-			if t := ix.tree(k, c); t != nil {
-				ix.bnb(st, t.root, q, c, &best)
-			}
-		}
-	}
-	return best
+	panic("reserve: bad strategy")
 }
 
 // firstFit scans strips upward; the first strip with a fitting period holds

@@ -12,14 +12,18 @@ package reserve
 //
 //	size            number of periods (phase-1 counting, §5.3)
 //	minSt, maxSt    first and last starting time
-//	maxEnd, minEnd  latest and earliest ending time
-//	maxLen, minLen  longest and shortest period (wall time)
+//	maxEnd          latest ending time
+//	maxLen          longest period (wall time)
+//	minNd           lowest node (ties among trailing idle periods)
 
 // period is one idle period of one node, [st, end). end == Inf for the
 // trailing idle period of a node. t is the tree that holds it (nil when the
 // period is too short to be indexed); a tree that was discarded by rotation
 // is marked dead, which is how O(1) discards stay correct.
 type period struct {
+	// tn comes first: with the key right after it a period is 120 bytes,
+	// two cache lines of its 128-byte size class, and a search touches both.
+	tn   tnode // its node in the tree t (one allocation per period)
 	node int32
 	st   int64
 	end  int64
@@ -27,7 +31,7 @@ type period struct {
 	// twin links a period and its mirror image (st, end) → (−end, −st) in
 	// the end-ordered strips of min-TIP (see mirror.go).
 	twin *period
-	tn   tnode // its node in the tree t (one allocation per period)
+	sec  *secNodes // its nodes in the secondary trees of t (best-fit, max-TIP)
 }
 
 func (p *period) length() int64 { return span(p.st, p.end) }
@@ -45,19 +49,20 @@ type tnode struct {
 	prio   uint64
 	l, r   *tnode
 	size   int32
+	minNd  int32 // lowest node number in the subtree
 	minSt  int64
 	maxSt  int64
 	maxEnd int64
-	minEnd int64
 	maxLen int64
-	minLen int64
-	minNd  int32 // lowest node number in the subtree
 }
 
 type tree struct {
 	root *tnode
 	dead bool
 	ops  *int64 // shared operation counter of the index
+	// e and l are the strip's secondary trees (sec.go), nil unless the
+	// strategy needs them; they hold the finite periods of root.
+	e, l *stree
 }
 
 func newTree(ops *int64) *tree { return &tree{ops: ops} }
@@ -91,26 +96,21 @@ func (n *tnode) pull() {
 	p := n.p
 	n.size = 1
 	n.minSt, n.maxSt = p.st, p.st
-	n.maxEnd, n.minEnd = p.end, p.end
-	ln := p.length()
-	n.maxLen, n.minLen = ln, ln
+	n.maxEnd = p.end
+	n.maxLen = p.length()
 	n.minNd = p.node
 	if c := n.l; c != nil {
 		n.size += c.size
 		n.minSt = c.minSt
 		n.maxEnd = max(n.maxEnd, c.maxEnd)
-		n.minEnd = min(n.minEnd, c.minEnd)
 		n.maxLen = max(n.maxLen, c.maxLen)
-		n.minLen = min(n.minLen, c.minLen)
 		n.minNd = min(n.minNd, c.minNd)
 	}
 	if c := n.r; c != nil {
 		n.size += c.size
 		n.maxSt = c.maxSt
 		n.maxEnd = max(n.maxEnd, c.maxEnd)
-		n.minEnd = min(n.minEnd, c.minEnd)
 		n.maxLen = max(n.maxLen, c.maxLen)
-		n.minLen = min(n.minLen, c.minLen)
 		n.minNd = min(n.minNd, c.minNd)
 	}
 }
@@ -157,6 +157,30 @@ func (t *tree) insert(p *period) {
 	nn.pull()
 	t.root = t.ins(t.root, nn)
 	p.t = t
+	if t.e != nil && p.end != Inf {
+		t.secAdd(p)
+	}
+}
+
+func (t *tree) secAdd(p *period) {
+	if p.sec == nil {
+		p.sec = new(secNodes)
+	}
+	t.e.insert(p)
+	t.l.insert(p)
+}
+
+// withSec gives t its secondary trees, filled from the primary.
+func (t *tree) withSec() {
+	if t.e != nil {
+		return
+	}
+	t.e, t.l = &stree{kind: byEnd, ops: t.ops}, &stree{kind: byLen, ops: t.ops}
+	t.each(func(p *period) {
+		if p.end != Inf {
+			t.secAdd(p)
+		}
+	})
 }
 
 func (t *tree) ins(n, nn *tnode) *tnode {
@@ -169,13 +193,33 @@ func (t *tree) ins(n, nn *tnode) *tnode {
 		nn.pull()
 		return nn
 	}
+	// Adding a period only widens the summaries, so they are updated on
+	// the way down from the new period alone: the sibling subtrees are
+	// not read (one cache miss fewer per level; n.pull would read both).
+	n.absorb(nn)
 	if less(nn.p, n.p) {
 		n.l = t.ins(n.l, nn)
 	} else {
 		n.r = t.ins(n.r, nn)
 	}
-	n.pull()
 	return n
+}
+
+// absorb widens n's summaries by the single period of leaf x.
+func (n *tnode) absorb(x *tnode) {
+	n.size++
+	n.minSt = min(n.minSt, x.minSt)
+	n.maxSt = max(n.maxSt, x.maxSt)
+	n.maxEnd = max(n.maxEnd, x.maxEnd)
+	n.maxLen = max(n.maxLen, x.maxLen)
+	n.minNd = min(n.minNd, x.minNd)
+}
+
+// holds reports whether p attains one of n's summaries, so that removing
+// it may change them; otherwise only the size drops.
+func (n *tnode) holds(p *period) bool {
+	return p.st == n.minSt || p.st == n.maxSt || p.end == n.maxEnd ||
+		p.length() == n.maxLen || p.node == n.minNd
 }
 
 // remove deletes p (matched by key and identity); it reports whether p was found.
@@ -184,6 +228,10 @@ func (t *tree) remove(p *period) bool {
 	t.root = t.del(t.root, p, &ok)
 	if ok {
 		p.t = nil
+		if t.e != nil && p.end != Inf {
+			t.e.remove(p)
+			t.l.remove(p)
+		}
 	}
 	return ok
 }
@@ -202,7 +250,13 @@ func (t *tree) del(n *tnode, p *period, ok *bool) *tnode {
 	} else {
 		n.r = t.del(n.r, p, ok)
 	}
-	n.pull()
+	if *ok {
+		if n.holds(p) {
+			n.pull()
+		} else {
+			n.size--
+		}
+	}
 	return n
 }
 
