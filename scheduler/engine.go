@@ -26,6 +26,8 @@ type Engine struct {
 	// place of the next one, so that a batch's verdicts keep event order.
 	decided int
 	now     float64
+	// susp are the suspended jobs, whose expected end moves with now.
+	susp []JobID
 }
 
 type nodeRef struct {
@@ -57,6 +59,7 @@ type runStep struct {
 	step   int
 	nodes  []int // engine node indices
 	expect float64
+	remain float64 // time left of the limit when suspended
 }
 
 type jobRec struct {
@@ -67,6 +70,9 @@ type jobRec struct {
 	removed bool   // cancelled: the policy has forgotten it
 	done    bool   // the policy has nothing more to run
 	blocked string // reason when the Engine keeps it from its policy
+	// suspended: stopped by scontrol suspend; its steps' expected ends
+	// move with now (shared.go).
+	suspended bool
 }
 
 // Reasons the Engine itself gives (the policies give the others).
@@ -173,6 +179,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 		p.policy = pol
 	}
+	e.linkBookers()
 	return e, nil
 }
 
@@ -251,6 +258,10 @@ func (e *Engine) HandleBatch(now float64, evs []Event) ([]Action, error) {
 // apply changes the state for one event; it reports whether a scheduling
 // pass should follow.
 func (e *Engine) apply(now float64, ev Event) bool {
+	if len(e.susp) > 0 {
+		// Suspended jobs' expected ends move with the clock (shared.go).
+		e.moveSuspended(now)
+	}
 	switch ev := ev.(type) {
 	case Submit:
 		e.submit(now, ev.Job)
@@ -275,6 +286,10 @@ func (e *Engine) apply(now float64, ev Event) bool {
 	case Restore:
 		e.restore(now, ev)
 		return false
+	case Suspend:
+		e.suspend(now, ev.ID, true)
+	case Resume:
+		e.suspend(now, ev.ID, false)
 	}
 	return true
 }
