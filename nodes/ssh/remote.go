@@ -31,10 +31,13 @@ package ssh
 // /proc/WP/cgroup says where, and only root may move a process out.
 // sigscope SIG WP: sends SIG to every process of WP's scope outside WP's
 // own process group (the wrapper and its timers), so that processes the job
-// moved to sessions of their own are reached too.
+// moved to sessions of their own are reached too. Only root can move a
+// process into a cgroup, so every member descends from the wrapper.
 // unitgone UNIT: kills what is left in a step's scope and stops it (a
 // scope outlives its step while a process that left the job's group runs).
 const shLib = `
+nl='
+'
 alive() {
 	wp= rec=
 	[ -f "$1/shepherd" ] || return 1
@@ -70,14 +73,15 @@ ended() {
 	echo
 }
 scope() {
-	sp=
-	[ -r "/proc/$1/cgroup" ] || return 1
+	sp= sg=
 	while IFS=: read -r _n _c _g; do
 		case $_g in */hora-job-*.scope) ;; *) continue;; esac
 		for _m in /sys/fs/cgroup /sys/fs/cgroup/unified /sys/fs/cgroup/systemd; do
-			if [ -f "$_m$_g/cgroup.procs" ]; then sp=$_m$_g/cgroup.procs; return 0; fi
+			if [ -f "$_m$_g/cgroup.procs" ]; then sp=$_m$_g/cgroup.procs sg=$_g; return 0; fi
 		done
-	done < "/proc/$1/cgroup"
+	done <<EOF
+$(cat "/proc/$1/cgroup" 2>/dev/null)
+EOF
 	return 1
 }
 sigscope() {
@@ -87,7 +91,11 @@ sigscope() {
 		IFS= read -r _s 2>/dev/null < "/proc/$_q/stat" || continue
 		_s=${_s##*") "}
 		set -- "$1" "$2" $_s
-		[ "$5" = "$2" ] || kill -s "$1" "$_q" 2>/dev/null
+		[ "$5" != "$2" ] || continue
+		# Still in the scope (not a reused pid): checked just before the kill.
+		case "$nl$(cat "/proc/$_q/cgroup" 2>/dev/null)$nl" in
+		*":$sg$nl"*) kill -s "$1" "$_q" 2>/dev/null;;
+		esac
 	done
 	return 0
 }

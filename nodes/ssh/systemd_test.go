@@ -227,11 +227,22 @@ func TestSystemdLimitCancelSuspendForget(t *testing.T) {
 	spec := v.spec(limited, "n1", "#!/bin/sh\nsleep 300\n")
 	spec.TimeLimit = time.Second
 	v.launch(t, spec)
+	moved := nodes.StepKey{Job: 71, Step: 2}
+	spec = v.spec(moved, "n1", "#!/bin/sh\nsleep 300\n")
+	spec.TimeLimit = 5 * time.Minute
+	v.launch(t, spec)
 	stubborn := nodes.StepKey{Job: 71, Step: 1}
 	v.launch(t, v.spec(stubborn, "n1", "#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 0.1; done\n"))
 	waitScope(t, h, "hora-job-71-1", "active")
 	if err := v.e.Terminate(ctx, "n1", stubborn, time.Second); err != nil {
 		t.Fatal(err)
+	}
+	// SetTimeLimit's USR1 reaches the wrapper inside the scope.
+	if err := v.e.SetTimeLimit(ctx, "n1", moved, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := v.exits.wait(t, moved, 30*time.Second); !st.TimedOut || st.Signal != 15 {
+		t.Errorf("moved time limit: %+v, want timed out by TERM", st)
 	}
 	if st := v.exits.wait(t, limited, 30*time.Second); !st.TimedOut || st.Signal != 15 {
 		t.Errorf("time limit: %+v, want timed out by TERM", st)
