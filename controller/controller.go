@@ -190,6 +190,7 @@ func (c *Controller) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reattach: %w", err)
 	}
+	var suspended []int64 // running jobs restored suspended
 	onNode := map[nodes.StepKey]nodes.Status{}
 	for _, s := range steps {
 		onNode[s.Key] = s
@@ -219,8 +220,17 @@ func (c *Controller) recover(ctx context.Context) error {
 			case ok && s.State == nodes.StepRunning:
 				j.launched = true
 				c.addJob(j)
+				// Time spent suspended does not count toward the limit: the
+				// Engine's expected end is start + suspended time + limit.
+				started := float64(aj.StartTime + aj.SuspendedSecs)
+				if aj.State == api.StateSuspended {
+					started += max(0, now-float64(aj.SuspendTime))
+				}
 				c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true,
-					Nodes: aj.Nodes, Started: float64(aj.StartTime)})
+					Nodes: aj.Nodes, Started: started})
+				if aj.State == api.StateSuspended {
+					suspended = append(suspended, aj.ID)
+				}
 				c.log.Info("re-attached running job", "job", aj.ID, "node", s.Node)
 				continue
 			case ok && !(s.State == nodes.StepLost && s.Pid == 0):
@@ -274,8 +284,13 @@ func (c *Controller) recover(ctx context.Context) error {
 			}
 		}
 	}
-	// The first pass after recovery may start pending jobs.
+	// The first pass after recovery may start pending jobs. Suspended jobs
+	// are told to the Engine only now: each event runs a pass, which must
+	// see every restored job.
 	c.mu.Lock()
+	for _, id := range suspended {
+		c.applyLocked(ctx, c.eng.Handle(scheduler.Suspend{Now: now, ID: scheduler.JobID(id)}))
+	}
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: now}))
 	c.mu.Unlock()
 	return nil

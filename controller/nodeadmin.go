@@ -469,6 +469,13 @@ func (c *Controller) suspend(ctx context.Context, who *Caller, ids []int64, stop
 		}
 		c.log.Info("job "+map[bool]string{true: "suspended", false: "resumed"}[stop], "job", id, "uid", who.UID)
 		c.signalStepsLocked(j, sig, !stop)
+		// The Engine moves the job's expected end while it is stopped, so
+		// that backfilling and bookings see when it will really end.
+		var sev scheduler.Event = scheduler.Suspend{Now: c.nowSec(), ID: scheduler.JobID(id)}
+		if !stop {
+			sev = scheduler.Resume{Now: c.nowSec(), ID: scheduler.JobID(id)}
+		}
+		c.applyLocked(ctx, c.eng.Handle(sev))
 		resp.Results = append(resp.Results, api.JobResult{ID: id})
 	}
 	return resp

@@ -25,6 +25,9 @@ type Agreement struct {
 func (m Agreement) Share() float64 { return float64(m.Same) / float64(max(m.Jobs, 1)) }
 
 func (m Agreement) String() string {
+	if m.FirstDiff < 0 {
+		return fmt.Sprintf("%d/%d identical starts (%.3f%%), no divergence", m.Same, m.Jobs, 100*m.Share())
+	}
 	return fmt.Sprintf("%d/%d identical starts (%.3f%%), %d earlier, %d later, max |diff| %.0f s; first divergence job %d at t=%.0f, simultaneous terminations there: %v",
 		m.Same, m.Jobs, 100*m.Share(), m.Earlier, m.Later, m.MaxDiff, m.FirstDiff, m.FirstDiffTime, m.Tie)
 }

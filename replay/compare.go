@@ -231,6 +231,7 @@ var compareCols = []struct {
 	{"avg wait (min)", func(s *Summary) string { return f1(s.AvgWait / 60) }},
 	{"avg delay (s)", func(s *Summary) string { return f1(s.AvgDelay) }},
 	{"avg bsld", func(s *Summary) string { return f4(s.AvgBsld) }},
+	{"temporal penalty", func(s *Summary) string { return f4(s.TemporalPenalty) }},
 }
 
 // WriteCompareMarkdown writes one row per run.

@@ -20,6 +20,7 @@ var valueFlags = map[string]bool{
 	"out": true, "out-swf": true, "engine": true, "synthetic": true, "load": true, "jobs": true,
 	"param": true, "deadline-factor": true, "advance-fraction": true, "config": true, "admission": true,
 	"strategy": true, "chunk-scale": true, "chunk-jitter": true, "policies": true, "loads": true,
+	"coalloc": true, "dt": true, "quantum": true, "horizon": true,
 }
 
 // normalize moves flags in front of positional arguments (urfave/cli v2 stops
@@ -76,6 +77,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "out", Usage: "write jobs.csv, summary.json and SVG plots into `DIR`"},
 			&cli.StringFlag{Name: "out-swf", Usage: "write the simulated schedule as an SWF log to `FILE`"},
 			&cli.BoolFlag{Name: "as-recorded", Usage: "no simulation: use the logged start times (field 3)"},
+			&cli.StringFlag{Name: "coalloc", Usage: "no Engine: co-allocate each request at its submission (thesis ch. 5), `MODE` online (every job booked where placed) or logged (against the schedule as logged)"},
+			&cli.Float64Flag{Name: "dt", Value: CoallocDeltaT, Usage: "--coalloc: retry step Δt in seconds"},
+			&cli.Float64Flag{Name: "quantum", Usage: "--coalloc: quantum l_q in seconds, a multiple of 60 (default Δt)"},
+			&cli.Float64Flag{Name: "horizon", Value: CoallocHorizon, Usage: "--coalloc: horizon H in seconds; maxRet = ⌈H/l_q⌉/2"},
 		}, workloadFlags...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("help") {
@@ -115,12 +120,35 @@ func run(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error {
 	if c.Bool("as-recorded") && (c.String("synthetic") != "" || c.IsSet("deadline-factor") || c.IsSet("advance-fraction")) {
 		return usageError{fmt.Errorf("--as-recorded replays a log as written: no --synthetic, --deadline-factor or --advance-fraction")}
 	}
+	for _, k := range []string{"dt", "quantum", "horizon"} {
+		if c.IsSet(k) && !c.IsSet("coalloc") {
+			return usageError{fmt.Errorf("--%s belongs to --coalloc", k)}
+		}
+	}
 	wf := c.Float64("warmup-fraction")
 	var o *Outcome
 	mode := "simulated"
-	if c.Bool("as-recorded") {
+	switch {
+	case c.IsSet("coalloc"):
+		m := c.String("coalloc")
+		if m != "online" && m != "logged" {
+			return usageError{fmt.Errorf("--coalloc %q: want online or logged", m)}
+		}
+		if c.Bool("as-recorded") || c.String("synthetic") != "" || opt.CoresPerNode != 1 || c.IsSet("policy") {
+			return usageError{fmt.Errorf("--coalloc replays a log, one processor per server: no --as-recorded, --synthetic, --policy or --cores-per-node")}
+		}
+		co := CoallocOptions{Procs: opt.Procs, DeltaT: c.Float64("dt"), Quantum: c.Float64("quantum"),
+			Horizon: c.Float64("horizon"), Online: m == "online"}
+		if err := co.fill(w); err != nil {
+			return usageError{err}
+		}
+		if o, err = Coallocate(ctx, w, co); err != nil {
+			return err
+		}
+		mode = "co-allocated (thesis ch. 5)"
+	case c.Bool("as-recorded"):
 		o, mode = AsRecorded(w, opt.Procs, opt.CoresPerNode), "as-recorded"
-	} else {
+	default:
 		if isTerminal(stderr) {
 			opt.Progress = progress(stderr)
 		}

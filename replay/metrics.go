@@ -54,7 +54,11 @@ type Summary struct {
 	AvgResponse float64 `json:"avg_response_s"`
 	AvgBsld     float64 `json:"avg_bsld"`
 	MaxBsld     float64 `json:"max_bsld"`
-	Utilization float64 `json:"utilization"`
+	// TemporalPenalty and AvgRetries: see Group. The spatial penalty of
+	// all jobs is AvgDelay.
+	TemporalPenalty float64  `json:"temporal_penalty"`
+	AvgRetries      *float64 `json:"avg_retries,omitempty"`
+	Utilization     float64  `json:"utilization"`
 	// UtilizationArrivals is the busy share between the first submission
 	// (plus the workload's Ramp) and the last: the steady-state utilization
 	// of a synthetic run, without the ramp-up and the drain.
@@ -76,7 +80,24 @@ type Group struct {
 	AvgResponse float64 `json:"avg_response_s"`
 	AvgBsld     float64 `json:"avg_bsld"`
 	LossRate    float64 `json:"job_loss_rate"`
+	// The fairness metrics of the thesis' chapter 5 (§5.5), over the
+	// started jobs, with W_r = start − ready (submission or begin):
+	// TemporalPenalty is the mean of P^l_r = W_r / l_r, l_r the job's run
+	// time, bounded below by τ = 10 s as in bsld so that a job of no length
+	// has a finite penalty; SpatialPenalty is P^n, the mean W_r of the
+	// group (of a size bin: the thesis' W as a function of n_r).
+	TemporalPenalty float64 `json:"temporal_penalty"`
+	SpatialPenalty  float64 `json:"spatial_penalty_s"`
+	// AvgRetries is the mean number of times a request's start was moved
+	// by Δt before it was placed (Table 5.3), over the placed jobs; only
+	// when the run counts retries (co-allocation replay).
+	AvgRetries *float64 `json:"avg_retries,omitempty"`
 }
+
+// TemporalPenalty is P^l_r = W_r / l_r (thesis §5.5) of a job that waited
+// w beyond its ready time and ran run seconds, with l_r bounded below by
+// Tau (a choice of hora's: the thesis' jobs all have a length).
+func TemporalPenalty(w, run float64) float64 { return w / max(run, Tau) }
 
 // InputStats is what the SWF reader did to the log.
 type InputStats struct {
@@ -120,6 +141,8 @@ func sizeBin(procs int) (idx int, name string) {
 type acc struct {
 	g                Group
 	wait, resp, bsld float64
+	delay, tpen      float64
+	retries          int
 	started          int
 	lost             int
 }
@@ -143,14 +166,25 @@ func (a *acc) add(j *Job, r *Result) {
 		a.wait += wait
 		a.resp += wait + run
 		a.bsld += Bsld(wait, run)
+		d := r.Start - j.ready()
+		a.delay += d
+		a.tpen += TemporalPenalty(d, run)
+		a.retries += r.Retries
 	}
 }
 
-func (a *acc) done() Group {
+func (a *acc) done(retries bool) Group {
 	if a.started > 0 {
-		a.g.AvgWait = a.wait / float64(a.started)
-		a.g.AvgResponse = a.resp / float64(a.started)
-		a.g.AvgBsld = a.bsld / float64(a.started)
+		n := float64(a.started)
+		a.g.AvgWait = a.wait / n
+		a.g.AvgResponse = a.resp / n
+		a.g.AvgBsld = a.bsld / n
+		a.g.SpatialPenalty = a.delay / n
+		a.g.TemporalPenalty = a.tpen / n
+		if retries {
+			x := float64(a.retries) / n
+			a.g.AvgRetries = &x
+		}
 	}
 	if a.g.Jobs > 0 {
 		a.g.LossRate = float64(a.lost) / float64(a.g.Jobs)
@@ -295,7 +329,8 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 			zok[fb]++
 		}
 	}
-	g := all.done()
+	g := all.done(o.Retries)
+	s.TemporalPenalty, s.AvgRetries = g.TemporalPenalty, g.AvgRetries
 	s.Jobs = g.Jobs
 	s.AvgWait, s.AvgResponse, s.AvgBsld, s.JobLossRate = g.AvgWait, g.AvgResponse, g.AvgBsld, g.LossRate
 	if s.Jobs > 0 {
@@ -347,12 +382,12 @@ func Summarize(o *Outcome, warmup float64, mode string) *Summary {
 	}
 	for _, name := range []string{"BE", "RT"} {
 		if c := classes[name]; c != nil {
-			s.Classes = append(s.Classes, c.done())
+			s.Classes = append(s.Classes, c.done(o.Retries))
 		}
 	}
 	for _, b := range bins {
 		if b != nil {
-			s.SizeBins = append(s.SizeBins, b.done())
+			s.SizeBins = append(s.SizeBins, b.done(o.Retries))
 		}
 	}
 	return s

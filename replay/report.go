@@ -48,6 +48,10 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 	row("avg response (s)", f1(s.AvgResponse))
 	row("avg bsld (τ = 10 s)", f4(s.AvgBsld))
 	row("max bsld", f1(s.MaxBsld))
+	row("temporal penalty W/l (thesis §5.5)", f4(s.TemporalPenalty))
+	if s.AvgRetries != nil {
+		row("avg retries (Table 5.3)", f4(*s.AvgRetries))
+	}
 	row("utilization", f4(s.Utilization))
 	row("utilization, first to last arrival", f4(s.UtilizationArrivals))
 	row("makespan (s)", f1(s.Makespan))
@@ -55,11 +59,27 @@ func WriteMarkdown(w io.Writer, s *Summary) error {
 		if len(gs) == 0 {
 			return
 		}
-		fmt.Fprintf(bw, "\n| %s | jobs | rejected | deadline misses | avg wait (s) | avg response (s) | avg bsld | job loss |\n", title)
-		fmt.Fprintln(bw, "|---|---:|---:|---:|---:|---:|---:|---:|")
+		retries := s.AvgRetries != nil
+		fmt.Fprintf(bw, "\n| %s | jobs | rejected | deadline misses | avg wait (s) | avg response (s) | avg bsld | job loss | temporal penalty | spatial penalty (s) |", title)
+		if retries {
+			fmt.Fprint(bw, " avg retries |")
+		}
+		fmt.Fprint(bw, "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		if retries {
+			fmt.Fprint(bw, "---:|")
+		}
+		fmt.Fprintln(bw)
 		for _, g := range gs {
-			fmt.Fprintf(bw, "| %s | %d | %d | %d | %s | %s | %s | %s |\n", g.Name, g.Jobs, g.Rejected, g.Misses,
-				f1(g.AvgWait), f1(g.AvgResponse), f4(g.AvgBsld), f4(g.LossRate))
+			fmt.Fprintf(bw, "| %s | %d | %d | %d | %s | %s | %s | %s | %s | %s |", g.Name, g.Jobs, g.Rejected, g.Misses,
+				f1(g.AvgWait), f1(g.AvgResponse), f4(g.AvgBsld), f4(g.LossRate), f4(g.TemporalPenalty), f1(g.SpatialPenalty))
+			if retries {
+				r := "–"
+				if g.AvgRetries != nil {
+					r = f4(*g.AvgRetries)
+				}
+				fmt.Fprintf(bw, " %s |", r)
+			}
+			fmt.Fprintln(bw)
 		}
 	}
 	groups("class", s.Classes)
@@ -92,23 +112,27 @@ func WriteJSON(w io.Writer, s *Summary) error {
 // WriteJobsCSV writes one line per job.
 func WriteJobsCSV(w io.Writer, o *Outcome) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, "job,submit,procs,nodes,limit,run,deadline,class,admitted,rejected,started,start,end,wait,bsld,killed,reason")
+	fmt.Fprintln(bw, "job,submit,procs,nodes,limit,run,deadline,class,admitted,rejected,started,start,end,wait,bsld,killed,reason,temporal_penalty,retries")
 	for i := range o.Workload.Jobs {
 		j, r := &o.Workload.Jobs[i], &o.Results[i]
-		wait, bsld := "", ""
+		wait, bsld, tpen, retries := "", "", "", ""
 		start, end := "", ""
 		if r.Started {
 			wait = g(r.Start - j.Submit)
 			bsld = f4(Bsld(r.Start-j.Submit, r.End-r.Start))
+			tpen = f4(TemporalPenalty(r.Start-j.ready(), r.End-r.Start))
 			start, end = g(r.Start), g(r.End)
+			if o.Retries {
+				retries = strconv.Itoa(r.Retries)
+			}
 		}
 		limit := ""
 		if finite(j.Limit) {
 			limit = g(j.Limit)
 		}
-		fmt.Fprintf(bw, "%d,%s,%d,%d,%s,%s,%s,%s,%t,%t,%t,%s,%s,%s,%s,%t,%s\n", j.ID, g(j.Submit), j.Procs, r.Nodes,
+		fmt.Fprintf(bw, "%d,%s,%d,%d,%s,%s,%s,%s,%t,%t,%t,%s,%s,%s,%s,%t,%s,%s,%s\n", j.ID, g(j.Submit), j.Procs, r.Nodes,
 			limit, g(j.Run), g(j.Deadline), j.Class(), r.Admitted, r.Rejected, r.Started, start, end, wait, bsld,
-			r.Killed, csvQuote(r.Reason))
+			r.Killed, csvQuote(r.Reason), tpen, retries)
 	}
 	return bw.Flush()
 }

@@ -29,7 +29,7 @@ func Reproduce(ctx context.Context, out, data string, log io.Writer) error {
 	}
 	r := &repro{ctx: ctx, out: out, data: data, log: log}
 	fmt.Fprint(&r.md, reproHeader)
-	for _, step := range []func() error{r.asRecorded, r.easy, r.pyss, r.castilloCh3, r.castilloCh4, r.dlt} {
+	for _, step := range []func() error{r.asRecorded, r.easy, r.pyss, r.castilloCh3, r.castilloCh4, r.dlt, r.coalloc} {
 		t0 := time.Now()
 		if err := step(); err != nil {
 			return err
@@ -240,11 +240,16 @@ func (r *repro) pyss() error {
 		s          *Summary
 	}{{log: "KTH-SP2", wait: 6836.9, bsld: 92.5765}, {log: "CTC-SP2", wait: 14272.6, bsld: 49.5713}, {log: "SDSC-SP2", wait: 20497.8, bsld: 87.8703}}
 	var fs []func() error
+	per := make([]Agreement, len(rows))
 	for i := range rows {
+		path := filepath.Join(r.data, "easy-reference", rows[i].log+".pyss-easy-reqtime.out.swf.gz")
 		fs = append(fs, func() error {
-			path := filepath.Join(r.data, "easy-reference", rows[i].log+".pyss-easy-reqtime.out.swf.gz")
 			m, s, err := ReferenceAgreement(r.ctx, path, Options{})
 			rows[i].m, rows[i].s = m, s
+			return err
+		}, func() error {
+			m, _, err := ReferenceAgreement(r.ctx, path, Options{Ties: TiesPerEvent})
+			per[i] = m
 			return err
 		})
 	}
@@ -255,20 +260,36 @@ func (r *repro) pyss() error {
 
 The pyss simulator's EASY schedules (Gaussier et al., SC'15; data/swf/easy-reference) are replayed from
 their input columns and every job's start compared with pyss'. The claim (data/swf/README.md): the
-remaining differences come only from the order of simultaneous events. hora processes the terminations
-at an instant before the submissions at that instant; "tie" says whether the first divergence falls on
-an instant with several terminations.
+remaining differences come only from the order of simultaneous events. hora's simulator follows pyss'
+order (replay/sim.go, TiesPyss): at an instant, the submissions first, one scheduling pass after each,
+then the terminations in the order their jobs started, where the first pass sees every job that ends
+at its requested time together with the first termination (pyss' processor profile counts such a job
+free at that second before its termination event is handled) and every other early end gets its own
+pass (scheduler.Engine.HandleBatch). "per event" is the previous rule — terminations first, one pass
+after every event — which is also what the Engine's per-event API gives horad.
 
-| log | jobs | identical starts | first divergence at a tie | max |diff| (s) | avg wait hora / pyss (s) | avg bsld hora / pyss | |
-|---|---:|---:|---|---:|---:|---:|---|
+| log | jobs | identical starts | per event | first divergence | max |diff| (s) | avg wait hora / pyss (s) | avg bsld hora / pyss | |
+|---|---:|---:|---:|---|---:|---:|---:|---|
 `)
-	for _, row := range rows {
+	for i, row := range rows {
 		m, s := row.m, row.s
-		ok := m.Tie && abs(s.AvgWait/row.wait-1) < 0.05 && abs(s.AvgBsld/row.bsld-1) < 0.05
-		fmt.Fprintf(&r.md, "| %s | %d | %.3f%% | %v | %.0f | %s / %s | %s / %s | %s |\n", row.log, m.Jobs, 100*m.Share(), m.Tie,
-			m.MaxDiff, f1(s.AvgWait), f1(row.wait), f4(s.AvgBsld), f4(row.bsld), verdict(ok))
+		ok := m.Share() >= 0.99 && abs(s.AvgWait/row.wait-1) < 0.05 && abs(s.AvgBsld/row.bsld-1) < 0.05
+		first := "none"
+		if m.FirstDiff >= 0 {
+			first = fmt.Sprintf("job %d at %.0f s", m.FirstDiff, m.FirstDiffTime)
+		}
+		fmt.Fprintf(&r.md, "| %s | %d | %.3f%% | %.3f%% | %s | %.0f | %s / %s | %s / %s | %s |\n", row.log, m.Jobs, 100*m.Share(),
+			100*per[i].Share(), first, m.MaxDiff, f1(s.AvgWait), f1(row.wait), f4(s.AvgBsld), f4(row.bsld), verdict(ok))
 	}
-	fmt.Fprintln(&r.md)
+	fmt.Fprint(&r.md, `
+Every job starts at pyss' second on the three logs, so no class of difference remains. Under the per
+event rule the differences have two causes, both at instants with several events: a pass after the
+first of several terminations backfills a job into nodes that the queue's next job would have taken
+once the other terminations of that second were seen (CTC: 70% identical; the first divergence is two
+jobs ending at their requested time in the same second), and a submission handled after a termination
+of the same second finds a queued job already started in the nodes it would have taken.
+
+`)
 	return nil
 }
 

@@ -19,6 +19,12 @@ type Scheduler interface {
 	Handle(ev scheduler.Event) []scheduler.Action
 }
 
+// batcher is implemented by an Engine that can take the events of one
+// instant together and schedule once after them (scheduler.Engine).
+type batcher interface {
+	HandleBatch(now float64, evs []scheduler.Event) ([]scheduler.Action, error)
+}
+
 // waker is implemented by an Engine that wants a Tick at a future time
 // (begin times, pending deadlines).
 type waker interface{ NextWakeup() float64 }
@@ -51,9 +57,10 @@ type Options struct {
 	// Engine selects the scheduler: "hora" (scheduler.Engine, the default)
 	// or "reference" (replay/internal/refsched, an independent oracle).
 	Engine string
-	// SubmitsFirst reverses the tie rule (submissions at t before
-	// terminations at t); for measuring the rule's effect only.
-	SubmitsFirst bool
+	// Ties is the rule for events of the same instant (see the kinds
+	// below): "pyss", "ends-first" or "per-event"; "" picks "pyss" for the
+	// batch policy (whose reference is pyss) and "per-event" for the others.
+	Ties string
 	// Progress, if set, is called now and then with the jobs finished so far.
 	Progress func(done, total int)
 }
@@ -71,6 +78,9 @@ type Result struct {
 	Chunks   int     // chunks run (divisible jobs)
 	Busy     float64 // node-seconds its steps held nodes
 	Killed   bool    // stopped at its requested time (--kill-at-limit) or by the scheduler
+	// Retries is how many times the start of the request was moved on by
+	// Δt before it was placed (thesis Table 5.3); set by Coallocate only.
+	Retries int
 }
 
 // Outcome is a finished simulation: Results[i] belongs to Workload.Jobs[i].
@@ -82,18 +92,41 @@ type Outcome struct {
 	Cores    int    // processors per node
 	Results  []Result
 	Events   int // events handed to the scheduler
+	// Retries says that Results carry retry counts (Coallocate), and
+	// Unbooked counts the jobs Coallocate could not book as logged.
+	Retries  bool
+	Unbooked int
 }
 
-// Event kinds, in the order they are processed at equal times. The tie rule:
-// at the same instant, terminations come first, then submissions, then ticks;
-// within a kind, lower job ids first. So a job submitted at t sees the nodes
-// freed at t, as on a real system where a node that became idle at t is idle
-// when a request arrives at t. The scheduler runs after every event, as
-// pyss does (after every submission and every termination).
+// Tie rules: the order of the events of one instant, and after which of
+// them the scheduler runs a pass. Submissions of an instant always go in
+// job id order, one pass after each; terminations in the order their steps
+// started (gen).
+//
+//   - TiesPyss: submissions at t first, then the terminations, grouped as
+//     pyss sees them (tieGroups). This is pyss' order (its events of one
+//     instant go by creation order, and the submissions were all made
+//     before the run), and with it hora's EASY starts every job of the
+//     pyss reference schedules of KTH, CTC and SDSC at the same second
+//     (docs/reproductions, section 3).
+//   - TiesEndsFirst: the terminations first, grouped as above, then the
+//     submissions; a job submitted at t is admitted knowing every node
+//     freed at t.
+//   - TiesPerEvent: the terminations first, then the submissions, a pass
+//     after every single event (the Engine's per-event API, as horad
+//     drives it); the rule for the policies other than batch, whose
+//     published reproductions were measured with it.
 const (
-	kindFinish = iota
+	TiesPyss      = "pyss"
+	TiesEndsFirst = "ends-first"
+	TiesPerEvent  = "per-event"
+)
+
+// Event kinds, in the order they are processed at equal times.
+const (
+	kindSubmitFirst = iota - 1 // a submission under TiesPyss
+	kindFinish
 	kindSubmit
-	kindTick
 )
 
 type event struct {
@@ -103,6 +136,9 @@ type event struct {
 	idx  int32 // job index, −1 for ticks
 	step int32 // BatchStep or a chunk number
 	gen  int32 // start generation, to ignore finishes of requeued or killed steps
+	// atLimit: the step ends at the very time the scheduler expected
+	// (its Expect, start + time limit for a batch job).
+	atLimit bool
 }
 
 type eventHeap []event
@@ -115,6 +151,11 @@ func (h eventHeap) Less(i, j int) bool {
 	}
 	if a.kind != b.kind {
 		return a.kind < b.kind
+	}
+	if a.gen != b.gen {
+		// Terminations in the order their jobs started (submissions
+		// have gen 0 and fall through to the job id).
+		return a.gen < b.gen
 	}
 	if a.id != b.id {
 		return a.id < b.id
@@ -285,6 +326,27 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		return nil, err
 	}
 	wk, _ := sch.(waker)
+	bs, _ := sch.(batcher)
+	ties := opt.Ties
+	if ties == "" {
+		ties = TiesPerEvent
+		if len(cfg.Partitions) == 1 && cfg.Partitions[0].Policy == "batch" {
+			ties = TiesPyss
+		}
+	}
+	switch ties {
+	case TiesPyss, TiesEndsFirst:
+	case TiesPerEvent:
+		bs = nil
+	default:
+		return nil, fmt.Errorf("unknown tie rule %q (want %s, %s or %s)", ties, TiesPyss, TiesEndsFirst, TiesPerEvent)
+	}
+	var (
+		evs    []scheduler.Event
+		fin    []event
+		groups [][]event
+	)
+	loops := -1
 
 	out := &Outcome{Workload: w, Opts: opt, Label: m.label, Nodes: nnodes, Cores: cores,
 		Results: make([]Result, len(w.Jobs))}
@@ -298,15 +360,12 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		byID[j.ID] = int32(i)
 		h = append(h, event{t: j.Submit, kind: kindSubmit, id: j.ID, idx: int32(i), step: scheduler.BatchStep})
 	}
-	heap.Init(&h)
-	if opt.SubmitsFirst {
+	if ties == TiesPyss {
 		for i := range h {
-			if h[i].kind == kindSubmit {
-				h[i].kind = -1
-			}
+			h[i].kind = kindSubmitFirst
 		}
-		heap.Init(&h)
 	}
+	heap.Init(&h)
 	type stepRec struct {
 		nodes []int
 		start float64
@@ -340,6 +399,14 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		r.End = max(r.End, now)
 		delete(steps, k)
 		jobSteps[k.idx]--
+	}
+	// finish frees a step's nodes and makes its Finished event.
+	finish := func(ev event) scheduler.Event {
+		release(stepKey{idx: ev.idx, step: ev.step}, ev.t)
+		if ev.step == scheduler.BatchStep || jobSteps[ev.idx] == 0 {
+			done++
+		}
+		return scheduler.Finished{Now: ev.t, ID: ev.id, Step: int(ev.step), Failed: out.Results[ev.idx].Killed}
 	}
 	var apply func(now float64, acts []scheduler.Action) error
 	apply = func(now float64, acts []scheduler.Action) error {
@@ -433,7 +500,7 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 					}
 					r.Nodes = len(usedNodes[i])
 				}
-				heap.Push(&h, event{t: end, kind: kindFinish, id: j.ID, idx: i, step: int32(a.Step), gen: gen})
+				heap.Push(&h, event{t: end, kind: kindFinish, id: j.ID, idx: i, step: int32(a.Step), gen: gen, atLimit: end == a.Expect})
 			case scheduler.End:
 				i, ok := byID[a.ID]
 				if !ok {
@@ -471,7 +538,8 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 	}
 
 	for h.Len() > 0 || (wk != nil && due()) {
-		if out.Events&0xfff == 0 {
+		loops++
+		if loops&0xfff == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -490,22 +558,48 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 			nextTick = wk.NextWakeup()
 			continue
 		}
+		t := h[0].t
+		clock = t
+		if h[0].kind == kindFinish && bs != nil {
+			// The terminations at t, in the order their jobs started.
+			fin = fin[:0]
+			for h.Len() > 0 && h[0].t == t && h[0].kind == kindFinish {
+				ev := heap.Pop(&h).(event)
+				if st := steps[stepKey{idx: ev.idx, step: ev.step}]; st != nil && st.gen == ev.gen {
+					fin = append(fin, ev)
+				}
+			}
+			// The tie rule of pyss (see tieGroups): the first pass at t
+			// sees every step that ends at its expected end, and the
+			// first termination; each other early end gets its own pass.
+			for _, g := range tieGroups(fin, groups[:0]) {
+				evs = evs[:0]
+				for _, ev := range g {
+					evs = append(evs, finish(ev))
+				}
+				acts, err := bs.HandleBatch(t, evs)
+				if err != nil {
+					return nil, err
+				}
+				out.Events += len(evs)
+				if err := apply(t, acts); err != nil {
+					return nil, err
+				}
+			}
+			if wk != nil {
+				nextTick = wk.NextWakeup()
+			}
+			continue
+		}
 		ev := heap.Pop(&h).(event)
-		clock = ev.t
 		var acts []scheduler.Action
 		switch {
 		case ev.kind == kindFinish:
-			k := stepKey{idx: ev.idx, step: ev.step}
-			st := steps[k]
+			st := steps[stepKey{idx: ev.idx, step: ev.step}]
 			if st == nil || st.gen != ev.gen {
 				continue
 			}
-			release(k, ev.t)
-			r := &out.Results[ev.idx]
-			if ev.step == scheduler.BatchStep || jobSteps[ev.idx] == 0 {
-				done++
-			}
-			acts = sch.Handle(scheduler.Finished{Now: ev.t, ID: ev.id, Step: int(ev.step), Failed: r.Killed})
+			acts = sch.Handle(finish(ev))
 		default: // submission
 			j := &w.Jobs[ev.idx]
 			sj := scheduler.Job{ID: j.ID, User: j.User, Nodes: ceilDiv(j.Procs, cores),
@@ -532,4 +626,36 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		return nil, fmt.Errorf("simulation ended with %d steps on nodes", len(steps))
 	}
 	return out, nil
+}
+
+// tieGroups splits the terminations of one instant, in start order, into
+// the groups after each of which the scheduler runs a pass, so as to see
+// what pyss sees (Gaussier et al., SC'15; data/swf/easy-reference). pyss
+// runs its scheduler after every termination, but its free-processor
+// profile already counts free, at t, the processors of every job whose
+// estimate ends at t, whether or not that job's termination event has been
+// handled. So the first pass at t sees all the steps that end at their
+// expected end (atLimit) and the first termination in start order; each
+// later early termination frees its nodes for the pass after it, and the
+// passes after later at-limit terminations change nothing. Terminations
+// of the same instant in pyss come in the order their events were made,
+// which is the order their jobs started.
+func tieGroups(fin []event, dst [][]event) [][]event {
+	if len(fin) == 0 {
+		return dst
+	}
+	first := make([]event, 0, len(fin))
+	first = append(first, fin[0])
+	for _, ev := range fin[1:] {
+		if ev.atLimit {
+			first = append(first, ev)
+		}
+	}
+	dst = append(dst, first)
+	for _, ev := range fin[1:] {
+		if !ev.atLimit {
+			dst = append(dst, []event{ev})
+		}
+	}
+	return dst
 }

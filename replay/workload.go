@@ -9,7 +9,8 @@
 // Engine) → Outcome (one Result per job) → Summarize (metrics, per class and
 // per size bin) → reports (Markdown, JSON, CSV, SVG, SWF). CompareRuns and
 // CompareMain put several policies side by side; Reproduce regenerates
-// docs/reproductions.
+// docs/reproductions. Coallocate is the thesis' chapter 5 replay without the
+// Engine: each request co-allocated by scheduler/reserve at its submission.
 package replay
 
 import (

@@ -22,7 +22,12 @@ type Engine struct {
 	// arrival order.
 	blocked []JobID
 	out     []Action
+	// decided counts the Admit and Reject actions at the front of out: the
+	// place of the next one, so that a batch's verdicts keep event order.
+	decided int
 	now     float64
+	// susp are the suspended jobs, whose expected end moves with now.
+	susp []JobID
 }
 
 type nodeRef struct {
@@ -54,6 +59,7 @@ type runStep struct {
 	step   int
 	nodes  []int // engine node indices
 	expect float64
+	remain float64 // time left of the limit when suspended
 }
 
 type jobRec struct {
@@ -64,6 +70,9 @@ type jobRec struct {
 	removed bool   // cancelled: the policy has forgotten it
 	done    bool   // the policy has nothing more to run
 	blocked string // reason when the Engine keeps it from its policy
+	// suspended: stopped by scontrol suspend; its steps' expected ends
+	// move with now (shared.go).
+	suspended bool
 }
 
 // Reasons the Engine itself gives (the policies give the others).
@@ -170,6 +179,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 		p.policy = pol
 	}
+	e.linkBookers()
 	return e, nil
 }
 
@@ -208,7 +218,50 @@ func (j *Job) MinRun() float64 {
 func (e *Engine) Handle(ev Event) []Action {
 	now := ev.When()
 	e.now = now
-	pass := true
+	if e.apply(now, ev) {
+		e.pass(now)
+	}
+	return e.flush()
+}
+
+// HandleBatch applies several events of the same instant and then runs one
+// scheduling pass, where Handle would run one after each event. It is how a
+// simulator reproduces one whose scheduler sees all the terminations of an
+// instant before it decides (pyss, Gaussier et al. SC'15): after each
+// termination alone, a pass may start a backfilled job on nodes that the
+// next termination of the same second would have given to the queue's head.
+//
+// The tie rule: events are applied in the order given, so the caller
+// chooses it (the replay simulator gives all ends at t, lower job id first,
+// then submissions at t); only the pass is deferred. Admit and Reject come
+// first in the result, in event order, then the pass's actions. Every event
+// must be at now and none may be a Restore (Restore never runs a pass): a
+// batch that breaks this is refused whole, before any change, with an error
+// naming the event.
+func (e *Engine) HandleBatch(now float64, evs []Event) ([]Action, error) {
+	for k, ev := range evs {
+		if _, ok := ev.(Restore); ok {
+			return nil, fmt.Errorf("scheduler: HandleBatch: event %d is a Restore, which takes Handle", k+1)
+		}
+		if t := ev.When(); t != now {
+			return nil, fmt.Errorf("scheduler: HandleBatch at %v: event %d (%T) is at %v", now, k+1, ev, t)
+		}
+	}
+	e.now = now
+	for _, ev := range evs {
+		e.apply(now, ev)
+	}
+	e.pass(now)
+	return e.flush(), nil
+}
+
+// apply changes the state for one event; it reports whether a scheduling
+// pass should follow.
+func (e *Engine) apply(now float64, ev Event) bool {
+	if len(e.susp) > 0 {
+		// Suspended jobs' expected ends move with the clock (shared.go).
+		e.moveSuspended(now)
+	}
 	switch ev := ev.(type) {
 	case Submit:
 		e.submit(now, ev.Job)
@@ -232,20 +285,32 @@ func (e *Engine) Handle(ev Event) []Action {
 		}
 	case Restore:
 		e.restore(now, ev)
-		pass = false
+		return false
+	case Suspend:
+		e.suspend(now, ev.ID, true)
+	case Resume:
+		e.suspend(now, ev.ID, false)
 	}
-	if pass {
-		e.expireBlocked(now)
-		for _, p := range e.parts {
-			if p.dirty {
-				p.dirty = false
-				p.policy.Schedule(now)
-			}
+	return true
+}
+
+// pass runs the scheduling pass of every partition whose state changed.
+func (e *Engine) pass(now float64) {
+	e.expireBlocked(now)
+	for _, p := range e.parts {
+		if p.dirty {
+			p.dirty = false
+			p.policy.Schedule(now)
 		}
 	}
-	// A fresh slice per call: the caller may keep what it gets.
+}
+
+// flush hands over the actions: a fresh slice per call, since the caller
+// may keep what it gets.
+func (e *Engine) flush() []Action {
 	out := e.out
 	e.out = nil
+	e.decided = 0
 	return out
 }
 
@@ -284,13 +349,13 @@ func (e *Engine) resolve(j *Job) (*Partition, *AdmissionError, string) {
 
 func (e *Engine) submit(now float64, j Job) {
 	if _, dup := e.jobs[j.ID]; dup {
-		e.out = append(e.out, Reject{ID: j.ID, Err: &AdmissionError{Verdict: Never, Code: "InvalidJobID",
+		e.verdict(Reject{ID: j.ID, Err: &AdmissionError{Verdict: Never, Code: "InvalidJobID",
 			Message: fmt.Sprintf("Duplicate job id %d", j.ID)}})
 		return
 	}
 	p, rej, blocked := e.resolve(&j)
 	if rej != nil {
-		e.out = append(e.out, Reject{ID: j.ID, Err: rej})
+		e.verdict(Reject{ID: j.ID, Err: rej})
 		return
 	}
 	r := &jobRec{job: j, part: p, blocked: blocked}
@@ -298,7 +363,7 @@ func (e *Engine) submit(now float64, j Job) {
 		// Slurm's default (EnforcePartLimits=NO): accept, never start.
 		e.jobs[j.ID] = r
 		e.blocked = append(e.blocked, j.ID)
-		e.out = append(e.out, Admit{ID: j.ID})
+		e.verdict(Admit{ID: j.ID})
 		return
 	}
 	// The record goes in first so that a policy may Start the job from
@@ -310,12 +375,19 @@ func (e *Engine) submit(now float64, j Job) {
 		if !ok {
 			ae = &AdmissionError{Verdict: Never, Code: "Internal", Message: err.Error()}
 		}
-		e.out = append(e.out, Reject{ID: j.ID, Err: ae})
+		e.verdict(Reject{ID: j.ID, Err: ae})
 		return
 	}
-	// Admit precedes any Start the pass emits for the job.
-	e.out = slices.Insert(e.out, 0, Action(Admit{ID: j.ID}))
+	// Admit precedes any Start the pass (or the policy's Admit) emits.
+	e.verdict(Admit{ID: j.ID})
 	p.dirty = true
+}
+
+// verdict puts an Admit or Reject after the verdicts of the earlier events
+// of the call and before every other action.
+func (e *Engine) verdict(a Action) {
+	e.out = slices.Insert(e.out, e.decided, a)
+	e.decided++
 }
 
 func (e *Engine) cancel(now float64, id JobID) {

@@ -51,6 +51,10 @@ type Partition struct {
 	busy   []Busy
 	policy Policy
 	dirty  bool
+	// bookers lists, per node, the other partitions of the node whose
+	// policy books ahead (shared.go); nil when there are none.
+	bookers [][]nodeRef
+	gen     uint64 // counts changes of busy (Generation)
 }
 
 // Spec is the partition's configuration, with defaults applied (Policy set,
@@ -203,12 +207,14 @@ func (p *Partition) busyCmp(a, b Busy) int {
 }
 
 func (p *Partition) addBusy(i int, until float64) {
+	p.gen++
 	b := Busy{Node: i, Until: until}
 	k, _ := slices.BinarySearchFunc(p.busy, b, p.busyCmp)
 	p.busy = slices.Insert(p.busy, k, b)
 }
 
 func (p *Partition) dropBusy(i int, until float64) {
+	p.gen++
 	if k, ok := slices.BinarySearchFunc(p.busy, Busy{Node: i, Until: until}, p.busyCmp); ok {
 		p.busy = slices.Delete(p.busy, k, k+1)
 	}

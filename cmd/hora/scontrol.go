@@ -63,7 +63,9 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	r.add("JobId="+id, "JobName="+j.Spec.Name)
 	r.add(fmt.Sprintf("UserId=%s(%d)", j.User, j.UID), fmt.Sprintf("GroupId=%s(%d)", j.Group, j.GID), "MCS_label=N/A")
 	r.add("Priority="+strconv.FormatInt(j.Priority, 10), "Nice=0", "Account="+orNull(j.Spec.Account), "QOS="+orNull(j.Spec.QOS))
-	r.add("JobState="+string(j.State), "Reason="+reasonText(j), "Dependency=(null)")
+	// scontrol writes a reason with a description (ReqNodeNotAvail, ...)
+	// with its blanks as underscores, so that the line stays key=value.
+	r.add("JobState="+string(j.State), "Reason="+strings.ReplaceAll(reasonText(j), " ", "_"), "Dependency=(null)")
 	// horad resolves --requeue/--no-requeue/job_requeue at submit; a job
 	// recorded before it could (neither flag) had Slurm's default, 1.
 	requeue := "Requeue=1"

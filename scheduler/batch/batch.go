@@ -51,6 +51,9 @@ type Policy struct {
 	deadlines timeHeap // latest start Deadline−MinRun of jobs with a deadline
 	atRisk    []*scheduler.Job
 	nodes     []int // scratch for node choice
+	// bk is the state of passes over nodes shared with a booking policy
+	// (booked.go); unused otherwise.
+	bk bookedState
 }
 
 // New builds the policy for a partition; Backfill must be "", "easy" or "fcfs".
@@ -193,6 +196,10 @@ func (b *Policy) Schedule(now float64) {
 // plus O(log busy) for the shadow time, and stops as soon as no node is left
 // to backfill.
 func (b *Policy) scan(now float64) {
+	if b.p.Shared() {
+		b.scanBooked(now)
+		return
+	}
 	b.hasHead = false
 	free := b.p.FreeCount()
 	shadow, extra := math.Inf(1), 0
@@ -269,6 +276,8 @@ func (b *Policy) Reason(id scheduler.JobID) string {
 		return ReasonHeld
 	case j.Begin > b.now:
 		return ReasonBeginTime
+	case b.hasHead && b.head == id && b.bk.reserved:
+		return ReasonReserved
 	case b.hasHead && b.head == id:
 		return ReasonResources
 	}
@@ -297,6 +306,10 @@ func (b *Policy) NextWakeup() float64 {
 			break
 		}
 	}
+	if b.p.Shared() && len(b.queue) > 0 && b.bk.wake > b.now {
+		// A booking that ends frees its nodes for the jobs it kept off.
+		t = min(t, b.bk.wake)
+	}
 	return t
 }
 
@@ -310,6 +323,10 @@ func (b *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error) 
 	if j.Deadline > 0 && j.Deadline < max(now, j.Begin)+j.MinRun() {
 		return 0, nil, &scheduler.AdmissionError{Verdict: scheduler.Never, Code: "InvalidTimeLimit",
 			Message: "Requested time limit is invalid (missing or exceeds some limit)"}
+	}
+	if b.p.Shared() {
+		t, nodes := b.testBooked(now, j)
+		return t, nodes, nil
 	}
 	p := b.p
 	n := p.Len()

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"hora/scheduler"
+	"hora/scheduler/reserve"
 	st "hora/scheduler/schedtest"
 )
 
@@ -138,4 +139,38 @@ func readSWF(path string, nodes int) ([]*st.JobBuilder, error) {
 			Run(max(run, 0)).Submit(num(2)))
 	}
 	return jobs, sc.Err()
+}
+
+// BenchmarkEngineEASYShared: the workload of BenchmarkEngineEASY on 128
+// nodes that a reserve partition shares, with 40 advance reservations of 8
+// nodes for two hours spread over the run: every pass takes the path that
+// reads the bookings (scanBooked).
+func BenchmarkEngineEASYShared(b *testing.B) {
+	cfg := st.Cluster(128).Partition("batch", "batch").Partition("res", "reserve").Config()
+	jobs := workload(10000, 128, 7)
+	horizon := jobs[len(jobs)-1].Build().Submit
+	events := 0
+	for b.Loop() {
+		h := st.New(b, cfg)
+		h.NoLog = true
+		pol, _ := h.Eng.Policy("res")
+		for k := range 40 {
+			start := int64(horizon) * int64(k+1) / 41
+			nodes := make([]int, 8)
+			for i := range nodes {
+				nodes[i] = (k*8 + i) % 128
+			}
+			if _, err := pol.(*reserve.Policy).CreateResv(0, reserve.Resv{Name: strconv.Itoa(k), Start: start,
+				End: start + 7200, Nodes: nodes, Users: []uint32{0}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		h.Play(jobs...)
+		if len(h.Starts) != len(jobs) {
+			b.Fatalf("%d of %d jobs started", len(h.Starts), len(jobs))
+		}
+		events += h.Events
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
+	b.ReportMetric(float64(events)/float64(b.N), "events/op")
 }

@@ -43,6 +43,9 @@ type Policy struct {
 	// doomed are restored jobs of a reservation that can no longer run in
 	// it (gone, or its window too short now): the next pass ends them.
 	doomed map[scheduler.JobID]bool
+	// fs holds the stand-ins for jobs of other partitions on shared nodes
+	// (shared.go).
+	fs foreignState
 }
 
 type booked struct {
@@ -112,6 +115,15 @@ func (pl *Policy) index(now float64) *Index {
 	return pl.ix
 }
 
+// decide is index for a call that books or answers about free time: the
+// stand-ins for other partitions' jobs are brought up to date first
+// (shared.go). Calls that only start, end or forget jobs skip that.
+func (pl *Policy) decide(now float64) *Index {
+	ix := pl.index(now)
+	pl.syncForeign()
+	return ix
+}
+
 func (pl *Policy) request(now float64, j *scheduler.Job) (Request, *scheduler.AdmissionError) {
 	if math.IsInf(j.TimeLimit, 1) || j.TimeLimit <= 0 {
 		return Request{}, &scheduler.AdmissionError{Verdict: scheduler.Never, Code: "InvalidTimeLimit",
@@ -140,7 +152,7 @@ func (pl *Policy) refusal(err error) *scheduler.AdmissionError {
 
 // Admit books the job or refuses it.
 func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
-	ix := pl.index(now)
+	pl.decide(now)
 	if j.Reservation != "" {
 		b, r, ae := pl.admitIn(now, j, false)
 		if ae != nil {
@@ -153,7 +165,7 @@ func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
 	if ae != nil {
 		return ae
 	}
-	b, err := ix.Reserve(req)
+	b, err := pl.reserve(req, false)
 	if err != nil {
 		return pl.refusal(err)
 	}
@@ -165,7 +177,7 @@ func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
 // nodes until its limit; a pending one is booked again (without its deadline
 // if that no longer fits: it was admitted before).
 func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
-	ix := pl.index(now)
+	ix := pl.decide(now)
 	if j.Reservation != "" {
 		pl.restoreIn(now, j, running)
 		return
@@ -176,7 +188,7 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 		var nodes []int
 		until := int64(0)
 		for _, bz := range pl.p.Busy() {
-			if !pl.owned(bz.Node) {
+			if h, _ := pl.p.Holder(bz.Node); h == j.ID {
 				nodes = append(nodes, bz.Node)
 				until = max(until, ceilT(min(bz.Until, 1e15)))
 			}
@@ -203,16 +215,6 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 	pl.jobs[j.ID] = &booked{job: j, b: b}
 }
 
-// owned reports whether a running job of this policy holds node i.
-func (pl *Policy) owned(i int) bool {
-	for _, bk := range pl.jobs {
-		if bk.running && slices.Contains(bk.partNodes(), i) {
-			return true
-		}
-	}
-	return false
-}
-
 // Remove cancels a pending job's booking or releases the rest of a running one.
 func (pl *Policy) Remove(now float64, id scheduler.JobID) {
 	pl.index(now)
@@ -228,7 +230,7 @@ func (pl *Policy) Hold(now float64, id scheduler.JobID) { pl.index(now) }
 
 // Release books a released job again if its booked start has passed.
 func (pl *Policy) Release(now float64, id scheduler.JobID) {
-	ix := pl.index(now)
+	pl.decide(now)
 	bk := pl.jobs[id]
 	if bk == nil || bk.running || float64(bk.b.Start) >= now {
 		return
@@ -240,7 +242,7 @@ func (pl *Policy) Release(now float64, id scheduler.JobID) {
 			return
 		}
 	} else if req, ae := pl.request(now, bk.job); ae == nil {
-		if b, err := ix.Reserve(req); err == nil {
+		if b, err := pl.reserve(req, false); err == nil {
 			bk.b = b
 			return
 		}
@@ -262,6 +264,14 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 
 // Schedule starts the jobs whose booked start has come.
 func (pl *Policy) Schedule(now float64) {
+	if len(pl.doomed) == 0 && !pl.due(now) {
+		// Nothing to start: the pass costs nothing, and the index moves
+		// its clock at the next call that needs it. (On nodes shared with
+		// a batch partition every batch job's end asks for a pass here.)
+		pl.now = max(pl.now, now)
+		pl.pass = now
+		return
+	}
 	pl.index(now)
 	pl.pass = now
 	pl.endDoomed()
@@ -282,6 +292,16 @@ func (pl *Policy) Schedule(now float64) {
 			bk.running = true
 		}
 	}
+}
+
+// due reports whether a pending job's booked start has come.
+func (pl *Policy) due(now float64) bool {
+	for _, bk := range pl.jobs {
+		if !bk.running && float64(bk.b.Start) <= now {
+			return true
+		}
+	}
+	return false
 }
 
 // order lists the pending jobs by (booked start, id).
@@ -310,7 +330,7 @@ func (pl *Policy) order() []scheduler.JobID {
 
 // Test plans the job without booking it.
 func (pl *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error) {
-	ix := pl.index(now)
+	pl.decide(now)
 	var bk booked
 	if j.Reservation != "" {
 		b, r, ae := pl.admitIn(now, j, true)
@@ -323,7 +343,7 @@ func (pl *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error)
 		if ae != nil {
 			return 0, nil, ae
 		}
-		b, err := ix.Plan(req)
+		b, err := pl.reserve(req, true)
 		if err != nil {
 			return 0, nil, pl.refusal(err)
 		}

@@ -59,7 +59,7 @@ func (r *resv) allows(uid uint32) bool { return slices.Contains(r.Users, uid) }
 // through the window are taken (the range search of thesis §5.4). Refused:
 // a *ResvError, with the earliest start that would fit when one exists.
 func (pl *Policy) CreateResv(now float64, r Resv) (Resv, error) {
-	ix := pl.index(now)
+	ix := pl.decide(now)
 	if _, dup := pl.resvs[r.Name]; dup || r.Name == "" {
 		return Resv{}, &ResvError{Code: "ReservationInvalid", Message: MsgResvDup}
 	}
@@ -89,7 +89,7 @@ func (pl *Policy) bookResv(ix *Index, r Resv) (*resv, error) {
 	nodes := slices.Clone(w.Nodes)
 	slices.Sort(nodes)
 	if len(nodes) == 0 {
-		free := ix.FreeIn(w.Start, w.End)
+		free := pl.freeIn(w.Start, w.End, n)
 		if len(free) < n {
 			return nil, &ResvError{Code: "NodesBusy", Message: MsgResvBusy, EarliestStart: pl.earliestWindow(ix, w, n)}
 		}
@@ -191,7 +191,7 @@ func (pl *Policy) earliestWindow(ix *Index, r Resv, n int) int64 {
 // is booked in place of the old one or refused, leaving the old one as it
 // was. A reservation with jobs booked in it may change its users only.
 func (pl *Policy) UpdateResv(now float64, r Resv) (Resv, error) {
-	ix := pl.index(now)
+	ix := pl.decide(now)
 	old := pl.resvs[r.Name]
 	if old == nil {
 		return Resv{}, &ResvError{Code: "ReservationInvalid", Message: MsgResvInvalid}
@@ -267,7 +267,7 @@ func (pl *Policy) resvJobs(name string) int {
 // FreeIn is the range search of the partition (thesis §5.4): the names of
 // the nodes idle through [a, b), nothing booked.
 func (pl *Policy) FreeIn(now float64, a, b int64) []string {
-	ix := pl.index(now)
+	ix := pl.decide(now)
 	idx := ix.FreeIn(max(a, ix.Now()), b)
 	out := make([]string, len(idx))
 	for k, i := range idx {
@@ -351,7 +351,10 @@ func (pl *Policy) restoreIn(now float64, j *scheduler.Job, running bool) {
 		var nodes []int
 		until := int64(0)
 		for _, bz := range pl.p.Busy() {
-			if k := slices.Index(r.Nodes, bz.Node); k >= 0 && !pl.owned(bz.Node) {
+			if h, _ := pl.p.Holder(bz.Node); h != j.ID {
+				continue
+			}
+			if k := slices.Index(r.Nodes, bz.Node); k >= 0 {
 				nodes = append(nodes, k)
 				until = max(until, ceilT(min(bz.Until, 1e15)))
 			}
