@@ -9,12 +9,22 @@ import (
 	"time"
 
 	"hora/nodes"
+	"hora/nodes/ssh/sshtest"
 )
 
 // BenchmarkSSHLaunchToFirstLine measures Launch (over the pooled, already
 // open connection) until the step's first line is in its output file.
 func BenchmarkSSHLaunchToFirstLine(b *testing.B) {
-	v := start(b, 1)
+	benchLaunch(b, start(b, 1))
+}
+
+// BenchmarkSSHLaunchToFirstLineSystemd is the same on a node whose init is
+// systemd: the launch adds systemd-run's bus round trip and a scope unit.
+func BenchmarkSSHLaunchToFirstLineSystemd(b *testing.B) {
+	benchLaunch(b, start(b, 1, sshtest.WithSystemd(1)))
+}
+
+func benchLaunch(b *testing.B, v *env) {
 	// Warm the connection.
 	if err := v.e.Probe(b.Context(), "n1"); err != nil {
 		b.Fatal(err)

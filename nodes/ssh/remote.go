@@ -26,7 +26,18 @@ package ssh
 // user's to edit, so it is never trusted alone).
 // report D NAME ALL: one line per ended step, "E NAME <status json>" or
 // "L NAME <reason>"; with ALL=1 also "R NAME <pgid> <shepherd json>".
+// scope WP: sets sp to the cgroup.procs of WP's systemd scope, only if WP
+// is in a hora-job-*.scope (launched under systemd-run); the kernel's
+// /proc/WP/cgroup says where, and only root may move a process out.
+// sigscope SIG WP: sends SIG to every process of WP's scope outside WP's
+// own process group (the wrapper and its timers), so that processes the job
+// moved to sessions of their own are reached too. Only root can move a
+// process into a cgroup, so every member descends from the wrapper.
+// unitgone UNIT: kills what is left in a step's scope and stops it (a
+// scope outlives its step while a process that left the job's group runs).
 const shLib = `
+nl='
+'
 alive() {
 	wp= rec=
 	[ -f "$1/shepherd" ] || return 1
@@ -60,6 +71,40 @@ ended() {
 	printf 'E %s ' "$2"
 	dd if="$1/user/status" iflag=nonblock,nofollow bs=65536 count=1 2>/dev/null | tr '\n\r' '  '
 	echo
+}
+scope() {
+	sp= sg=
+	while IFS=: read -r _n _c _g; do
+		case $_g in */hora-job-*.scope) ;; *) continue;; esac
+		for _m in /sys/fs/cgroup /sys/fs/cgroup/unified /sys/fs/cgroup/systemd; do
+			if [ -f "$_m$_g/cgroup.procs" ]; then sp=$_m$_g/cgroup.procs sg=$_g; return 0; fi
+		done
+	done <<EOF
+$(cat "/proc/$1/cgroup" 2>/dev/null)
+EOF
+	return 1
+}
+sigscope() {
+	scope "$2" || return 0
+	for _q in $(cat "$sp" 2>/dev/null); do
+		_s=
+		IFS= read -r _s 2>/dev/null < "/proc/$_q/stat" || continue
+		_s=${_s##*") "}
+		set -- "$1" "$2" $_s
+		[ "$5" != "$2" ] || continue
+		# Still in the scope (not a reused pid): checked just before the kill.
+		case "$nl$(cat "/proc/$_q/cgroup" 2>/dev/null)$nl" in
+		*":$sg$nl"*) kill -s "$1" "$_q" 2>/dev/null;;
+		esac
+	done
+	return 0
+}
+unitgone() {
+	case $1 in hora-job-*.scope) ;; *) return 0;; esac
+	[ -e "/run/systemd/transient/$1" ] || return 0
+	systemctl kill --signal=KILL -- "$1" >/dev/null 2>&1
+	systemctl stop -- "$1" >/dev/null 2>&1
+	return 0
 }
 report() {
 	ended "$1" "$2" && return 0
@@ -109,6 +154,13 @@ fi
 if [ "$mode" = auto ]; then
 	mode=setsid
 	[ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1 && mode=systemd
+fi
+if [ "$mode" = systemd ]; then
+	# A scope of the same name still loaded holds what an earlier run of
+	# this step left behind (its wrapper is gone, checked above): systemd
+	# would refuse the name.
+	unitgone "$unit.scope"
+	echo "$unit.scope" > "$d/unit"
 fi
 hs=$(
 	if [ "$mode" = systemd ]; then
@@ -273,7 +325,8 @@ d=$1/$2
 [ ! -e "$d/user/status" ] || exit 4
 alive "$d" || exit 4
 jobpg "$d" "$wp" || exit 5
-kill -s "$3" -- "-$pg"
+kill -s "$3" -- "-$pg" || exit
+sigscope "$3" "$wp"
 `
 
 // shSetLimit leaves a new limit (seconds from the step's start) for the
@@ -303,9 +356,13 @@ printf '%s\n' "$3" > "$d/terminate.tmp" && mv -f "$d/terminate.tmp" "$d/terminat
 jobpg "$d" "$w" || exit 0
 kill -s TERM -- "-$pg" 2>/dev/null
 kill -s CONT -- "-$pg" 2>/dev/null
+sigscope TERM "$w"
+sigscope CONT "$w"
 setsid /bin/sh -c "$5"'
 sleep "$2"
-[ ! -e "$1/user/status" ] && alive "$1" && jobpg "$1" "$wp" && kill -s KILL -- "-$pg"
+[ ! -e "$1/user/status" ] && alive "$1" && jobpg "$1" "$wp" || exit 0
+kill -s KILL -- "-$pg"
+sigscope KILL "$wp"
 ' hora-killer "$d" "$4" </dev/null >/dev/null 2>&1 &
 exit 0
 `
@@ -317,6 +374,9 @@ d=$1/$2
 rm -f -- "$1/staged/$2" "$1/staged/$2.tmp"
 [ -e "$d" ] || exit 0
 if [ ! -e "$d/user/status" ] && alive "$d"; then exit 4; fi
+if [ -f "$d/unit" ] && [ ! -L "$d/unit" ]; then
+	IFS= read -r un < "$d/unit" && unitgone "$un"
+fi
 rm -rf -- "$d"
 `
 

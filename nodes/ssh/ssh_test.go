@@ -50,9 +50,9 @@ func fastConfig(c *sshtest.Cluster, state string) hssh.Config {
 	return cfg
 }
 
-func start(t testing.TB, n int) *env {
+func start(t testing.TB, n int, opts ...sshtest.Option) *env {
 	t.Helper()
-	c := sshtest.StartCluster(t, n)
+	c := sshtest.StartCluster(t, n, opts...)
 	v := &env{c: c, state: filepath.Join(c.Dir, "state"), out: filepath.Join(c.Dir, "out")}
 	if err := os.Mkdir(v.out, 0o777); err != nil {
 		t.Fatal(err)

@@ -56,19 +56,48 @@ type Host struct {
 	NS      string // network namespace
 	Veth    string // root-namespace end of its link
 	KeyFile string // host key
+	// Systemd is set for a host started WithSystemd: systemd is the init
+	// of its own PID, mount and cgroup namespaces and runs its sshd.
+	Systemd bool
 
-	c      *Cluster
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    string // sshd's log file
-	cfg    string
+	c       *Cluster
+	init    *exec.Cmd     // systemd's namespace holder (Systemd hosts)
+	initPID int           // systemd's pid as this machine sees it
+	inited  chan struct{} // closed when init has exited
+	cgroup  string        // the cgroup v2 directory systemd owns
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	log     string // sshd's log file
+	cfg     string
+}
+
+// Option changes how StartCluster builds a host.
+type Option func(*options)
+
+type options struct{ systemd map[int]bool }
+
+// WithSystemd makes host i (1-based) boot a real systemd as the init of its
+// own PID, mount and cgroup namespaces (private /run, a cgroup v2 tree of
+// its own), with the host's sshd as its unit hora-sshd.service, so that
+// systemd-run works on it as on a systemd node. See systemd.go.
+func WithSystemd(i int) Option {
+	return func(o *options) { o.systemd[i] = true }
 }
 
 // StartCluster creates n hosts and waits until each sshd accepts
 // connections. It fails the test (never skips it) when it cannot.
-func StartCluster(t testing.TB, n int) *Cluster {
+func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
+	o := options{systemd: map[int]bool{}}
+	for _, f := range opts {
+		f(&o)
+	}
+	for i := range o.systemd {
+		if i < 1 || i > n {
+			t.Fatalf("sshtest: WithSystemd(%d): the cluster has hosts 1..%d", i, n)
+		}
+	}
 	if n < 1 || n > 250 {
 		t.Fatalf("sshtest: %d hosts: want 1..250", n)
 	}
@@ -113,11 +142,12 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	var known strings.Builder
 	for i := 1; i <= n; i++ {
 		h := &Host{
-			Name: "n" + strconv.Itoa(i),
-			Addr: fmt.Sprintf("10.213.%d.%d", c.Subnet, i),
-			NS:   fmt.Sprintf("hora-%d-%d", c.Subnet, i),
-			Veth: fmt.Sprintf("hora%dv%d", c.Subnet, i),
-			c:    c,
+			Name:    "n" + strconv.Itoa(i),
+			Addr:    fmt.Sprintf("10.213.%d.%d", c.Subnet, i),
+			NS:      fmt.Sprintf("hora-%d-%d", c.Subnet, i),
+			Veth:    fmt.Sprintf("hora%dv%d", c.Subnet, i),
+			Systemd: o.systemd[i],
+			c:       c,
 		}
 		c.Hosts = append(c.Hosts, h)
 		hdir := filepath.Join(dir, h.Name)
@@ -148,6 +178,9 @@ SetEnv SHLVL=2
 			t.Fatal(err)
 		}
 		c.netns(h)
+		if h.Systemd {
+			h.bootSystemd()
+		}
 		h.StartSSHD()
 	}
 	c.KnownHosts = filepath.Join(dir, "known_hosts")
@@ -237,6 +270,7 @@ func removeSubnet(k int) {
 			killNamespace(ns)
 			_ = exec.Command("ip", "netns", "del", ns).Run()
 		}
+		removeCgroup(ns)
 	}
 	_ = exec.Command("ip", "link", "del", "hora-br"+strconv.Itoa(k)).Run()
 }
@@ -257,6 +291,10 @@ func (h *Host) StartSSHD() {
 	t.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.Systemd {
+		h.startSystemdSSHD()
+		return
+	}
 	if h.cmd != nil {
 		t.Fatalf("sshtest: sshd of %s already running", h.Name)
 	}
@@ -278,6 +316,14 @@ func (h *Host) StartSSHD() {
 	exited := make(chan struct{})
 	h.exited = exited
 	go func() { _ = cmd.Wait(); close(exited) }()
+	h.waitSSHD(exited)
+}
+
+// waitSSHD waits until the host's sshd accepts connections; exited (if not
+// nil) closes when it is known to have died.
+func (h *Host) waitSSHD(exited chan struct{}) {
+	t := h.c.t
+	t.Helper()
 	addr := net.JoinHostPort(h.Addr, "22")
 	for i := 0; ; i++ {
 		select {
@@ -303,6 +349,10 @@ func (h *Host) StartSSHD() {
 func (h *Host) StopSSHD() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.Systemd {
+		h.stopSystemdSSHD()
+		return
+	}
 	if h.cmd == nil {
 		return
 	}
@@ -423,6 +473,11 @@ func (c *Cluster) teardown() {
 		}
 		h.StopSSHD()
 		killNamespace(h.NS)
+		if h.Systemd {
+			if err := h.stopSystemd(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if out, err := exec.Command("ip", "netns", "del", h.NS).CombinedOutput(); err != nil && !strings.Contains(string(out), "No such file") {
 			errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", h.NS, err, out))
 		}
