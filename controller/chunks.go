@@ -78,7 +78,7 @@ func (c *Controller) chunkEndLocked(ctx context.Context, j *job, s nodes.Status)
 	c.log.Debug("chunk end", "job", j.ID, "step", s.Key.Step, "node", s.Node, "state", st, "err", s.Err)
 	delete(j.chunks, s.Key.Step)
 	fin := scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID), Step: s.Key.Step,
-		Failed: st != api.StateCompleted}
+		Failed: st != api.StateCompleted, NodeFail: st == api.StateNodeFail}
 	// Measured times for the estimator (dlt-feedback §3.2): the staging
 	// transfer is the chunk's Cms part, the process's run its Cps part.
 	if t, ok := j.transfer[s.Key.Step]; ok && !fin.Failed && !s.Started.IsZero() && s.Ended.After(s.Started) {

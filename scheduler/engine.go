@@ -451,6 +451,9 @@ func (e *Engine) finished(now float64, ev Finished) {
 		if m, ok := r.part.policy.(Measurer); ok && (ev.Transfer > 0 || ev.Compute > 0) {
 			m.StepMeasured(now, ev.ID, ev.Step, ev.Transfer, ev.Compute)
 		}
+		if nf, ok := r.part.policy.(NodeFailer); ok && ev.Failed && ev.NodeFail {
+			nf.StepNodeFailed(now, ev.ID, ev.Step)
+		}
 		r.done = r.part.policy.StepFinished(now, ev.ID, ev.Step, ev.Failed)
 	}
 	if (r.removed || r.done) && len(r.steps) == 0 {

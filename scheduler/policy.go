@@ -109,6 +109,14 @@ type Measurer interface {
 	StepMeasured(now float64, id JobID, step int, transfer, compute float64)
 }
 
+// NodeFailer is implemented by policies that treat a step lost to its node
+// or launch apart from a step that failed by itself (dlt re-sends the data
+// of such a chunk). The Engine calls StepNodeFailed just before
+// StepFinished when a Finished event has NodeFail set.
+type NodeFailer interface {
+	StepNodeFailed(now float64, id JobID, step int)
+}
+
 // ChunkRestorer is implemented by policies that run jobs as chunks (dlt):
 // after a restart a running job's chunks are re-attached one by one (the
 // Engine has allocated their nodes, step = chunk step) and the rest of its

@@ -107,6 +107,11 @@ type Finished struct {
 	// Failed is true when the step did not complete its work (non-zero exit,
 	// signal, timeout, node failure).
 	Failed bool
+	// NodeFail is true when the step failed because of its node or its
+	// launch (unreachable node, staging or launch error, node lost), not
+	// because of its own exit status. Policies that implement NodeFailer
+	// hear of it.
+	NodeFail bool
 	// Transfer and Compute are measured seconds of a chunk whose data was
 	// sent before it ran (0 = not measured): the time of the transfer and
 	// of the run. Policies that implement Measurer learn from them.

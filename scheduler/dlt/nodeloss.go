@@ -201,6 +201,12 @@ func (p *planner) recheck(s *Scheduler, now float64) []int64 {
 // every guarantee is checked again.
 func (pl *Policy) NodeChanged(now float64, i int, down bool) {
 	pl.now = now
+	if _, ok := pl.suspect[i]; ok {
+		delete(pl.suspect, i)
+		if down {
+			return // already out of service here: nothing changes
+		}
+	}
 	clear(pl.atRisk)
 	pl.unguaranteed(pl.s.SetNode(now, i, !down))
 }
@@ -219,6 +225,35 @@ func (pl *Policy) unguaranteed(ids []int64) {
 		}
 	}
 }
+
+// StepNodeFailed is scheduler.NodeFailer: the step's node or launch failed
+// (not its script); StepFinished, which follows, treats it as lost with its
+// node.
+func (pl *Policy) StepNodeFailed(now float64, id scheduler.JobID, step int) {
+	pl.now = now
+	pl.nodeFail[stepKey{id, step}] = true
+}
+
+// endSuspects returns to service the suspect nodes whose time is up: the
+// Engine never declared them down, so they are taken as fine.
+func (pl *Policy) endSuspects(now float64) {
+	var back []int
+	for i, until := range pl.suspect {
+		if until <= now {
+			back = append(back, i)
+		}
+	}
+	slices.Sort(back) // map order must not change the outcome
+	for _, i := range back {
+		delete(pl.suspect, i)
+		clear(pl.atRisk)
+		pl.unguaranteed(pl.s.SetNode(now, i, true))
+	}
+}
+
+// Suspect reports whether node i is out of service because a chunk failed
+// to launch there while the Engine has it up.
+func (pl *Policy) Suspect(i int) bool { _, ok := pl.suspect[i]; return ok }
 
 func (pl *Policy) lostIDs() []scheduler.JobID {
 	ids := make([]scheduler.JobID, 0, len(pl.lost))

@@ -44,7 +44,20 @@ type Policy struct {
 	lost   map[scheduler.JobID]*scheduler.Job
 	atRisk map[scheduler.JobID]bool
 	job    map[scheduler.JobID]*scheduler.Job // the Engine's, while it holds the job
+	// nodeFail holds the steps reported lost to their node or launch
+	// (StepNodeFailed, then StepFinished); suspect the nodes taken out of
+	// service by such a failure while the Engine still has them up, until
+	// when (nodeloss.go, reading 23).
+	nodeFail   map[stepKey]bool
+	suspect    map[int]float64
+	suspectFor float64
 }
+
+// DefaultSuspect is how long (seconds) a node whose chunk failed to launch
+// stays out of the dlt scheduler's service when the health prober has not
+// declared it down: four times the prober's default time to declare a node
+// down (3 misses 5 s apart).
+const DefaultSuspect = 60
 
 // ReasonNodeLost is the reason (squeue %r, scontrol Reason=) of a divisible
 // job whose deadline is no longer guaranteed because a node went down:
@@ -82,8 +95,11 @@ func ParseParams(prm map[string]string) (m Model, alg string, adapt bool, err er
 	num("share", &m.Share, true)
 	// unit_bytes (bytes of --input per load unit) is the controller's; it
 	// is checked here so a bad value stops horad at start-up.
-	var unit float64
+	var unit, suspect float64
 	num("unit_bytes", &unit, true)
+	// suspect_s is read by NewPolicy (how long a node whose chunk failed to
+	// launch stays out of service); checked here with the others.
+	num("suspect_s", &suspect, false)
 	if err == nil && m.Share > 1 {
 		err = fmt.Errorf("share: want a number in (0, 1], got %g", m.Share)
 	}
@@ -119,9 +135,14 @@ func NewPolicy(p *scheduler.Partition) (scheduler.Policy, error) {
 	if adapt {
 		s.SetEstimator(&Estimator{})
 	}
+	suspectFor := float64(DefaultSuspect)
+	if v := p.Spec().Params["suspect_s"]; v != "" {
+		suspectFor, _ = strconv.ParseFloat(v, 64) // checked by ParseParams
+	}
 	return &Policy{p: p, s: s, jobs: map[scheduler.JobID]bool{}, steps: map[stepKey]int{},
 		lost: map[scheduler.JobID]*scheduler.Job{}, atRisk: map[scheduler.JobID]bool{},
-		job: map[scheduler.JobID]*scheduler.Job{}}, nil
+		job: map[scheduler.JobID]*scheduler.Job{}, nodeFail: map[stepKey]bool{},
+		suspect: map[int]float64{}, suspectFor: suspectFor}, nil
 }
 
 // Scheduler is the policy's DLT scheduler (for inspection in tests).
@@ -223,8 +244,18 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 		return !pl.jobs[id]
 	}
 	delete(pl.steps, k)
+	nodeFail := pl.nodeFail[k]
+	delete(pl.nodeFail, k)
 	if failed {
 		pl.s.killing[node] = true // a failed chunk is no measurement
+	}
+	if failed && nodeFail && !pl.s.Down(node) {
+		// Lost to a node the Engine still has up (the prober may still be
+		// counting misses): the node is suspect, out of this scheduler's
+		// service for suspectFor, and the chunk is lost with it (reading 23).
+		pl.suspect[node] = now + pl.suspectFor
+		clear(pl.atRisk)
+		pl.unguaranteed(pl.s.SetNode(now, node, false))
 	}
 	var done bool
 	if failed && pl.s.Down(node) {
@@ -272,6 +303,7 @@ func (pl *Policy) Schedule(now float64) {
 		_ = pl.p.End(id, "DEADLINE", "DeadLine")
 	}
 	pl.expire = pl.expire[:0]
+	pl.endSuspects(now)
 	pl.retryLost(now)
 	kept := pl.gone[:0]
 	for _, k := range pl.gone {
@@ -346,6 +378,9 @@ func (pl *Policy) NextWakeup() float64 {
 		if j.Deadline > pl.now {
 			t = min(t, j.Deadline)
 		}
+	}
+	for _, until := range pl.suspect { // a suspect node returns to service
+		t = min(t, max(until, pl.now))
 	}
 	return t
 }
