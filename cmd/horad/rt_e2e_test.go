@@ -385,3 +385,36 @@ func TestRealTimeChunkResentAfterNodeDown(t *testing.T) {
 		t.Errorf("sacct: %q", r.stdout)
 	}
 }
+
+// A chunk whose launch fails on a node that horad still has up (here the
+// node's state directory cannot be made, as when an SSH launch times out
+// before the prober has counted its misses) is lost with its node: its
+// range is re-sent to another node and the job, all of whose data was
+// processed, completes; the failed step stays NODE_FAIL.
+func TestRealTimeChunkResentAfterLaunchFailure(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, rtConfig)
+	work := c.workDir()
+	bad := filepath.Join(c.varDir, "nodes", "local1")
+	if err := os.RemoveAll(bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, nil, 0o644); err != nil { // no step directory can be made under it
+		t.Fatal(err)
+	}
+	// 2,000 units, 4 s on one node, 60 s allowed: one chunk, on local1.
+	id := c.submit(work, "-p", "rt", "--deadline=now+60", "--load=2k", "-o", "lf-%j.out",
+		"--wrap", `echo "chunk $HORA_CHUNK_INDEX $HORA_CHUNK_OFFSET $HORA_CHUNK_SIZE $SLURMD_NODENAME"`)
+	c.waitState(id, "COMPLETED")
+	out, _ := os.ReadFile(filepath.Join(work, "lf-"+id+".out"))
+	if got := strings.TrimSpace(string(out)); !regexp.MustCompile(`^chunk 1 0 2000 local[234]$`).MatchString(got) {
+		t.Errorf("output %q, want the whole range re-sent as chunk 1 to another node", got)
+	}
+	r := c.run(0, work, "sacct", "-j", id, "-P", "-n", "-o", "JobID,State")
+	if got := strings.Fields(r.stdout); len(got) != 3 || got[0] != id+"|COMPLETED" || got[1] != id+".0|NODE_FAIL" || got[2] != id+".1|COMPLETED" {
+		t.Errorf("sacct: %q", r.stdout)
+	}
+}
