@@ -187,7 +187,8 @@ func coveredLoad(steps []api.Step) float64 {
 // stopped, chunk by chunk from the node-side state: a chunk still running is
 // watched again and holds its node; one that ended meanwhile is recorded
 // with its real exit status; one whose start was recorded but which never
-// reached its node is recorded NODE_FAIL (its data is not run again). The
+// reached its node is recorded NODE_FAIL and handed to the Engine as a lost
+// chunk (its range is run again if the job can still be guaranteed). The
 // Engine then gets the job with its running chunks and the load already
 // handed out, and the dlt policy admits the rest anew (ChunkRestorer).
 func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[nodes.StepKey]nodes.Status, now float64) error {
@@ -214,8 +215,14 @@ func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[no
 			c.log.Info("re-attached running chunk", "job", j.ID, "step", st.Index, "node", st.Node)
 			continue
 		case !ok || (s.State == nodes.StepLost && s.Pid == 0):
+			// Nothing of it ran: like a batch step lost before its process
+			// started (requeued), its range is run again if the job can
+			// still be guaranteed; the step itself stays NODE_FAIL.
 			s = nodes.Status{Key: key, Node: st.Node, State: nodes.StepLost, ExitCode: 1,
 				Err: "the chunk never started (horad stopped while launching it)"}
+			running = append(running, scheduler.RestoredChunk{Step: st.Index, Node: st.Node,
+				Offset: st.Offset, Size: st.Size, Lost: true})
+			c.log.Info("chunk never started before the restart: its range is planned again", "job", j.ID, "step", st.Index, "node", st.Node)
 		}
 		if _, err := c.recordStepEndLocked(ctx, j, s); err != nil {
 			return err
@@ -224,7 +231,8 @@ func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[no
 			_ = c.exec.Forget(ctx, s.Node, key)
 		}
 	}
-	if len(running) == 0 && (done >= j.Spec.Load*(1-1e-9) || j.cancelRequested || j.CancelledBy >= 0) {
+	live := len(j.chunks) // chunks still running; running also has the lost ones
+	if live == 0 && (len(running) == 0 && done >= j.Spec.Load*(1-1e-9) || j.cancelRequested || j.CancelledBy >= 0) {
 		return c.endDivisibleLocked(ctx, j)
 	}
 	c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Started: float64(j.StartTime),

@@ -487,7 +487,7 @@ func (e *Engine) restore(now float64, ev Restore) {
 		// other policies sharing these nodes until the chunk reports.
 		expect := max(j.Deadline, now)
 		for _, c := range ev.Chunks {
-			if g, ok := e.byName[c.Node]; ok && !e.nodes[g].busy {
+			if g, ok := e.byName[c.Node]; ok && !c.Lost && !e.nodes[g].busy {
 				e.allocate(g, j.ID, c.Step, expect)
 				r.steps = append(r.steps, runStep{step: c.Step, nodes: []int{g}, expect: expect})
 			}

@@ -149,12 +149,16 @@ type Restore struct {
 	NextStep int
 }
 
-// RestoredChunk is a chunk found running on its node after a restart.
+// RestoredChunk is a chunk found running on its node after a restart, or,
+// with Lost, one whose start was recorded but which never reached its node
+// (its range is to be run again if the job can still be guaranteed; it
+// holds no node).
 type RestoredChunk struct {
 	Step         int
 	Node         string
 	Offset, Size float64
 	Start        float64
+	Lost         bool
 }
 
 func (e Submit) When() float64   { return e.Now }

@@ -18,6 +18,14 @@ import (
 // those ends). A refusal leaves the running chunks tracked and nothing more
 // to dispatch: the caller decides what becomes of the task.
 func (s *Scheduler) Resume(now float64, t Task, running []Chunk, done float64, next int) error {
+	return s.ResumeLost(now, t, running, nil, done, next)
+}
+
+// ResumeLost is Resume with the ranges of chunks that never reached their
+// node before the restart (lost, Offset and Size only): they count in the
+// rest to admit and are sent first, as their own chunks, like a range lost
+// with its node (reading 21). A refusal drops them with the rest.
+func (s *Scheduler) ResumeLost(now float64, t Task, running, lost []Chunk, done float64, next int) error {
 	now = s.tick(now)
 	if _, dup := s.tasks[t.ID]; dup {
 		return &Refusal{Task: t.ID, Reason: "duplicate task id"}
@@ -35,6 +43,16 @@ func (s *Scheduler) Resume(now float64, t Task, running []Chunk, done float64, n
 		last = max(last, c.End)
 	}
 	left := t.Size - done
+	if left <= 1e-9*t.Size {
+		left = 0
+	}
+	var redo []span
+	for _, c := range lost {
+		if c.Size > 0 {
+			redo = append(redo, span{c.Offset, c.Size})
+			left += c.Size
+		}
+	}
 	var err error
 	a, isAC := s.alg.(*acFast)
 	switch {
@@ -76,6 +94,9 @@ func (s *Scheduler) Resume(now float64, t Task, running []Chunk, done float64, n
 		ts.left = 0
 	}
 	ts.offset, ts.step, ts.open = done, next, len(running)
+	if ts.left > 0 {
+		ts.redo = redo
+	}
 	if len(running) == 0 && ts.left <= 0 {
 		delete(s.tasks, t.ID)
 	}
@@ -94,8 +115,12 @@ func (pl *Policy) RestoreChunks(now float64, j *scheduler.Job, chunks []schedule
 	for i := range pl.p.Len() {
 		idx[pl.p.Name(i)] = i
 	}
-	var run []Chunk
+	var run, lost []Chunk
 	for _, c := range chunks {
+		if c.Lost {
+			lost = append(lost, Chunk{Step: c.Step, Node: -1, Offset: c.Offset, Size: c.Size})
+			continue
+		}
 		if i, ok := idx[c.Node]; ok {
 			run = append(run, Chunk{Step: c.Step, Node: i, Offset: c.Offset, Size: c.Size, Start: c.Start})
 		}
@@ -104,7 +129,10 @@ func (pl *Policy) RestoreChunks(now float64, j *scheduler.Job, chunks []schedule
 	if !(load > 0) || math.IsInf(load, 0) || !(deadline > 0) {
 		load, deadline = done, now // not a valid divisible job: run nothing more
 	}
-	err := pl.s.Resume(now, Task{ID: int64(j.ID), Size: load, Deadline: deadline}, run, done, next)
+	if load == done {
+		lost = nil
+	}
+	err := pl.s.ResumeLost(now, Task{ID: int64(j.ID), Size: load, Deadline: deadline}, run, lost, done, next)
 	for _, c := range run {
 		pl.steps[stepKey{j.ID, c.Step}] = c.Node
 	}

@@ -110,6 +110,9 @@ func (h *Harness) Handle(ev scheduler.Event) []scheduler.Action {
 			}
 			h.running[k] = ev.Nodes
 			for _, c := range ev.Chunks {
+				if c.Lost { // never reached its node: holds none
+					continue
+				}
 				k := stepKey{ev.Job.ID, c.Step}
 				h.owner[c.Node] = k
 				h.running[k] = []string{c.Node}
