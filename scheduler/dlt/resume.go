@@ -127,10 +127,7 @@ func (pl *Policy) RestoreChunks(now float64, j *scheduler.Job, chunks []schedule
 	}
 	load, deadline := j.Load, j.Deadline
 	if !(load > 0) || math.IsInf(load, 0) || !(deadline > 0) {
-		load, deadline = done, now // not a valid divisible job: run nothing more
-	}
-	if load == done {
-		lost = nil
+		load, deadline, lost = done, now, nil // not a valid divisible job: run nothing more
 	}
 	err := pl.s.ResumeLost(now, Task{ID: int64(j.ID), Size: load, Deadline: deadline}, run, lost, done, next)
 	for _, c := range run {

@@ -1,0 +1,74 @@
+package controller
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"hora/api"
+	"hora/config"
+	"hora/store"
+)
+
+// crashedChunkFixture records a divisible job whose chunk 0 (the whole load,
+// on local1) was recorded started but never launched: horad died between
+// the two. It returns the fixture and the job's id.
+func crashedChunkFixture(t *testing.T) *fixture {
+	f := newFixture(t)
+	f.cfg.Partitions = append(f.cfg.Partitions, config.Partition{Name: "rt", Nodes: "local[1-2]", Policy: "dlt",
+		Params: map[string]string{"cps": "0.001"}})
+	s := f.spec("echo ran")
+	s.Partition, s.Load, s.Deadline = "rt", 1000, time.Now().Unix()+30
+	now := time.Now().Unix()
+	if err := f.st.Submit(t.Context(), &api.Job{ID: 1, Spec: s, State: api.StatePending, SubmitTime: now}); err != nil {
+		t.Fatal(err)
+	}
+	step := api.Step{Index: 0, Node: "local1", State: api.StateRunning, Offset: 0, Size: 1000, StartTime: now}
+	for _, e := range []store.Event{
+		{JobID: 1, Time: now, Kind: store.KindStart, Nodes: []string{"local1"}, StdoutPath: "/dev/null", StderrPath: "/dev/null"},
+		{JobID: 1, Time: now, Kind: store.KindStepStart, Step: &step},
+	} {
+		if err := f.st.Append(t.Context(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func runUntilFinished(t *testing.T, c *Controller, id int64) api.Job {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		c.mu.Lock()
+		j := c.jobs[id].Job
+		c.mu.Unlock()
+		if j.State.Finished() {
+			return j
+		}
+	}
+	t.Fatalf("job %d not finished within 20 s", id)
+	return api.Job{}
+}
+
+// A chunk recorded started but never launched before a crash is NODE_FAIL
+// after the restart, and its range is run again (as the batch path requeues
+// a job that never started): the job completes.
+func TestRecoveryRerunsNeverLaunchedChunk(t *testing.T) {
+	f := crashedChunkFixture(t)
+	c := f.controller(t)
+	j := runUntilFinished(t, c, 1)
+	if j.State != api.StateCompleted {
+		t.Fatalf("job %s (%s), steps %+v, want COMPLETED with the lost range run again", j.State, j.Reason, j.Steps)
+	}
+	if len(j.Steps) < 2 || j.Steps[0].State != api.StateNodeFail || j.Steps[1].Offset != 0 || j.Steps[1].State != api.StateCompleted {
+		t.Fatalf("steps %+v, want 0 NODE_FAIL then 1 COMPLETED from offset 0", j.Steps)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "nodes")); err != nil {
+		t.Fatal(err)
+	}
+}
