@@ -37,7 +37,9 @@ func crashedChunkFixture(t *testing.T) *fixture {
 	return f
 }
 
-func runUntilFinished(t *testing.T, c *Controller, id int64) api.Job {
+// runUntilFinished runs c until job id has finished and also (if not nil)
+// until cond holds.
+func runUntilFinished(t *testing.T, c *Controller, id int64, cond func() bool) api.Job {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -47,11 +49,11 @@ func runUntilFinished(t *testing.T, c *Controller, id int64) api.Job {
 		c.mu.Lock()
 		j := c.jobs[id].Job
 		c.mu.Unlock()
-		if j.State.Finished() {
+		if j.State.Finished() && (cond == nil || cond()) {
 			return j
 		}
 	}
-	t.Fatalf("job %d not finished within 20 s", id)
+	t.Fatalf("job %d not finished (or the condition not met) within 20 s", id)
 	return api.Job{}
 }
 
@@ -61,14 +63,40 @@ func runUntilFinished(t *testing.T, c *Controller, id int64) api.Job {
 func TestRecoveryRerunsNeverLaunchedChunk(t *testing.T) {
 	f := crashedChunkFixture(t)
 	c := f.controller(t)
-	j := runUntilFinished(t, c, 1)
+	j := runUntilFinished(t, c, 1, nil)
 	if j.State != api.StateCompleted {
 		t.Fatalf("job %s (%s), steps %+v, want COMPLETED with the lost range run again", j.State, j.Reason, j.Steps)
 	}
 	if len(j.Steps) < 2 || j.Steps[0].State != api.StateNodeFail || j.Steps[1].Offset != 0 || j.Steps[1].State != api.StateCompleted {
 		t.Fatalf("steps %+v, want 0 NODE_FAIL then 1 COMPLETED from offset 0", j.Steps)
 	}
-	if _, err := os.Stat(filepath.Join(f.dir, "nodes")); err != nil {
+}
+
+// Staged data left by a crash (a cut transfer's .tmp, a staged chunk that
+// never launched) is removed at recovery; a running chunk's data and files
+// that are not step data stay.
+func TestRecoveryCleansStagedData(t *testing.T) {
+	f := crashedChunkFixture(t)
+	dir := filepath.Join(f.dir, "nodes", "local1", "staged")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	for _, n := range []string{"1.0", "1.3.tmp", "9.2", "notes"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := f.controller(t)
+	gone := func() bool {
+		for _, n := range []string{"1.0", "1.3.tmp", "9.2"} {
+			if _, err := os.Stat(filepath.Join(dir, n)); !os.IsNotExist(err) {
+				return false
+			}
+		}
+		return true
+	}
+	runUntilFinished(t, c, 1, gone)
+	if _, err := os.Stat(filepath.Join(dir, "notes")); err != nil {
+		t.Errorf("a file that is not step data was removed: %v", err)
 	}
 }

@@ -284,6 +284,7 @@ func (c *Controller) recover(ctx context.Context) error {
 			}
 		}
 	}
+	c.cleanStaged() // before the first pass: no new transfer is queued yet
 	// The first pass after recovery may start pending jobs. Suspended jobs
 	// are told to the Engine only now: each event runs a pass, which must
 	// see every restored job.

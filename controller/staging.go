@@ -263,3 +263,45 @@ func (c *Controller) stage(ctx context.Context, spec nodes.LaunchSpec, input str
 		Data: io.NewSectionReader(f, start, end-start), Size: end - start})
 	return p, err != nil, err
 }
+
+// cleanStaged queues, first on each dlt partition's staging channel, the
+// removal of the staged data that a crash left on its nodes: data of a
+// chunk whose transfer was cut, or that never launched, is not the data
+// of a running step and nothing else would remove it. The steps kept are
+// read when the cleanup runs: the chunks then running on the node (their
+// data may still be read). A node in several dlt partitions is cleaned
+// once, on the first one's channel.
+func (c *Controller) cleanStaged() {
+	cl, ok := c.exec.(nodes.StagedCleaner)
+	if !ok {
+		return
+	}
+	seen := map[string]bool{}
+	for _, p := range c.cfg.Partitions {
+		spec, ok := c.eng.PartitionSpec(p.Name)
+		if p.Policy != "dlt" || !ok {
+			continue
+		}
+		for _, node := range spec.Nodes {
+			if seen[node] {
+				continue
+			}
+			seen[node] = true
+			c.stageQueue(p.Name).push(func(ctx context.Context) {
+				c.mu.Lock()
+				var keep []nodes.StepKey
+				for _, j := range c.jobs {
+					for step, n := range j.chunks {
+						if n == node && !j.State.Finished() {
+							keep = append(keep, nodes.StepKey{Job: j.ID, Step: step})
+						}
+					}
+				}
+				c.mu.Unlock()
+				if err := cl.CleanStaged(ctx, node, keep); err != nil && ctx.Err() == nil {
+					c.log.Warn("cleaning staged data left by a crash", "node", node, "err", err)
+				}
+			})
+		}
+	}
+}

@@ -130,6 +130,17 @@ type Stager interface {
 	Stage(ctx context.Context, spec StageSpec) (path string, err error)
 }
 
+// StagedCleaner is implemented by Stagers that can remove staged data left
+// on a node by a transfer that horad's crash cut short (its step's start
+// was never recorded, or the step was never launched, so nothing will
+// Forget it). horad calls it at recovery, on the partition's staging
+// channel, so no transfer runs meanwhile. Optional, like Stager.
+type StagedCleaner interface {
+	// CleanStaged removes from node the staged data, complete or partial,
+	// of every step not in keep.
+	CleanStaged(ctx context.Context, node string, keep []StepKey) error
+}
+
 // LimitSetter is implemented by executors whose node-side time limit can be
 // moved while a step runs. horad uses it when it resumes a suspended job,
 // so that the suspended time does not count toward the limit.

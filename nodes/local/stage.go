@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -17,7 +19,10 @@ import (
 // directories (its name is not a step name, so Reattach skips it).
 const stagedDirName = "staged"
 
-var _ nodes.Stager = (*Executor)(nil)
+var (
+	_ nodes.Stager        = (*Executor)(nil)
+	_ nodes.StagedCleaner = (*Executor)(nil)
+)
 
 func (e *Executor) stagedPath(node string, key nodes.StepKey) string {
 	return filepath.Join(e.stateDir, node, stagedDirName, stepDirName(key))
@@ -84,6 +89,37 @@ func (e *Executor) removeStaged(node string, key nodes.StepKey) error {
 		return nil
 	}
 	return err
+}
+
+// CleanStaged removes <StateDir>/<node>/staged/<job>.<step> and its
+// partial .tmp for every step not in keep; names that are not step names
+// are left alone (not ours).
+func (e *Executor) CleanStaged(ctx context.Context, node string, keep []nodes.StepKey) error {
+	if err := validNode(node); err != nil {
+		return err
+	}
+	dir := filepath.Join(e.stateDir, node, stagedDirName)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, de := range ents {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		k, ok := parseStepDirName(strings.TrimSuffix(de.Name(), ".tmp"))
+		if !ok || slices.Contains(keep, k) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, de.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // readerCtx stops a long copy when ctx is cancelled.

@@ -11,7 +11,36 @@ import (
 	"hora/nodes"
 )
 
-var _ nodes.Stager = (*Executor)(nil)
+var (
+	_ nodes.Stager        = (*Executor)(nil)
+	_ nodes.StagedCleaner = (*Executor)(nil)
+)
+
+// shCleanStaged removes from NODEDIR/staged every step's data (and partial
+// .tmp) whose step name is not among the arguments. Only names of the
+// form JOB.STEP (digits) are touched. Args: NODEDIR KEEP...
+const shCleanStaged = `
+sd=$1/staged
+shift
+[ -d "$sd" ] || exit 0
+rc=0
+for f in "$sd"/*; do
+	[ -e "$f" ] || [ -L "$f" ] || continue
+	n=${f##*/}
+	b=${n%.tmp}
+	case $b in
+	*[!0-9.]*|.*|*.|*.*.*) continue ;;
+	*.*) ;;
+	*) continue ;;
+	esac
+	keep=0
+	for k in "$@"; do
+		if [ "$k" = "$b" ]; then keep=1; break; fi
+	done
+	[ $keep = 1 ] || rm -f -- "$f" || rc=1
+done
+exit $rc
+`
 
 // shStage receives a chunk's data on stdin into NODEDIR/staged/NAME: written
 // under a temporary name with umask 077 (directories with 022), its length checked, then given to
@@ -71,6 +100,29 @@ func (e *Executor) Stage(ctx context.Context, spec nodes.StageSpec) (string, err
 		return "", fmt.Errorf("staging %s on node %s: %s", name, spec.Node, msg)
 	}
 	return path.Join(h.dir, "staged", name), nil
+}
+
+// CleanStaged removes, in one remote command, the staged data of every
+// step of node not in keep.
+func (e *Executor) CleanStaged(ctx context.Context, node string, keep []nodes.StepKey) error {
+	h, err := e.host(node)
+	if err != nil {
+		return err
+	}
+	args := []string{h.dir}
+	for _, k := range keep {
+		args = append(args, stepName(k))
+	}
+	ctx, cancel := e.opCtx(ctx)
+	defer cancel()
+	r, err := h.run(ctx, h.ops, false, shCleanStaged, nil, args...)
+	if err != nil {
+		return fmt.Errorf("cleaning staged data on node %s: %w", node, err)
+	}
+	if r.code != 0 {
+		return fmt.Errorf("cleaning staged data on node %s: exit %d: %s", node, r.code, strings.TrimSpace(string(r.errs)))
+	}
+	return nil
 }
 
 type countingReader struct {
