@@ -79,3 +79,36 @@ func TestStageRange(t *testing.T) {
 		t.Errorf("staged file after Forget: %v", err)
 	}
 }
+
+// CleanStaged removes the staged data and partial transfers of the steps
+// not kept, and leaves the kept step's data and names that are not step
+// data; a node without staged data is no error.
+func TestCleanStaged(t *testing.T) {
+	e := newExecutor(t, filepath.Join(publicDir(t, 0), "state"))
+	if err := e.CleanStaged(t.Context(), "local1", nil); err != nil {
+		t.Fatalf("no staged directory: %v", err)
+	}
+	dir := filepath.Join(e.stateDir, "local1", stagedDirName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"5.0", "5.1.tmp", "6.2", "notes", "7.x"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.CleanStaged(t.Context(), "local1", []nodes.StepKey{{Job: 6, Step: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	var left []string
+	for _, de := range ents {
+		left = append(left, de.Name())
+	}
+	if got := strings.Join(left, " "); got != "6.2 7.x notes" {
+		t.Errorf("left %q, want %q", got, "6.2 7.x notes")
+	}
+	if err := e.CleanStaged(t.Context(), "../x", nil); err == nil {
+		t.Error("a bad node name: no error")
+	}
+}

@@ -73,3 +73,36 @@ func TestStageRangesOnThreeHosts(t *testing.T) {
 		t.Errorf("files after a failed stage: %v", ents)
 	}
 }
+
+// CleanStaged removes, on the node, the staged data and partial transfers
+// of the steps not kept, and leaves the kept step's data and names that
+// are not step data (including one a shell would expand).
+func TestCleanStaged(t *testing.T) {
+	v := start(t, 1)
+	h := v.c.Hosts[0].Name
+	dir := filepath.Join(v.state, h, "staged")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"5.0", "5.1.tmp", "6.2", "6.2.tmp", "notes", "7.x", "$(touch pwned)", "8.1.2"}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := v.e.CleanStaged(t.Context(), h, []nodes.StepKey{{Job: 6, Step: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	want := []string{"$(touch pwned)", "6.2", "6.2.tmp", "7.x", "8.1.2", "notes"}
+	if strings.Join(left, "|") != strings.Join(want, "|") {
+		t.Errorf("left %q, want %q", left, want)
+	}
+	if err := v.e.CleanStaged(t.Context(), "nope", nil); err == nil {
+		t.Error("an unknown node: no error")
+	}
+}
