@@ -198,17 +198,48 @@ func (p *planner) recheck(s *Scheduler, now float64) []int64 {
 }
 
 // NodeChanged is scheduler.NodeWatcher: the partition's capacity changed,
-// every guarantee is checked again.
+// every guarantee is checked again. A node the Engine declares down after
+// it was suspect (or booked) is already out of service here: nothing
+// changes.
 func (pl *Policy) NodeChanged(now float64, i int, down bool) {
 	pl.now = now
-	if _, ok := pl.suspect[i]; ok {
-		delete(pl.suspect, i)
-		if down {
-			return // already out of service here: nothing changes
-		}
+	delete(pl.suspect, i)
+	pl.engDown[i] = down
+	pl.sync(now, i)
+}
+
+// sync puts node i in or out of the scheduler's service: out while the
+// Engine has it down, it is suspect (a chunk failed to launch there) or
+// another partition holds a booking on it (reading 24). On a change every
+// guarantee is checked again (SetNode).
+func (pl *Policy) sync(now float64, i int) {
+	_, suspect := pl.suspect[i]
+	out := pl.engDown[i] || suspect || i < len(pl.booked) && pl.booked[i]
+	if pl.s.Down(i) == out {
+		return
 	}
 	clear(pl.atRisk)
-	pl.unguaranteed(pl.s.SetNode(now, i, !down))
+	pl.unguaranteed(pl.s.SetNode(now, i, !out))
+}
+
+// syncBooked takes out of service the nodes on which another partition's
+// policy holds a booking that has not ended (scheduler.Booker), and returns
+// those whose bookings have all ended. O(N) per pass, only when a node of
+// the partition is shared with a booking policy.
+func (pl *Policy) syncBooked(now float64) {
+	if !pl.p.Shared() {
+		return
+	}
+	if pl.booked == nil {
+		pl.booked = make([]bool, pl.p.Len())
+	}
+	for i := range pl.booked {
+		pl.bookBuf = pl.p.Booked(i, now, pl.bookBuf[:0])
+		if b := len(pl.bookBuf) > 0; b != pl.booked[i] {
+			pl.booked[i] = b
+			pl.sync(now, i)
+		}
+	}
 }
 
 // unguaranteed files the tasks the scheduler could no longer guarantee:
@@ -246,8 +277,7 @@ func (pl *Policy) endSuspects(now float64) {
 	slices.Sort(back) // map order must not change the outcome
 	for _, i := range back {
 		delete(pl.suspect, i)
-		clear(pl.atRisk)
-		pl.unguaranteed(pl.s.SetNode(now, i, true))
+		pl.sync(now, i)
 	}
 }
 

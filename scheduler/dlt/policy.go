@@ -51,6 +51,12 @@ type Policy struct {
 	nodeFail   map[stepKey]bool
 	suspect    map[int]float64
 	suspectFor float64
+	// engDown holds the nodes the Engine has down; booked (nil until a
+	// node is shared with a booking policy) those on which another
+	// partition holds a booking (reading 24).
+	engDown map[int]bool
+	booked  []bool
+	bookBuf []scheduler.Window
 }
 
 // DefaultSuspect is how long (seconds) a node whose chunk failed to launch
@@ -142,7 +148,7 @@ func NewPolicy(p *scheduler.Partition) (scheduler.Policy, error) {
 	return &Policy{p: p, s: s, jobs: map[scheduler.JobID]bool{}, steps: map[stepKey]int{},
 		lost: map[scheduler.JobID]*scheduler.Job{}, atRisk: map[scheduler.JobID]bool{},
 		job: map[scheduler.JobID]*scheduler.Job{}, nodeFail: map[stepKey]bool{},
-		suspect: map[int]float64{}, suspectFor: suspectFor}, nil
+		suspect: map[int]float64{}, suspectFor: suspectFor, engDown: map[int]bool{}}, nil
 }
 
 // Scheduler is the policy's DLT scheduler (for inspection in tests).
@@ -171,6 +177,7 @@ func refusal(r *Refusal) *scheduler.AdmissionError {
 // Admit runs the admission test.
 func (pl *Policy) Admit(now float64, j *scheduler.Job) error {
 	pl.now = now
+	pl.syncBooked(now) // booked nodes are not counted (reading 24)
 	t, ae := pl.task(now, j)
 	if ae != nil {
 		return ae
@@ -254,8 +261,7 @@ func (pl *Policy) StepFinished(now float64, id scheduler.JobID, step int, failed
 		// counting misses): the node is suspect, out of this scheduler's
 		// service for suspectFor, and the chunk is lost with it (reading 23).
 		pl.suspect[node] = now + pl.suspectFor
-		clear(pl.atRisk)
-		pl.unguaranteed(pl.s.SetNode(now, node, false))
+		pl.sync(now, node)
 	}
 	var done bool
 	if failed && pl.s.Down(node) {
@@ -304,6 +310,7 @@ func (pl *Policy) Schedule(now float64) {
 	}
 	pl.expire = pl.expire[:0]
 	pl.endSuspects(now)
+	pl.syncBooked(now)
 	pl.retryLost(now)
 	kept := pl.gone[:0]
 	for _, k := range pl.gone {
