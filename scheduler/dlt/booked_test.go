@@ -72,3 +72,41 @@ func TestBookedNodeNotCounted(t *testing.T) {
 		t.Fatalf("at %v, after the reservation ended, the 4-node job (deadline %v) is refused: %v", h.Now, h.Now+d4, h.Rejects[3])
 	}
 }
+
+// A reservation placed on n2 after a job was admitted on all four nodes
+// takes n2 out of service: the job's guarantee is checked again and lost
+// (reason NodeDown, as for a node loss), and no later chunk goes to n2
+// while the reservation lasts.
+func TestBookingAfterAdmission(t *testing.T) {
+	m := dlt.Model{Cms: 1, Cps: 9, Share: 1}
+	d4 := m.Exec(100, 4) * 1.001
+	cfg := schedtest.Cluster(4).Partition("rt", "dlt").Param("cms", "1").Param("cps", "9").Default().
+		Partition("res", "reserve").NodeRange(2, 4).Config()
+	h := schedtest.New(t, cfg)
+	h.Submit(schedtest.Job(1).Partition("rt").Load(100).Deadline(d4).Run(-1))
+	if h.Rejects[1] != nil {
+		t.Fatal(h.Rejects[1])
+	}
+	for _, s := range h.Starts {
+		if s.Nodes[0] == "n2" {
+			t.Fatalf("setup: a chunk already on n2 at admission: %+v", h.Starts)
+		}
+	}
+	pol, _ := h.Eng.Policy("res")
+	start := int64(d4 / 2)
+	r := reserve.Resv{Name: "maint", Start: start, End: start + 100, Nodes: []int{0}, Users: []uint32{0}}
+	if _, err := pol.(*reserve.Policy).CreateResv(h.Now, r); err != nil {
+		t.Fatal(err)
+	}
+	n := len(h.Starts)
+	h.Handle(scheduler.Tick{Now: h.Now})
+	if got := h.Eng.Reason(1); got != dlt.ReasonNodeLost {
+		t.Errorf("job 1 reason %q after n2 was booked, want %s", got, dlt.ReasonNodeLost)
+	}
+	h.Advance(float64(r.End) - 1)
+	for _, s := range h.Starts[n:] {
+		if s.Nodes[0] == "n2" {
+			t.Errorf("chunk %d of job %d started on booked n2 at %v", s.Step, s.ID, s.At)
+		}
+	}
+}
