@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hora/api"
+	"hora/store"
 )
 
 const rtConfig = localBatch + `
@@ -417,4 +420,84 @@ func TestRealTimeChunkResentAfterLaunchFailure(t *testing.T) {
 	if got := strings.Fields(r.stdout); len(got) != 3 || got[0] != id+"|COMPLETED" || got[1] != id+".0|NODE_FAIL" || got[2] != id+".1|COMPLETED" {
 		t.Errorf("sacct: %q", r.stdout)
 	}
+}
+
+// horad dies after recording a staged chunk's start but before launching it,
+// and a cut transfer left a partial file in staged/: after the restart the
+// chunk is NODE_FAIL, its range runs again as a new chunk (its data staged
+// anew, checksummed right), the job completes, and the leftovers are gone.
+// The crash is written into the store while horad is stopped (timing a real
+// SIGKILL between the two writes is not reliable).
+func TestRealTimeRestartChunkNeverLaunched(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, rtStageConfig)
+	work := c.workDir()
+	data := make([]byte, 100_000)
+	rand.Read(data)
+	if err := os.WriteFile(filepath.Join(work, "input.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeScript(t, work, "sum.sh", `#!/bin/sh
+echo "chunk $HORA_CHUNK_INDEX $HORA_CHUNK_FILE_OFFSET $HORA_CHUNK_FILE_SIZE $(sha256sum < "$HORA_CHUNK_FILE" | cut -d' ' -f1)"
+`)
+	// A first job gives a valid record to copy.
+	first := c.submit(work, "-p", "rt", "--deadline=now+30", "--load=1k", "--input=input.bin", "-o", "/dev/null", "sum.sh")
+	c.waitState(first, "COMPLETED")
+	c.stop()
+
+	ctx := t.Context()
+	st, err := store.Open(ctx, filepath.Join(c.varDir, "hora.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id0, _ := strconv.ParseInt(first, 10, 64)
+	j, err := st.Job(ctx, id0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	id := id0 + 1
+	j.ID, j.State, j.Reason, j.Steps, j.SubmitTime, j.StartTime, j.EndTime = id, api.StatePending, "", nil, now, 0, 0
+	j.ExitCode, j.Signal, j.Nodes = 0, 0, nil
+	j.Spec.Deadline, j.Spec.Stdout = now+30, filepath.Join(work, "nl-%j.out")
+	if err := st.Submit(ctx, &j); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(work, fmt.Sprintf("nl-%d.out", id))
+	step := api.Step{Index: 0, Node: "local1", State: api.StateRunning, Offset: 0, Size: 1000, StartTime: now}
+	if err := st.Append(ctx,
+		store.Event{JobID: id, Time: now, Kind: store.KindStart, Nodes: []string{"local1"}, StdoutPath: out, StderrPath: out},
+		store.Event{JobID: id, Time: now, Kind: store.KindStepStart, Step: &step}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	staged := filepath.Join(c.varDir, "nodes", "local2", "staged")
+	if err := os.MkdirAll(staged, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(staged, fmt.Sprintf("%d.7.tmp", id0))
+	if err := os.WriteFile(left, data[:10], 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c.start()
+	sid := strconv.FormatInt(id, 10)
+	c.waitState(sid, "COMPLETED")
+	got, _ := os.ReadFile(out)
+	var idx, off, size int
+	var sum string
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(got)), "chunk %d %d %d %s", &idx, &off, &size, &sum); err != nil || idx != 1 || off != 0 || size != len(data) {
+		t.Fatalf("output %q (%v), want chunk 1 with the whole file", got, err)
+	}
+	if want := fmt.Sprintf("%x", sha256.Sum256(data)); sum != want {
+		t.Errorf("sum %s, want %s", sum, want)
+	}
+	r := c.run(0, work, "sacct", "-j", sid, "-P", "-n", "-o", "JobID,State")
+	if rows := strings.Fields(r.stdout); len(rows) != 3 || rows[0] != sid+"|COMPLETED" || rows[1] != sid+".0|NODE_FAIL" || rows[2] != sid+".1|COMPLETED" {
+		t.Errorf("sacct: %q", r.stdout)
+	}
+	eventuallyE2E(t, "the partial transfer removed", func() bool {
+		_, err := os.Stat(left)
+		return os.IsNotExist(err)
+	})
 }
