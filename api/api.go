@@ -244,6 +244,10 @@ type Node struct {
 	NotResponding bool     `json:"not_responding,omitempty"`
 	Partitions    []string `json:"partitions"`
 	Jobs          []int64  `json:"jobs,omitempty"`
+
+	// Reserved: the node is in an advance reservation active now (Slurm's
+	// NODE_STATE_RES); an idle one then has State "reserved".
+	Reserved bool `json:"reserved,omitempty"`
 }
 
 // NodesResponse lists nodes in configuration order.

@@ -132,6 +132,25 @@ func (c *Controller) fromResv(r *api.Reservation, b reserve.Resv) {
 	}
 }
 
+// resvNodeView marks a node that lies in a reservation active now: Slurm
+// sets NODE_STATE_RES on it for the window. The window is the booked one,
+// [Start, End): at End the booking is over and the tick purges it. An idle
+// node that answers then shows RESERVED (sinfo resv/reserved) — Slurm's
+// node_state_string tests drain, then "not responding", before the
+// reservation flag, so a drained node stays drained and one that does not
+// answer stays IDLE*; an allocated node keeps its state.
+func (c *Controller) resvNodeView(n *api.Node, now int64) {
+	for _, r := range c.resvs {
+		if r.StartTime <= now && now < r.EndTime && slices.Contains(r.Nodes, n.Name) {
+			n.Reserved = true
+			break
+		}
+	}
+	if n.Reserved && n.State == "idle" && !n.NotResponding {
+		n.State = "reserved"
+	}
+}
+
 func bookErr(err error) error {
 	var re *reserve.ResvError
 	if errors.As(err, &re) {

@@ -360,7 +360,13 @@ func showReservations(ctx context.Context, env *Env, name string, oneliner bool)
 		fmt.Fprintln(env.Stdout, "No reservations in the system")
 		return 0
 	}
-	writeReservations(env.Stdout, resp.Reservations, nodes, nowFunc(), timeFormat(env), oneliner)
+	// State= is decided by horad's clock, the one that purges the
+	// reservation at its end and marks its nodes reserved.
+	now := nowFunc()
+	if resp.Now != 0 {
+		now = time.Unix(resp.Now, 0)
+	}
+	writeReservations(env.Stdout, resp.Reservations, nodes, now, timeFormat(env), oneliner)
 	return 0
 }
 

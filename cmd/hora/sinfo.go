@@ -286,7 +286,7 @@ func (v *sinfoView) aggValue(kind byte, g *siGroup) string {
 			switch strings.ToLower(n.State) {
 			case "allocated", "mixed", "completing":
 				a += w
-			case "idle":
+			case "idle", "reserved": // NODE_STATE_RES is a flag on an idle node
 				i += w
 			default:
 				o += w
@@ -363,7 +363,7 @@ func (v *sinfoView) groups(fields []siField, perNode bool, onlyParts []string) [
 // slurm.h) that sinfo's "-t" sort compares.
 var nodeStateValues = map[string]int{
 	"unknown": 0, "down": 1, "idle": 2, "allocated": 3, "fail": 0x2001, "failing": 0x2003,
-	"mixed": 5, "future": 6, "drained": 0x202, "draining": 0x203, "completing": 0x403,
+	"mixed": 5, "future": 6, "reserved": 0x22, "drained": 0x202, "draining": 0x203, "completing": 0x403,
 }
 
 func groupStateValue(g siGroup) int {
