@@ -308,6 +308,10 @@ type ReservationRequest struct {
 	RemoveUsers []string `json:"remove_users,omitempty"`
 	Flags       []string `json:"flags,omitempty"`
 	Set         []string `json:"set,omitempty"` // update: the keys given, lower case (starttime, endtime, duration, nodes, nodecnt, users)
+
+	// AddNodes and RemoveNodes are update's Nodes+= and Nodes-=.
+	AddNodes    []string `json:"add_nodes,omitempty"`
+	RemoveNodes []string `json:"remove_nodes,omitempty"`
 }
 
 // ReservationResponse answers a reservation change with its new state.

@@ -136,10 +136,12 @@ func parseResvArgs(words []string, update bool, now time.Time) (*api.Reservation
 				nodes = hs
 			}
 			switch op {
-			case '=':
-				req.Nodes = nodes
+			case '+':
+				req.AddNodes = append(req.AddNodes, nodes...)
+			case '-':
+				req.RemoveNodes = append(req.RemoveNodes, nodes...)
 			default:
-				return fail("Nodes%c= is not supported by hora; give the whole list with Nodes=.", op)
+				req.Nodes = nodes
 			}
 		case "NodeCnt":
 			n, err := parseNodeCnt(val)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -60,5 +61,25 @@ func TestResvStateAtBoundaries(t *testing.T) {
 		if !strings.Contains(b.String(), " State="+c.want+" ") {
 			t.Errorf("at start%+d: %s, want State=%s", c.at-start, b.String(), c.want)
 		}
+	}
+}
+
+// Nodes+= and Nodes-= reach horad as lists to add and remove (update only).
+func TestParseResvNodesPlusMinus(t *testing.T) {
+	got, err := parseResvArgs(strings.Fields("ReservationName=r Nodes+=n[1-2] Nodes-=n3 NodeCnt=4"), true, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.AddNodes, []string{"n1", "n2"}) || !slices.Equal(got.RemoveNodes, []string{"n3"}) ||
+		got.Nodes != nil || got.NodeCount != 4 || !slices.Equal(got.Set, []string{"nodecnt"}) {
+		t.Fatalf("update: %+v", got)
+	}
+	if _, err := parseResvArgs(strings.Fields("ReservationName=r StartTime=now Duration=10 Users=root Nodes+=n1"), false, testNow); err == nil ||
+		!strings.Contains(err.Error(), "Unknown parameter Nodes+=n1.") {
+		t.Fatalf("create with Nodes+=: %v", err)
+	}
+	if _, err := parseResvArgs(strings.Fields("ReservationName=r Nodes-=n[1-"), true, testNow); err == nil ||
+		!strings.Contains(err.Error(), "Invalid node list Nodes-=n[1-.") {
+		t.Fatalf("bad list: %v", err)
 	}
 }
