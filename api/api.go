@@ -248,6 +248,9 @@ type Node struct {
 	// Reserved: the node is in an advance reservation active now (Slurm's
 	// NODE_STATE_RES); an idle one then has State "reserved".
 	Reserved bool `json:"reserved,omitempty"`
+	// Maint: the reservation has Flags=MAINT (Slurm's NODE_STATE_MAINT);
+	// an idle node then has State "maint".
+	Maint bool `json:"maint,omitempty"`
 }
 
 // NodesResponse lists nodes in configuration order.

@@ -133,20 +133,26 @@ func (c *Controller) fromResv(r *api.Reservation, b reserve.Resv) {
 }
 
 // resvNodeView marks a node that lies in a reservation active now: Slurm
-// sets NODE_STATE_RES on it for the window. The window is the booked one,
-// [Start, End): at End the booking is over and the tick purges it. An idle
-// node that answers then shows RESERVED (sinfo resv/reserved) — Slurm's
-// node_state_string tests drain, then "not responding", before the
-// reservation flag, so a drained node stays drained and one that does not
-// answer stays IDLE*; an allocated node keeps its state.
+// sets NODE_STATE_RES on it for the window, and NODE_STATE_MAINT too when
+// the reservation has Flags=MAINT. The window is the booked one, [Start,
+// End): at End the booking is over and the tick purges it. Slurm 22.05's
+// node_state_string tests MAINT first (an idle node is MAINT, MAINT* when
+// it does not answer; other states get a "$" suffix, the client's part),
+// then drain, then "not responding", and the reservation flag last: an idle
+// node that answers shows RESERVED, a drained one stays drained, one that
+// does not answer IDLE*, an allocated one keeps its state.
 func (c *Controller) resvNodeView(n *api.Node, now int64) {
 	for _, r := range c.resvs {
 		if r.StartTime <= now && now < r.EndTime && slices.Contains(r.Nodes, n.Name) {
 			n.Reserved = true
-			break
+			n.Maint = n.Maint || slices.ContainsFunc(r.Flags, func(f string) bool { return strings.EqualFold(f, "MAINT") })
 		}
 	}
-	if n.Reserved && n.State == "idle" && !n.NotResponding {
+	switch {
+	case n.State != "idle":
+	case n.Maint:
+		n.State = "maint"
+	case n.Reserved && !n.NotResponding:
 		n.State = "reserved"
 	}
 }

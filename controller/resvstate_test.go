@@ -118,6 +118,18 @@ func TestReservedNodeStateAcrossRestart(t *testing.T) {
 	now.Store(t0 + 699)
 	check("last second of the window", c, true)
 
+	// A MAINT reservation: its idle nodes are "maint", flagged Maint.
+	if _, err := c.createReservation(t.Context(), root, api.ReservationRequest{Name: "m", StartTime: t0 + 699, Duration: 1,
+		Nodes: []string{"local4"}, Users: []string{"root"}, Flags: []string{"MAINT"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := nodeStates(t, c)["local4"]; n.State != "maint" || !n.Maint || !n.Reserved {
+		t.Errorf("node of an active MAINT reservation: %+v", n)
+	}
+	if n := nodeStates(t, c)["local1"]; n.Maint {
+		t.Errorf("node of a reservation without MAINT flagged Maint: %+v", n)
+	}
+
 	// Restart exactly at the end instant: the window is over, the
 	// reservation is purged and its nodes are idle.
 	now.Store(t0 + 700)

@@ -10,7 +10,8 @@ import (
 	"hora/api"
 )
 
-// Nodes in an active reservation print as Slurm 22.05 prints NODE_STATE_RES:
+// Nodes in an active reservation print as Slurm 22.05 prints NODE_STATE_RES
+// and NODE_STATE_MAINT (node_state_string, node_state_string_compact):
 // sinfo resv/reserved for an idle node; scontrol show node RESERVED, with
 // +DRAIN when drained; "not responding" is tested first (IDLE*), and
 // allocated, draining and down nodes keep their own state.
@@ -26,6 +27,12 @@ func TestReservedNodeTexts(t *testing.T) {
 		{api.Node{State: "allocated", Reserved: true}, "alloc", "allocated", "ALLOCATED"},
 		{api.Node{State: "draining", Drain: true, Reserved: true}, "drng", "draining", "ALLOCATED+DRAIN"},
 		{api.Node{State: "down", Drain: true, Reserved: true}, "down", "down", "DOWN+DRAIN"},
+		// A MAINT reservation: tested before drain and "not responding".
+		{api.Node{State: "maint", Reserved: true, Maint: true}, "maint", "maint", "MAINT"},
+		{api.Node{State: "maint", Reserved: true, Maint: true, NotResponding: true}, "maint*", "maint*", "MAINT*"},
+		{api.Node{State: "drained", Drain: true, Reserved: true, Maint: true}, "drain$", "drained$", "MAINT+DRAIN"},
+		{api.Node{State: "allocated", Reserved: true, Maint: true, NotResponding: true}, "alloc$", "allocated$", "ALLOCATED$"},
+		{api.Node{State: "down", Reserved: true, Maint: true}, "down$", "down$", "DOWN$"},
 	}
 	v := &sinfoView{}
 	for _, c := range cases {
@@ -41,9 +48,9 @@ func TestReservedNodeTexts(t *testing.T) {
 		}
 	}
 	// sinfo -s counts a reserved node as idle (its base state).
-	g := siGroup{nodes: []*api.Node{{State: "reserved"}, {State: "allocated"}, {State: "drained"}}}
-	if got := v.aggValue('F', &g); got != "1/1/1/3" {
-		t.Errorf("NODES(A/I/O/T) = %q, want 1/1/1/3", got)
+	g := siGroup{nodes: []*api.Node{{State: "reserved"}, {State: "allocated"}, {State: "drained"}, {State: "maint"}}}
+	if got := v.aggValue('F', &g); got != "1/2/1/4" {
+		t.Errorf("NODES(A/I/O/T) = %q, want 1/2/1/4", got)
 	}
 }
 

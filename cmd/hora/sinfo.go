@@ -126,8 +126,13 @@ var nodeStateNames = map[string][2]string{
 	"unknown": {"unk", "unknown"},
 }
 
-// noRespSuffix is sinfo's "*": the node does not answer.
+// noRespSuffix is sinfo's "*": the node does not answer; or "$" for a
+// node of an active MAINT reservation that is not idle, which Slurm 22.05's
+// node_state_string tests before "not responding" (an idle one is "maint").
 func noRespSuffix(n *api.Node) string {
+	if n.Maint && !strings.EqualFold(n.State, "maint") {
+		return "$"
+	}
 	if n.NotResponding {
 		return "*"
 	}
@@ -286,7 +291,7 @@ func (v *sinfoView) aggValue(kind byte, g *siGroup) string {
 			switch strings.ToLower(n.State) {
 			case "allocated", "mixed", "completing":
 				a += w
-			case "idle", "reserved": // NODE_STATE_RES is a flag on an idle node
+			case "idle", "reserved", "maint": // flags on an idle node
 				i += w
 			default:
 				o += w
