@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,5 +141,53 @@ func TestReservedNodeStateAcrossRestart(t *testing.T) {
 	check("restart at the end instant", c, false)
 	if stored, err := f.st.Reservations(t.Context()); err != nil || len(stored) != 0 {
 		t.Errorf("store after the end: %v %v", stored, err)
+	}
+}
+
+// A job of a reservation pends with reason Reservation up to the start and
+// runs from the start instant, also when horad restarts right at either
+// side of it: the reservation is booked again before the job is restored.
+func TestReservationJobAcrossRestartAtStart(t *testing.T) {
+	f := resvFixture(t, "")
+	var now atomic.Int64
+	t0 := time.Now().Unix()
+	now.Store(t0)
+	c := f.clockController(t, &now)
+	if _, err := c.createReservation(t.Context(), root, api.ReservationRequest{Name: "w", StartTime: t0 + 100, Duration: 600,
+		Nodes: []string{"local1"}, Users: []string{"root"}}); err != nil {
+		t.Fatal(err)
+	}
+	s := f.spec("true")
+	s.Reservation, s.TimeLimit = "w", 60
+	resp, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The job as squeue sees it: the reason of a pending job is the
+	// scheduler's (server.go).
+	job := func(c *Controller) api.Job {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		j := c.jobs[resp.JobID].Job
+		if r := c.eng.Reason(schedID(j.ID)); r != "" && j.State == api.StatePending {
+			j.Reason = r
+		}
+		return j
+	}
+	if j := job(c); j.State != api.StatePending || j.Reason != "Reservation" {
+		t.Fatalf("before the window: %s %s", j.State, j.Reason)
+	}
+	now.Store(t0 + 99)
+	c = f.clockController(t, &now)
+	if j := job(c); j.State != api.StatePending || j.Reason != "Reservation" {
+		t.Fatalf("restart one second before the start: %s %s", j.State, j.Reason)
+	}
+	if r, _, ok := resvState(t, c, "w"); !ok || r.StartTime != t0+100 {
+		t.Fatalf("reservation after the restart: %+v %v", r, ok)
+	}
+	now.Store(t0 + 100)
+	c = f.clockController(t, &now)
+	if j := job(c); j.State != api.StateRunning || !slices.Equal(j.Nodes, []string{"local1"}) {
+		t.Fatalf("restart at the start instant: %s %s on %v", j.State, j.Reason, j.Nodes)
 	}
 }
