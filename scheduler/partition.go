@@ -54,9 +54,10 @@ type Partition struct {
 	// bookers lists, per node, the other partitions of the node whose
 	// policy books ahead (shared.go); nil when there are none.
 	bookers [][]nodeRef
+	gen     uint64 // counts changes of busy (Generation)
+
 	// bookerParts are the distinct partitions in bookers.
 	bookerParts []*Partition
-	gen         uint64 // counts changes of busy (Generation)
 }
 
 // Spec is the partition's configuration, with defaults applied (Policy set,
