@@ -244,6 +244,13 @@ type Node struct {
 	NotResponding bool     `json:"not_responding,omitempty"`
 	Partitions    []string `json:"partitions"`
 	Jobs          []int64  `json:"jobs,omitempty"`
+
+	// Reserved: the node is in an advance reservation active now (Slurm's
+	// NODE_STATE_RES); an idle one then has State "reserved".
+	Reserved bool `json:"reserved,omitempty"`
+	// Maint: the reservation has Flags=MAINT (Slurm's NODE_STATE_MAINT);
+	// an idle node then has State "maint".
+	Maint bool `json:"maint,omitempty"`
 }
 
 // NodesResponse lists nodes in configuration order.
@@ -304,6 +311,10 @@ type ReservationRequest struct {
 	RemoveUsers []string `json:"remove_users,omitempty"`
 	Flags       []string `json:"flags,omitempty"`
 	Set         []string `json:"set,omitempty"` // update: the keys given, lower case (starttime, endtime, duration, nodes, nodecnt, users)
+
+	// AddNodes and RemoveNodes are update's Nodes+= and Nodes-=.
+	AddNodes    []string `json:"add_nodes,omitempty"`
+	RemoveNodes []string `json:"remove_nodes,omitempty"`
 }
 
 // ReservationResponse answers a reservation change with its new state.

@@ -132,6 +132,45 @@ func (c *Controller) fromResv(r *api.Reservation, b reserve.Resv) {
 	}
 }
 
+// resvNodeView marks a node that lies in a reservation active now: Slurm
+// sets NODE_STATE_RES on it for the window, and NODE_STATE_MAINT too when
+// the reservation has Flags=MAINT. The window is the booked one, [Start,
+// End): at End the booking is over and the tick purges it. Slurm 22.05's
+// node_state_string tests MAINT first (an idle node is MAINT, MAINT* when
+// it does not answer; other states get a "$" suffix, the client's part),
+// then drain, then "not responding", and the reservation flag last: an idle
+// node that answers shows RESERVED, a drained one stays drained, one that
+// does not answer IDLE*, an allocated one keeps its state.
+func (c *Controller) resvNodeView(n *api.Node, now int64) {
+	for _, r := range c.resvs {
+		if r.StartTime <= now && now < r.EndTime && slices.Contains(r.Nodes, n.Name) {
+			n.Reserved = true
+			n.Maint = n.Maint || slices.ContainsFunc(r.Flags, func(f string) bool { return strings.EqualFold(f, "MAINT") })
+		}
+	}
+	switch {
+	case n.State != "idle":
+	case n.Maint:
+		n.State = "maint"
+	case n.Reserved && !n.NotResponding:
+		n.State = "reserved"
+	}
+}
+
+// checkNodeNames refuses node names that are not in the partition, as
+// Slurm refuses an unknown node in Nodes+=/Nodes-=.
+func (c *Controller) checkNodeNames(part string, lists ...[]string) error {
+	spec, _ := c.eng.PartitionSpec(part)
+	for _, l := range lists {
+		for _, n := range l {
+			if !strings.EqualFold(n, "ALL") && !slices.Contains(spec.Nodes, n) {
+				return resvErr(api.CodeReservation, "Invalid node name specified: %s is not in partition %s", n, part)
+			}
+		}
+	}
+	return nil
+}
+
 func bookErr(err error) error {
 	var re *reserve.ResvError
 	if errors.As(err, &re) {
@@ -251,8 +290,35 @@ func (c *Controller) updateReservation(ctx context.Context, who *Caller, req api
 	if set("nodes") {
 		r.Nodes = req.Nodes
 	}
+	// Nodes+= and Nodes-= change the list as Slurm does: a node added twice
+	// or removed when absent changes nothing. A list left empty is refused.
+	for _, n := range req.AddNodes {
+		if !slices.Contains(r.Nodes, n) {
+			r.Nodes = append(r.Nodes, n)
+		}
+	}
+	r.Nodes = slices.DeleteFunc(r.Nodes, func(n string) bool { return slices.Contains(req.RemoveNodes, n) })
+	nodesChanged := set("nodes") || len(req.AddNodes) > 0 || len(req.RemoveNodes) > 0
+	if nodesChanged {
+		if err := c.checkNodeNames(r.Partition, req.AddNodes, req.RemoveNodes); err != nil {
+			return nil, err
+		}
+		if len(r.Nodes) == 0 {
+			return nil, resvErr(api.CodeReservation, "%s (no node left in reservation %s)", reserve.MsgNodeConfig, r.Name)
+		}
+		count = len(r.Nodes)
+	}
 	if set("nodecnt") {
-		r.Nodes, count = nil, req.NodeCount
+		// NodeCnt= resizes: a smaller count keeps the reservation's
+		// lowest-numbered nodes, a larger one keeps them all and adds free
+		// ones (the policy picks them), so a resize never moves the nodes
+		// that stay.
+		spec, _ := c.eng.PartitionSpec(r.Partition)
+		slices.SortFunc(r.Nodes, func(a, b string) int { return slices.Index(spec.Nodes, a) - slices.Index(spec.Nodes, b) })
+		count = req.NodeCount
+		if count > 0 && count < len(r.Nodes) {
+			r.Nodes = r.Nodes[:count]
+		}
 	}
 	if set("users") {
 		r.Users = req.Users
@@ -281,7 +347,7 @@ func (c *Controller) updateReservation(ctx context.Context, who *Caller, req api
 		return nil, err
 	}
 	prev, _ := c.toResv(old, len(old.Nodes))
-	if !set("nodes") && !set("nodecnt") {
+	if !nodesChanged && !set("nodecnt") {
 		rv.Nodes = prev.Nodes // same nodes, so that a users-only change is in place
 	}
 	booked, err := pol.UpdateResv(c.nowSec(), rv)

@@ -321,6 +321,7 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 		an := api.Node{Name: n.Name, Address: n.Address, CPUs: n.CPUs,
 			MemoryMB: n.MemoryMB, Rate: n.Rate, Partitions: parts, Jobs: busy[n.Name]}
 		c.nodeView(&an, len(busy[n.Name]) > 0)
+		c.resvNodeView(&an, c.now().Unix())
 		out.Nodes = append(out.Nodes, an)
 	}
 	return out, nil

@@ -16,6 +16,9 @@ type Engine struct {
 	parts    []*Partition
 	partName map[string]*Partition
 	def      *Partition
+	// bookTick makes Partition.BookedVersion change when a Booker has
+	// no version of its own.
+	bookTick uint64
 	jobs     map[JobID]*jobRec
 	// blocked are pending jobs the Engine keeps from their policy because
 	// they break a partition limit (Slurm's PartitionTimeLimit etc.), in

@@ -55,6 +55,9 @@ type Partition struct {
 	// policy books ahead (shared.go); nil when there are none.
 	bookers [][]nodeRef
 	gen     uint64 // counts changes of busy (Generation)
+
+	// bookerParts are the distinct partitions in bookers.
+	bookerParts []*Partition
 }
 
 // Spec is the partition's configuration, with defaults applied (Policy set,

@@ -40,7 +40,41 @@ func (e *Engine) linkBookers() {
 			}
 		}
 		p.bookers = tab
+		p.bookerParts = nil
+		for _, refs := range tab {
+			for _, ref := range refs {
+				if !slices.Contains(p.bookerParts, ref.p) {
+					p.bookerParts = append(p.bookerParts, ref.p)
+				}
+			}
+		}
 	}
+}
+
+// BookVersioner is a Booker that counts the changes of its bookings, so
+// that a reader of Booked may skip the reading while nothing changed (the
+// reserve policy mirrors the bookings of other reserve partitions of its
+// nodes before each decision).
+type BookVersioner interface {
+	// BookVersion grows whenever an answer of Booked may have changed
+	// other than by the passing of time.
+	BookVersion() uint64
+}
+
+// BookedVersion sums the BookVersion of the other partitions that book
+// this partition's nodes: it changes whenever one of their Booked answers
+// may have. A Booker without a version makes it change at every call.
+func (p *Partition) BookedVersion() uint64 {
+	var v uint64
+	for _, q := range p.bookerParts {
+		if bv, ok := q.policy.(BookVersioner); ok {
+			v += bv.BookVersion()
+		} else {
+			p.eng.bookTick++
+			v += p.eng.bookTick
+		}
+	}
+	return v
 }
 
 // Shared reports whether some node of the partition also belongs to a

@@ -136,10 +136,12 @@ func parseResvArgs(words []string, update bool, now time.Time) (*api.Reservation
 				nodes = hs
 			}
 			switch op {
-			case '=':
-				req.Nodes = nodes
+			case '+':
+				req.AddNodes = append(req.AddNodes, nodes...)
+			case '-':
+				req.RemoveNodes = append(req.RemoveNodes, nodes...)
 			default:
-				return fail("Nodes%c= is not supported by hora; give the whole list with Nodes=.", op)
+				req.Nodes = nodes
 			}
 		case "NodeCnt":
 			n, err := parseNodeCnt(val)
@@ -360,7 +362,13 @@ func showReservations(ctx context.Context, env *Env, name string, oneliner bool)
 		fmt.Fprintln(env.Stdout, "No reservations in the system")
 		return 0
 	}
-	writeReservations(env.Stdout, resp.Reservations, nodes, nowFunc(), timeFormat(env), oneliner)
+	// State= is decided by horad's clock, the one that purges the
+	// reservation at its end and marks its nodes reserved.
+	now := nowFunc()
+	if resp.Now != 0 {
+		now = time.Unix(resp.Now, 0)
+	}
+	writeReservations(env.Stdout, resp.Reservations, nodes, now, timeFormat(env), oneliner)
 	return 0
 }
 

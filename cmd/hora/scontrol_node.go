@@ -155,7 +155,12 @@ func scontrolSuspend(ctx context.Context, env *Env, verb string, words []string)
 }
 
 // nodeStateLong is `scontrol show node` State=: the base state, "*" when
-// the node does not answer, "+DRAIN" when drained or draining.
+// the node does not answer, "+DRAIN" when drained or draining. Slurm 22.05
+// prints node_state_string of the state without its DRAIN flag, so an idle
+// node in an active reservation is RESERVED, drained RESERVED+DRAIN, and
+// IDLE* when it does not answer (that test comes first). In a MAINT
+// reservation an idle or drained node is MAINT (MAINT+DRAIN), an allocated
+// or down one ALLOCATED$ / DOWN$ ("$" replaces "*": MAINT is tested first).
 func nodeStateLong(n *api.Node) string {
 	base := "IDLE"
 	switch strings.ToLower(n.State) {
@@ -163,11 +168,22 @@ func nodeStateLong(n *api.Node) string {
 		base = "ALLOCATED"
 	case "down":
 		base = "DOWN"
-	case "idle", "drained":
+	case "reserved":
+		base = "RESERVED"
+	case "idle", "drained", "maint":
+		switch {
+		case n.Maint:
+			base = "MAINT"
+		case n.Reserved && !n.NotResponding:
+			base = "RESERVED"
+		}
 	default:
 		base = strings.ToUpper(nodeState(n.State, true))
 	}
-	if n.NotResponding {
+	switch {
+	case n.Maint && base != "MAINT":
+		base += "$"
+	case n.NotResponding:
 		base += "*"
 	}
 	if n.Drain {

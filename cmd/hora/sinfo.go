@@ -126,8 +126,13 @@ var nodeStateNames = map[string][2]string{
 	"unknown": {"unk", "unknown"},
 }
 
-// noRespSuffix is sinfo's "*": the node does not answer.
+// noRespSuffix is sinfo's "*": the node does not answer; or "$" for a
+// node of an active MAINT reservation that is not idle, which Slurm 22.05's
+// node_state_string tests before "not responding" (an idle one is "maint").
 func noRespSuffix(n *api.Node) string {
+	if n.Maint && !strings.EqualFold(n.State, "maint") {
+		return "$"
+	}
 	if n.NotResponding {
 		return "*"
 	}
@@ -286,7 +291,7 @@ func (v *sinfoView) aggValue(kind byte, g *siGroup) string {
 			switch strings.ToLower(n.State) {
 			case "allocated", "mixed", "completing":
 				a += w
-			case "idle":
+			case "idle", "reserved", "maint": // flags on an idle node
 				i += w
 			default:
 				o += w
@@ -363,7 +368,7 @@ func (v *sinfoView) groups(fields []siField, perNode bool, onlyParts []string) [
 // slurm.h) that sinfo's "-t" sort compares.
 var nodeStateValues = map[string]int{
 	"unknown": 0, "down": 1, "idle": 2, "allocated": 3, "fail": 0x2001, "failing": 0x2003,
-	"mixed": 5, "future": 6, "drained": 0x202, "draining": 0x203, "completing": 0x403,
+	"mixed": 5, "future": 6, "reserved": 0x22, "drained": 0x202, "draining": 0x203, "completing": 0x403,
 }
 
 func groupStateValue(g siGroup) int {

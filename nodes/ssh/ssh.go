@@ -561,6 +561,16 @@ func (e *Executor) Signal(ctx context.Context, node string, key nodes.StepKey, s
 	if err != nil {
 		return fmt.Errorf("signal %s to step %s: %w", name, stepName(key), err)
 	}
+	if r.code == 5 {
+		return fmt.Errorf("step %s on node %s has no running process group", stepName(key), node)
+	}
+	return stepOpErr("signal "+name+" to", node, key, r)
+}
+
+// stepOpErr reads the exit status of a node-side step operation (shSignal,
+// shSetLimit, shTerminate share it): 0 done, 3 no such step, 4 not running,
+// anything else a failure of the operation itself.
+func stepOpErr(op, node string, key nodes.StepKey, r result) error {
 	switch r.code {
 	case 0:
 		return nil
@@ -568,10 +578,8 @@ func (e *Executor) Signal(ctx context.Context, node string, key nodes.StepKey, s
 		return fmt.Errorf("no step %s on node %s", stepName(key), node)
 	case 4:
 		return fmt.Errorf("step %s on node %s is not running", stepName(key), node)
-	case 5:
-		return fmt.Errorf("step %s on node %s has no running process group", stepName(key), node)
 	default:
-		return fmt.Errorf("signal %s to step %s on node %s: exit %d: %s", name, stepName(key), node, r.code, strings.TrimSpace(string(r.errs)))
+		return fmt.Errorf("%s step %s on node %s: exit %d: %s", op, stepName(key), node, r.code, strings.TrimSpace(string(r.errs)))
 	}
 }
 
@@ -591,16 +599,7 @@ func (e *Executor) SetTimeLimit(ctx context.Context, node string, key nodes.Step
 	if err != nil {
 		return fmt.Errorf("time limit of step %s: %w", stepName(key), err)
 	}
-	switch r.code {
-	case 0:
-		return nil
-	case 3:
-		return fmt.Errorf("no step %s on node %s", stepName(key), node)
-	case 4:
-		return fmt.Errorf("step %s on node %s is not running", stepName(key), node)
-	default:
-		return fmt.Errorf("time limit of step %s on node %s: exit %d: %s", stepName(key), node, r.code, strings.TrimSpace(string(r.errs)))
-	}
+	return stepOpErr("time limit of", node, key, r)
 }
 
 // Terminate sends TERM (and CONT) to the step's process group and leaves a
@@ -619,16 +618,7 @@ func (e *Executor) Terminate(ctx context.Context, node string, key nodes.StepKey
 	if err != nil {
 		return fmt.Errorf("terminate step %s: %w", stepName(key), err)
 	}
-	switch r.code {
-	case 0:
-		return nil
-	case 3:
-		return fmt.Errorf("no step %s on node %s", stepName(key), node)
-	case 4:
-		return fmt.Errorf("step %s on node %s is not running", stepName(key), node)
-	default:
-		return fmt.Errorf("terminate step %s on node %s: exit %d: %s", stepName(key), node, r.code, strings.TrimSpace(string(r.errs)))
-	}
+	return stepOpErr("terminate", node, key, r)
 }
 
 // Forget removes the node-side state of an ended step.

@@ -180,6 +180,7 @@ func (ix *Index) prevEnd(i, j int) int64 {
 // occupy books [s, e) on node i: the idle period holding it is removed and
 // the leading and trailing idle periods it leaves are indexed (§3.2.2).
 func (ix *Index) occupy(i int, s, e, id int64) {
+	ix.muts++
 	ix.prune(i)
 	ns := &ix.nodes[i]
 	j := ix.gapAt(i, s, e)
@@ -198,6 +199,7 @@ func (ix *Index) occupy(i int, s, e, id int64) {
 // release gives back [max(at, start), end) of the booking starting at s on
 // node i, merging it with the neighbouring idle periods.
 func (ix *Index) release(i int, s, at int64) {
+	ix.muts++
 	ix.prune(i)
 	ns := &ix.nodes[i]
 	j := sort.Search(len(ns.slots), func(k int) bool { return ns.slots[k].start >= s })

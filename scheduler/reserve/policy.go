@@ -46,6 +46,9 @@ type Policy struct {
 	// fs holds the stand-ins for jobs of other partitions on shared nodes
 	// (shared.go).
 	fs foreignState
+	// ps mirrors the bookings of other reserve partitions of the nodes
+	// (peers.go).
+	ps peerState
 }
 
 type booked struct {
@@ -120,6 +123,7 @@ func (pl *Policy) index(now float64) *Index {
 // (shared.go). Calls that only start, end or forget jobs skip that.
 func (pl *Policy) decide(now float64) *Index {
 	ix := pl.index(now)
+	pl.syncPeers() // first: it may drop a stand-in that a mirror clipped
 	pl.syncForeign()
 	return ix
 }

@@ -166,6 +166,7 @@ type Index struct {
 	books   map[int64]Booking
 	nextID  int64
 	stats   Stats
+	muts    uint64 // bookings placed or given back (occupy, release)
 }
 
 // New builds an index where every node is idle from cfg.Start on.

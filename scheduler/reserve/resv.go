@@ -79,21 +79,30 @@ func (pl *Policy) bookResv(ix *Index, r Resv) (*resv, error) {
 	if w.End <= w.Start {
 		return nil, &ResvError{Code: "ReservationInvalid", Message: MsgResvInvalid}
 	}
-	n := len(w.Nodes)
-	if n == 0 {
-		n = w.Count
-	}
+	// Count above len(Nodes) keeps Nodes and adds the lowest-numbered free
+	// nodes up to Count (scontrol update NodeCnt= grows a reservation that
+	// way, keeping the nodes it has).
+	n := max(len(w.Nodes), w.Count)
 	if n < 1 || n > ix.NumNodes() {
 		return nil, &ResvError{Code: "InvalidNodeCount", Message: MsgNodeConfig}
 	}
 	nodes := slices.Clone(w.Nodes)
 	slices.Sort(nodes)
-	if len(nodes) == 0 {
-		free := pl.freeIn(w.Start, w.End, n)
-		if len(free) < n {
-			return nil, &ResvError{Code: "NodesBusy", Message: MsgResvBusy, EarliestStart: pl.earliestWindow(ix, w, n)}
+	if len(nodes) < n {
+		kept := len(nodes)
+		for _, i := range pl.freeIn(w.Start, w.End, n) {
+			if len(nodes) < n && !slices.Contains(nodes[:kept], i) {
+				nodes = append(nodes, i)
+			}
 		}
-		nodes = free[:n]
+		if len(nodes) < n {
+			wide := w
+			if kept > 0 {
+				wide.Nodes = nil // the earliest start for n nodes anywhere
+			}
+			return nil, &ResvError{Code: "NodesBusy", Message: MsgResvBusy, EarliestStart: pl.earliestWindow(ix, wide, n)}
+		}
+		slices.Sort(nodes)
 	}
 	for k, i := range nodes {
 		if i < 0 || i >= ix.NumNodes() || (k > 0 && nodes[k-1] == i) {
@@ -196,7 +205,8 @@ func (pl *Policy) UpdateResv(now float64, r Resv) (Resv, error) {
 	if old == nil {
 		return Resv{}, &ResvError{Code: "ReservationInvalid", Message: MsgResvInvalid}
 	}
-	same := r.Start == old.Start && r.End == old.End && (len(r.Nodes) == 0 && r.Count == old.Count || slices.Equal(r.Nodes, old.Nodes))
+	same := r.Start == old.Start && r.End == old.End && (len(r.Nodes) == 0 && r.Count == old.Count ||
+		slices.Equal(r.Nodes, old.Nodes) && r.Count <= len(r.Nodes))
 	if same {
 		old.Users = slices.Clone(r.Users)
 		return old.Resv, nil
@@ -208,7 +218,7 @@ func (pl *Policy) UpdateResv(now float64, r Resv) (Resv, error) {
 	got, err := pl.bookResv(ix, r)
 	if err != nil {
 		// The old window is free again: it books as it was (from now on).
-		if b, err2 := ix.Occupy(old.Nodes, old.Start, old.End); err2 == nil {
+		if b, err2 := ix.Occupy(old.Nodes, max(old.Start, ix.Now()), old.End); err2 == nil {
 			old.book = b.ID
 		}
 		return Resv{}, err

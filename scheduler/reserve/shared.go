@@ -55,7 +55,7 @@ func (pl *Policy) Booked(i int, now float64, dst []scheduler.Window) []scheduler
 		skip = pl.fs.occ[i].id
 	}
 	for _, sl := range pl.ix.nodes[i].slots {
-		if float64(sl.end) <= now || sl.id == skip {
+		if float64(sl.end) <= now || sl.id == skip || pl.ps.isMir[sl.id] {
 			continue
 		}
 		dst = append(dst, scheduler.Window{Start: float64(sl.start), End: float64(sl.end)})
