@@ -230,11 +230,19 @@ func (pl *Policy) syncBooked(now float64) {
 	if !pl.p.Shared() {
 		return
 	}
+	ver := pl.p.BookedVersion()
+	if pl.booked != nil && ver == pl.bookVer && now < pl.bookWake {
+		return // no booking changed and none has ended since the last scan
+	}
 	if pl.booked == nil {
 		pl.booked = make([]bool, pl.p.Len())
 	}
+	pl.bookVer, pl.bookWake = ver, math.Inf(1)
 	for i := range pl.booked {
 		pl.bookBuf = pl.p.Booked(i, now, pl.bookBuf[:0])
+		for _, w := range pl.bookBuf {
+			pl.bookWake = min(pl.bookWake, w.End)
+		}
 		if b := len(pl.bookBuf) > 0; b != pl.booked[i] {
 			pl.booked[i] = b
 			pl.sync(now, i)

@@ -57,6 +57,10 @@ type Policy struct {
 	engDown map[int]bool
 	booked  []bool
 	bookBuf []scheduler.Window
+	// bookVer is the Partition.BookedVersion of the last scan; bookWake
+	// the earliest end of a booking then seen (a node may come back).
+	bookVer  uint64
+	bookWake float64
 }
 
 // DefaultSuspect is how long (seconds) a node whose chunk failed to launch
@@ -388,6 +392,9 @@ func (pl *Policy) NextWakeup() float64 {
 	}
 	for _, until := range pl.suspect { // a suspect node returns to service
 		t = min(t, max(until, pl.now))
+	}
+	if pl.booked != nil && pl.bookWake > pl.now { // a booking ends: its node may come back
+		t = min(t, pl.bookWake)
 	}
 	return t
 }
