@@ -491,23 +491,8 @@ func writeJobs(env *Env, jobs []api.Job, named, oneliner bool) int {
 // scontrolHold implements hold, uhold and release with ids given as comma
 // or space separated lists.
 func scontrolHold(ctx context.Context, env *Env, verb string, words []string) int {
-	var ids []int64
-	for _, w := range words {
-		for _, s := range splitList(w) {
-			if v, ok := strings.CutPrefix(strings.ToLower(s), "jobid="); ok {
-				s = v
-			}
-			id, ok := parseJobID(s)
-			if !ok {
-				fmt.Fprintf(env.Stderr, "Invalid job id specified for job %s\n", s)
-				fmt.Fprintln(env.Stderr, "slurm_suspend error: Invalid job id specified")
-				return 1
-			}
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		fmt.Fprintf(env.Stderr, "too few arguments for keyword:%s\n", verb)
+	ids, ok := jobIDWords(env, verb, words, true)
+	if !ok {
 		return 1
 	}
 	cl := dial(env)
@@ -529,8 +514,46 @@ func scontrolHold(ctx context.Context, env *Env, verb string, words []string) in
 	}
 	// Like scontrol 22.05.8 ("hold abc"): one line per failed job, then
 	// the last error once more as slurm_perror prints it.
+	if last := reportJobResults(env, resp.Results); last != "" {
+		fmt.Fprintf(env.Stderr, "slurm_suspend error: %s\n", last)
+		return 1
+	}
+	return 0
+}
+
+// jobIDWords reads the job ids of hold, release, suspend, resume and requeue:
+// comma or space separated, an optional JobId= prefix. A bad id is reported
+// as scontrol does; perror adds hold's second, slurm_perror line.
+func jobIDWords(env *Env, verb string, words []string, perror bool) ([]int64, bool) {
+	var ids []int64
+	for _, w := range words {
+		for _, s := range splitList(w) {
+			if v, ok := strings.CutPrefix(strings.ToLower(s), "jobid="); ok {
+				s = v
+			}
+			id, ok := parseJobID(s)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "Invalid job id specified for job %s\n", s)
+				if perror {
+					fmt.Fprintln(env.Stderr, "slurm_suspend error: Invalid job id specified")
+				}
+				return nil, false
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		fmt.Fprintf(env.Stderr, "too few arguments for keyword:%s\n", verb)
+		return nil, false
+	}
+	return ids, true
+}
+
+// reportJobResults prints "<error> for job <id>" per refused job and returns
+// the last error ("" when every job was done).
+func reportJobResults(env *Env, results []api.JobResult) string {
 	last := ""
-	for _, r := range resp.Results {
+	for _, r := range results {
 		if r.Error == "" && r.Code == "" {
 			continue
 		}
@@ -540,11 +563,7 @@ func scontrolHold(ctx context.Context, env *Env, verb string, words []string) in
 		}
 		fmt.Fprintf(env.Stderr, "%s for job %d\n", last, r.ID)
 	}
-	if last != "" {
-		fmt.Fprintf(env.Stderr, "slurm_suspend error: %s\n", last)
-		return 1
-	}
-	return 0
+	return last
 }
 
 const scontrolHelp = `Usage: scontrol [<OPTION>] [<COMMAND>]

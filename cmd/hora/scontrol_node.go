@@ -103,22 +103,8 @@ func scontrolUpdateNode(ctx context.Context, env *Env, words []string) int {
 // scontrolSuspend implements suspend, resume and requeue: per failed job a
 // line "<error> for job <id>", exit 1 if any failed (as scontrol 22.05.8).
 func scontrolSuspend(ctx context.Context, env *Env, verb string, words []string) int {
-	var ids []int64
-	for _, w := range words {
-		for _, s := range splitList(w) {
-			if v, ok := strings.CutPrefix(strings.ToLower(s), "jobid="); ok {
-				s = v
-			}
-			id, ok := parseJobID(s)
-			if !ok {
-				fmt.Fprintf(env.Stderr, "Invalid job id specified for job %s\n", s)
-				return 1
-			}
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		fmt.Fprintf(env.Stderr, "too few arguments for keyword:%s\n", verb)
+	ids, ok := jobIDWords(env, verb, words, false)
+	if !ok {
 		return 1
 	}
 	cl := dial(env)
@@ -139,19 +125,10 @@ func scontrolSuspend(ctx context.Context, env *Env, verb string, words []string)
 		fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Prog, apiErrText(err))
 		return 1
 	}
-	code := 0
-	for _, r := range resp.Results {
-		if r.Error == "" && r.Code == "" {
-			continue
-		}
-		msg := r.Error
-		if msg == "" {
-			msg = codeText(r.Code)
-		}
-		fmt.Fprintf(env.Stderr, "%s for job %d\n", msg, r.ID)
-		code = 1
+	if reportJobResults(env, resp.Results) != "" {
+		return 1
 	}
-	return code
+	return 0
 }
 
 // nodeStateLong is `scontrol show node` State=: the base state, "*" when

@@ -61,3 +61,26 @@ func TestScontrolHoldRequests(t *testing.T) {
 		t.Errorf("controls %s, want %s", got, want)
 	}
 }
+
+// Bad job ids of hold/release/suspend/resume/requeue are refused before any
+// daemon is asked (none runs here), with scontrol 22.05.8's texts: hold adds
+// slurm_perror's second line, suspend and its siblings do not.
+func TestScontrolJobIDWords(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hold", "abc"}, "Invalid job id specified for job abc\nslurm_suspend error: Invalid job id specified\n"},
+		{[]string{"release", "JobId=12,x7"}, "Invalid job id specified for job x7\nslurm_suspend error: Invalid job id specified\n"},
+		{[]string{"suspend", "1,abc"}, "Invalid job id specified for job abc\n"},
+		{[]string{"requeue", "jobid=zz"}, "Invalid job id specified for job zz\n"},
+		{[]string{"resume"}, "too few arguments for keyword:resume\n"},
+		{[]string{"uhold"}, "too few arguments for keyword:uhold\n"},
+	}
+	for _, c := range cases {
+		out, errs, code := runCmd(t, scontrolMain, "scontrol", nil, c.args...)
+		if code != 1 || out != "" || errs != c.want {
+			t.Errorf("scontrol %q: exit %d, stdout %q, stderr %q; want exit 1, stderr %q", c.args, code, out, errs, c.want)
+		}
+	}
+}

@@ -22,15 +22,7 @@ import (
 func TestSSHNodesEndToEnd(t *testing.T) {
 	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3)
-	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "executor = \"ssh\"\n")
-	for _, h := range cl.Hosts {
-		fmt.Fprintf(&cfg, "[[node]]\nname = %q\naddress = %q\n", h.Name, h.Addr)
-	}
-	fmt.Fprintf(&cfg, "[[partition]]\nname = \"batch\"\nnodes = \"n[1-3]\"\ndefault = true\n")
-	fmt.Fprintf(&cfg, "[ssh]\nknown_hosts = %q\nidentity_file = %q\nstate_dir = %q\nprobe_interval_s = 1\nprobe_misses = 2\n",
-		cl.KnownHosts, cl.IdentityFile, filepath.Join(cl.Dir, "node-state"))
-	c := newClusterWith(t, cfg.String())
+	c := newClusterWith(t, sshConfig(cl, "", ""))
 
 	dir := filepath.Join(c.dir, "nobody")
 	os.MkdirAll(dir, 0o755)
@@ -87,15 +79,7 @@ func TestSSHNodesEndToEnd(t *testing.T) {
 func TestSSHRequeueAndReturnToService(t *testing.T) {
 	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3)
-	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "executor = \"ssh\"\nreturn_to_service = 0\n")
-	for _, h := range cl.Hosts {
-		fmt.Fprintf(&cfg, "[[node]]\nname = %q\naddress = %q\n", h.Name, h.Addr)
-	}
-	fmt.Fprintf(&cfg, "[[partition]]\nname = \"batch\"\nnodes = \"n[1-3]\"\ndefault = true\n")
-	fmt.Fprintf(&cfg, "[ssh]\nknown_hosts = %q\nidentity_file = %q\nstate_dir = %q\nprobe_interval_s = 1\nprobe_misses = 2\n",
-		cl.KnownHosts, cl.IdentityFile, filepath.Join(cl.Dir, "node-state"))
-	c := newClusterWith(t, cfg.String())
+	c := newClusterWith(t, sshConfig(cl, "return_to_service = 0\n", ""))
 	work := c.workDir()
 	out := filepath.Join(work, "requeued.out")
 	waitFile := func(p string) {
@@ -184,16 +168,7 @@ func TestSSHRequeueAndReturnToService(t *testing.T) {
 func TestSSHRealTimeStagingAndNodeLoss(t *testing.T) {
 	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3)
-	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "executor = \"ssh\"\n")
-	for _, h := range cl.Hosts {
-		fmt.Fprintf(&cfg, "[[node]]\nname = %q\naddress = %q\n", h.Name, h.Addr)
-	}
-	fmt.Fprintf(&cfg, "[[partition]]\nname = \"batch\"\nnodes = \"n[1-3]\"\ndefault = true\n")
-	fmt.Fprintf(&cfg, "[[partition]]\nname = \"rt\"\nnodes = \"n[1-3]\"\npolicy = \"dlt\"\n[partition.params]\ncms = \"0.00001\"\ncps = \"0.01\"\nunit_bytes = \"100\"\n")
-	fmt.Fprintf(&cfg, "[ssh]\nknown_hosts = %q\nidentity_file = %q\nstate_dir = %q\nprobe_interval_s = 1\nprobe_misses = 2\n",
-		cl.KnownHosts, cl.IdentityFile, filepath.Join(cl.Dir, "node-state"))
-	c := newClusterWith(t, cfg.String())
+	c := newClusterWith(t, sshConfig(cl, "", "[[partition]]\nname = \"rt\"\nnodes = \"n[1-3]\"\npolicy = \"dlt\"\n[partition.params]\ncms = \"0.00001\"\ncps = \"0.01\"\nunit_bytes = \"100\"\n"))
 	work := c.workDir()
 
 	// 3,000 units take 30 s on one node: a 20 s deadline needs two chunks.
@@ -259,4 +234,21 @@ func TestSSHRealTimeStagingAndNodeLoss(t *testing.T) {
 	cl.Hosts[0].StartSSHD()
 	eventuallyE2E(t, "job Y guaranteed again once n1 is back", func() bool { return reason(y) != "NodeDown" })
 	c.run(0, work, "scancel", x, y)
+}
+
+// sshConfig is horad's configuration for the three-host test cluster:
+// executor ssh, nodes n1–n3 at their namespace addresses, the default batch
+// partition over all of them, then more partitions, and fast health probes
+// (a node is down after two missed probes a second apart). top holds extra
+// top-level keys, each ending in a newline.
+func sshConfig(cl *sshtest.Cluster, top, partitions string) string {
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "executor = \"ssh\"\n%s", top)
+	for _, h := range cl.Hosts {
+		fmt.Fprintf(&cfg, "[[node]]\nname = %q\naddress = %q\n", h.Name, h.Addr)
+	}
+	fmt.Fprintf(&cfg, "[[partition]]\nname = \"batch\"\nnodes = \"n[1-3]\"\ndefault = true\n%s", partitions)
+	fmt.Fprintf(&cfg, "[ssh]\nknown_hosts = %q\nidentity_file = %q\nstate_dir = %q\nprobe_interval_s = 1\nprobe_misses = 2\n",
+		cl.KnownHosts, cl.IdentityFile, filepath.Join(cl.Dir, "node-state"))
+	return cfg.String()
 }
