@@ -27,6 +27,12 @@ const (
 	KindReason    Kind = "reason"     // Reason: the new pending reason
 	KindSuspend   Kind = "suspend"    // Time is when the job was stopped (RUNNING → SUSPENDED)
 	KindResume    Kind = "resume"     // Time is when it was continued (SUSPENDED → RUNNING)
+
+	// Marks on the current run, written before the controller answers so
+	// that a restart ends the run as asked (DESIGN §5.3). The job's row does
+	// not change: recovery reads them from the events after the last start.
+	KindRequeueRequest Kind = "requeue_request" // By: the uid that asked (scontrol requeue)
+	KindNodeFail       Kind = "node_fail"       // Nodes: the node that went down under the run
 )
 
 // Event is one entry of a job's append-only log. Only the fields its Kind
@@ -38,7 +44,7 @@ type Event struct {
 	Kind  Kind
 
 	Job        *api.Job     // KindSubmit
-	Nodes      []string     // KindStart
+	Nodes      []string     // KindStart, KindNodeFail
 	StdoutPath string       // KindStart
 	StderrPath string       // KindStart
 	Step       *api.Step    // KindStepStart, KindStepEnd
@@ -46,7 +52,7 @@ type Event struct {
 	ExitCode   int          // KindEnd
 	Signal     int          // KindEnd
 	Reason     string       // KindHold, KindRelease, KindEnd, KindRequeue, KindReason
-	By         int64        // KindCancel: uid (0 is root, so it is always meaningful there)
+	By         int64        // KindCancel, KindRequeueRequest: uid (0 is root, so it is always meaningful there)
 }
 
 // payload is the JSON stored in job_events.payload: the kind-specific part of

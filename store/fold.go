@@ -219,10 +219,38 @@ func apply(j *api.Job, ev *Event) error {
 		j.SuspendTime, j.SuspendedSecs = 0, 0
 		j.Restarts++
 
+	case KindRequeueRequest, KindNodeFail:
+		// Only marks on the running run: the row stays as it is, and
+		// RunMarks reads them back for recovery.
+		switch {
+		case j.State != api.StateRunning && j.State != api.StateSuspended:
+			return bad("only a running or suspended job has a run to mark")
+		case ev.Kind == KindRequeueRequest && ev.By < 0:
+			return bad("negative uid")
+		case ev.Kind == KindNodeFail && len(ev.Nodes) != 1:
+			return bad("a node failure names exactly one node")
+		}
+
 	default:
 		return bad("unknown event kind")
 	}
 	return nil
+}
+
+// RunMarks tells, from a job's events oldest first, whether its current run
+// (the one after the last start) was asked to requeue or lost a node.
+func RunMarks(events []Event) (requeue, nodeFail bool) {
+	for i := range events {
+		switch events[i].Kind {
+		case KindStart, KindRequeue, KindEnd:
+			requeue, nodeFail = false, false
+		case KindRequeueRequest:
+			requeue = true
+		case KindNodeFail:
+			nodeFail = true
+		}
+	}
+	return requeue, nodeFail
 }
 
 func applySubmit(j *api.Job, ev *Event, bad func(string) error) error {

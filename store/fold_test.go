@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,8 +111,55 @@ var invalidCases = []struct {
 		Event{Kind: KindStepEnd, Step: &api.Step{Index: 0}}, "no such step"},
 	{"step ended twice", []Event{{Kind: KindStart, Nodes: []string{"n1"}}, {Kind: KindStepStart, Step: &api.Step{}},
 		{Kind: KindStepEnd, Step: &api.Step{}}}, Event{Kind: KindStepEnd, Step: &api.Step{}}, "already ended"},
+	{"requeue request of a pending job", nil, Event{Kind: KindRequeueRequest}, "running or suspended"},
+	{"requeue request of a finished job", []Event{{Kind: KindStart, Nodes: []string{"n1"}}, {Kind: KindEnd, State: api.StateFailed}},
+		Event{Kind: KindRequeueRequest}, "running or suspended"},
+	{"requeue request by a negative uid", []Event{{Kind: KindStart, Nodes: []string{"n1"}}},
+		Event{Kind: KindRequeueRequest, By: -1}, "negative uid"},
+	{"node failure of a pending job", nil, Event{Kind: KindNodeFail, Nodes: []string{"n1"}}, "running or suspended"},
+	{"node failure without a node", []Event{{Kind: KindStart, Nodes: []string{"n1"}}},
+		Event{Kind: KindNodeFail}, "exactly one node"},
 	{"unknown kind", nil, Event{Kind: "explode"}, "unknown event kind"},
 	{"second submit", nil, Event{Kind: KindSubmit, Job: &api.Job{ID: 1, State: api.StatePending}}, "already exists"},
+}
+
+// The marks belong to the run they were written in: a requeue or an end
+// forgets them, and they leave the job's row as it was.
+func TestRunMarks(t *testing.T) {
+	sub := testJob(1)
+	sub.ID = 1
+	start := Event{JobID: 1, Kind: KindStart, Nodes: []string{"n1"}}
+	rq := Event{JobID: 1, Kind: KindRequeueRequest, By: 3}
+	nf := Event{JobID: 1, Kind: KindNodeFail, Nodes: []string{"n1"}}
+	evs := []Event{{JobID: 1, Kind: KindSubmit, Job: sub}, start}
+	plain, err := Fold(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, err := Fold(append(slices.Clone(evs), rq, nf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(plain, marked) {
+		t.Fatalf("marks changed the row:\n%+v\n%+v", plain, marked)
+	}
+	for _, c := range []struct {
+		name         string
+		evs          []Event
+		requeue, nfl bool
+	}{
+		{"none", evs, false, false},
+		{"requeue", append(slices.Clone(evs), rq), true, false},
+		{"node", append(slices.Clone(evs), nf), false, true},
+		{"both", append(slices.Clone(evs), nf, rq), true, true},
+		{"requeued since", append(slices.Clone(evs), rq, Event{JobID: 1, Kind: KindRequeue}), false, false},
+		{"next run", append(slices.Clone(evs), rq, nf, Event{JobID: 1, Kind: KindRequeue}, start), false, false},
+		{"ended", append(slices.Clone(evs), nf, Event{JobID: 1, Kind: KindEnd, State: api.StateNodeFail}), false, false},
+	} {
+		if r, n := RunMarks(c.evs); r != c.requeue || n != c.nfl {
+			t.Errorf("%s: RunMarks = %v, %v; want %v, %v", c.name, r, n, c.requeue, c.nfl)
+		}
+	}
 }
 
 func TestFoldRejectsInvalidTransitions(t *testing.T) {

@@ -77,9 +77,10 @@ func genHistory(t *rapid.T) []op {
 		case m.state == api.StatePending:
 			kinds = []Kind{KindHold, KindReason, KindStart, KindStart, KindCancel, KindEnd}
 		case m.state == api.StateRunning:
-			kinds = []Kind{KindStepStart, KindStepStart, KindStepEnd, KindCancel, KindEnd, KindRequeue, KindSuspend}
+			kinds = []Kind{KindStepStart, KindStepStart, KindStepEnd, KindCancel, KindEnd, KindRequeue, KindSuspend,
+				KindRequeueRequest, KindNodeFail}
 		case m.state == api.StateSuspended:
-			kinds = []Kind{KindResume, KindCancel, KindEnd, KindRequeue}
+			kinds = []Kind{KindResume, KindCancel, KindEnd, KindRequeue, KindRequeueRequest, KindNodeFail}
 		default:
 			kinds = []Kind{KindRequeue}
 		}
@@ -136,6 +137,10 @@ func genHistory(t *rapid.T) []op {
 			m.state = api.StateSuspended
 		case KindResume:
 			m.state = api.StateRunning
+		case KindRequeueRequest:
+			ev.By = int64(rapid.IntRange(0, 3).Draw(t, "by"))
+		case KindNodeFail:
+			ev.Nodes = []string{rapid.SampledFrom([]string{"n1", "n2", "n3", "n4"}).Draw(t, "lost")}
 		}
 		ops = append(ops, op{ev: ev})
 	}
@@ -160,6 +165,8 @@ func TestPropertyProjectionIsFold(t *testing.T) {
 		defer func() { s.Close() }()
 		var ids []int64
 		states := map[int64]api.JobState{}
+		type marks struct{ requeue, nodeFail bool }
+		runMarks := map[int64]marks{} // the current run's marks, as recovery must read them
 		var pending []Event
 		flush := func() {
 			if len(pending) > 0 {
@@ -184,18 +191,27 @@ func TestPropertyProjectionIsFold(t *testing.T) {
 				continue
 			}
 			pending = append(pending, o.ev)
+			m := runMarks[o.ev.JobID]
 			switch o.ev.Kind {
 			case KindStart:
 				states[o.ev.JobID] = api.StateRunning
+				m = marks{}
 			case KindEnd:
 				states[o.ev.JobID] = o.ev.State
+				m = marks{}
 			case KindRequeue:
 				states[o.ev.JobID] = api.StatePending
+				m = marks{}
+			case KindRequeueRequest:
+				m.requeue = true
+			case KindNodeFail:
+				m.nodeFail = true
 			case KindSuspend:
 				states[o.ev.JobID] = api.StateSuspended
 			case KindResume:
 				states[o.ev.JobID] = api.StateRunning
 			}
+			runMarks[o.ev.JobID] = m
 			if len(pending) >= batch {
 				flush()
 			}
@@ -206,6 +222,13 @@ func TestPropertyProjectionIsFold(t *testing.T) {
 			j := checkFold(rt, s, id)
 			if j.State != states[id] {
 				rt.Fatalf("job %d is %s, the model says %s", id, j.State, states[id])
+			}
+			evs, err := s.Events(ctx, id)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			if rq, nf := RunMarks(evs); (marks{rq, nf}) != runMarks[id] {
+				rt.Fatalf("job %d: RunMarks requeue=%v nodeFail=%v, the model says %+v", id, rq, nf, runMarks[id])
 			}
 			before[id] = j
 		}
