@@ -200,6 +200,11 @@ func (c *Controller) recover(ctx context.Context) error {
 	for _, aj := range all {
 		j := &job{Job: aj}
 		key := nodes.StepKey{Job: aj.ID, Step: scheduler.BatchStep}
+		if aj.State == api.StateRunning || aj.State == api.StateSuspended {
+			if err := c.recoverRunMarks(ctx, j); err != nil {
+				return err
+			}
+		}
 		switch {
 		case aj.State.Finished():
 			if aj.EndTime >= c.now().Unix()-minAge {
@@ -232,6 +237,7 @@ func (c *Controller) recover(ctx context.Context) error {
 					suspended = append(suspended, aj.ID)
 				}
 				c.log.Info("re-attached running job", "job", aj.ID, "node", s.Node)
+				c.restopMarked(j)
 				continue
 			case ok && !(s.State == nodes.StepLost && s.Pid == 0):
 				// Ended while horad was away: record the real outcome.

@@ -180,7 +180,7 @@ func (c *Controller) updateNodes(ctx context.Context, who *Caller, req api.NodeU
 		c.log.Info("node updated", "node", name, "state", req.State, "reason", req.Reason, "uid", who.UID)
 		c.syncNodeLocked(ctx, name)
 		if failJobs {
-			c.failJobsOnNodeLocked(name)
+			c.failJobsOnNodeLocked(ctx, name)
 		}
 	}
 	return &api.NodeUpdateResponse{Nodes: req.Nodes}, nil
@@ -221,7 +221,7 @@ func (c *Controller) nodeHealthLocked(ctx context.Context, ev nodes.NodeEvent) {
 		}
 		c.log.Warn("node down", "node", ev.Node, "reason", reason)
 		c.syncNodeLocked(ctx, ev.Node)
-		c.failJobsOnNodeLocked(ev.Node)
+		c.failJobsOnNodeLocked(ctx, ev.Node)
 		return
 	}
 	if !a.noResp && !a.Down {
@@ -264,13 +264,29 @@ func (c *Controller) nodeHealthLocked(ctx context.Context, ev nodes.NodeEvent) {
 // that merely holds the node (a multi-node job whose script runs elsewhere)
 // or a node an operator set DOWN while it still answers has its step
 // stopped here, and the step's end is then taken as a node failure.
-func (c *Controller) failJobsOnNodeLocked(node string) {
+func (c *Controller) failJobsOnNodeLocked(ctx context.Context, node string) {
 	a := c.admin[node]
+	var hit []*job
+	var marks []store.Event
 	for _, id := range c.ids {
 		j := c.jobs[id]
 		if (j.State != api.StateRunning && j.State != api.StateSuspended) || !slices.Contains(j.Nodes, node) {
 			continue
 		}
+		hit = append(hit, j)
+		if !j.nodeFailed {
+			marks = append(marks, store.Event{JobID: j.ID, Time: c.now().Unix(), Kind: store.KindNodeFail,
+				Nodes: []string{node}})
+		}
+	}
+	// The marks are written before the steps are stopped, so that a crash
+	// after the stop still ends the runs as node failures (DESIGN §5.3).
+	// Should the write fail, memory is right for this run and recovery
+	// takes a job on a DOWN node as failed anyway (recoverRunMarks).
+	if err := c.st.Append(ctx, marks...); err != nil {
+		c.log.Error("recording node failure of jobs", "node", node, "err", err)
+	}
+	for _, j := range hit {
 		j.nodeFailed = true
 		c.log.Warn("job lost a node", "job", j.ID, "node", node)
 		if j.Spec.Load > 0 {
@@ -299,6 +315,49 @@ func (c *Controller) failJobsOnNodeLocked(node string) {
 			}
 		})
 	}
+}
+
+// recoverRunMarks gives a run read back from the store the marks that only
+// memory kept before: a requeue asked for (scontrol requeue) and a node lost
+// under it. A run on a node that is DOWN counts as having lost it even
+// without its mark: horad may have died between recording the node and the
+// mark.
+func (c *Controller) recoverRunMarks(ctx context.Context, j *job) error {
+	evs, err := c.st.Events(ctx, j.ID)
+	if err != nil {
+		return fmt.Errorf("job %d: events: %w", j.ID, err)
+	}
+	j.requeueRequested, j.nodeFailed = store.RunMarks(evs)
+	for _, n := range j.Nodes {
+		if a := c.admin[n]; a != nil && a.Down {
+			j.nodeFailed = true
+		}
+	}
+	return nil
+}
+
+// restopMarked stops again the batch step of a re-attached run that was
+// marked: the Terminate sent before the crash may never have left horad,
+// and a repeated one on a step that is ending does no harm.
+func (c *Controller) restopMarked(j *job) {
+	if !j.launched || len(j.Nodes) == 0 || (!j.requeueRequested && !j.nodeFailed) {
+		return
+	}
+	node, key, suspended := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}, j.State == api.StateSuspended
+	wait := c.killWait()
+	if j.nodeFailed {
+		wait = 0 // as failJobsOnNodeLocked stops it
+	}
+	c.log.Warn("stopping a re-attached run marked before the restart", "job", j.ID,
+		"requeue", j.requeueRequested, "node_failed", j.nodeFailed)
+	c.work.push(func(ctx context.Context) {
+		if suspended {
+			_ = c.exec.Signal(ctx, node, key, signum("CONT"))
+		}
+		if err := c.exec.Terminate(ctx, node, key, wait); err != nil {
+			c.log.Warn("terminate after restart", "job", key.Job, "err", err)
+		}
+	})
 }
 
 // requeueable says whether a job that lost a node goes back to the queue:
@@ -550,6 +609,14 @@ func (c *Controller) requeueJobs(ctx context.Context, who *Caller, ids []int64) 
 		case j.requeueRequested:
 			resp.Results = append(resp.Results, api.JobResult{ID: id})
 		default:
+			// Durable before the answer (DESIGN §5.3): after a crash the
+			// run's end must still be taken as this requeue.
+			if err := c.st.Append(ctx, store.Event{JobID: id, Time: c.now().Unix(), Kind: store.KindRequeueRequest,
+				By: int64(who.UID)}); err != nil {
+				c.log.Error("recording requeue request", "job", id, "err", err)
+				fail(id, "Unable to record the requeue request: "+err.Error(), api.CodeInternal)
+				continue
+			}
 			j.requeueRequested = true
 			c.log.Info("requeue requested", "job", id, "uid", who.UID)
 			if j.launched {
