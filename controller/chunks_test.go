@@ -100,3 +100,44 @@ func TestRecoveryCleansStagedData(t *testing.T) {
 		t.Errorf("a file that is not step data was removed: %v", err)
 	}
 }
+
+// scontrol suspend of a running divisible job is refused and changes
+// nothing: its chunks belong to the dlt policy, which would start the next
+// one behind the suspension's back.
+func TestSuspendDivisibleJobRefused(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.Partitions = append(f.cfg.Partitions, config.Partition{Name: "rt", Nodes: "local[1-2]", Policy: "dlt",
+		Params: map[string]string{"cps": "0.01"}})
+	c := f.controller(t)
+	s := f.spec("sleep 20")
+	s.Partition, s.Load, s.Deadline = "rt", 1000, time.Now().Unix()+120
+	resp, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() {
+		c.cancel(t.Context(), root, api.CancelRequest{IDs: []int64{resp.JobID}})
+		cancel()
+		<-done
+	}()
+	running := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.jobs[resp.JobID].State == api.StateRunning
+	}
+	for deadline := time.Now().Add(10 * time.Second); !running(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("divisible job not running within 10 s")
+		}
+	}
+	r := c.suspend(t.Context(), root, []int64{resp.JobID}, true)
+	if len(r.Results) != 1 || r.Results[0].Code != api.CodeDisabled {
+		t.Fatalf("suspend of a divisible job: %+v, want refused", r.Results)
+	}
+	if !running() {
+		t.Fatal("a refused suspend changed the job's state")
+	}
+}

@@ -3,8 +3,11 @@ package controller
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -274,5 +277,44 @@ func TestIdleLoopDoesNotSpin(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := count() - from; n > 2 {
 		t.Fatalf("%d scheduling passes in 0.3 s of an idle controller, want at most 2", n)
+	}
+}
+
+// A job's script and environment are listed (full=1) only to its owner and
+// to operators: another user sees the job without them.
+func TestFullListingOnlyForOwnerAndOperators(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.Operators = []string{"daemon"} // uid 1 on Debian
+	c := f.controller(t)
+	s := f.spec("echo secret-script")
+	s.Hold = true
+	s.Env = []string{"TOKEN=secret-env"}
+	if _, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: s}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		who  *Caller
+		sees bool
+	}{
+		{root, true},
+		{&Caller{UID: 1, GID: 1, User: "daemon"}, true},
+		{&Caller{UID: 65534, GID: 65534, User: "nobody"}, false},
+	} {
+		for _, q := range []string{"full=1", "full=1&history=1"} {
+			r, _ := http.NewRequest("GET", "http://horad"+api.PathJobs+"?"+q, nil)
+			v, err := c.hJobs(t.Context(), tc.who, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs := v.(*api.JobsResponse).Jobs
+			if len(jobs) != 1 {
+				t.Fatalf("%s %s: %d jobs, want 1", tc.who.User, q, len(jobs))
+			}
+			got := strings.Contains(jobs[0].Spec.Script, "secret-script") && slices.Contains(jobs[0].Spec.Env, "TOKEN=secret-env")
+			gotAny := jobs[0].Spec.Script != "" || len(jobs[0].Spec.Env) > 0
+			if tc.sees != got || (!tc.sees && gotAny) {
+				t.Errorf("%s %s: script %q env %q, want shown=%v", tc.who.User, q, jobs[0].Spec.Script, jobs[0].Spec.Env, tc.sees)
+			}
+		}
 	}
 }

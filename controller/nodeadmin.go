@@ -504,6 +504,12 @@ func (c *Controller) suspend(ctx context.Context, who *Caller, ids []int64, stop
 		case !stop && j.State != api.StateSuspended:
 			fail(id, msgNotSuspended, api.CodeDisabled)
 			continue
+		case stop && j.Spec.Load > 0:
+			// A divisible job's chunks are the dlt policy's: it would start
+			// the next one (and count stopped ones as overruns) behind the
+			// suspension's back. As requeue, refused.
+			fail(id, "Requested operation is presently disabled", api.CodeDisabled)
+			continue
 		case !j.launched && j.Spec.Load == 0:
 			// Its process is not there yet; stopping nothing would lie.
 			fail(id, "Job is not running yet", api.CodeDisabled)

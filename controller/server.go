@@ -246,7 +246,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 				*j = live.Job // memory is ahead of the store by at most in-flight starts
 			}
 			if keep(j) {
-				out.Jobs = append(out.Jobs, c.present(*j, full))
+				out.Jobs = append(out.Jobs, c.present(who, *j, full))
 			}
 		}
 		c.mu.Unlock()
@@ -260,15 +260,19 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	for _, id := range c.ids {
 		j := c.jobs[id]
 		if keep(&j.Job) {
-			out.Jobs = append(out.Jobs, c.present(j.Job, full))
+			out.Jobs = append(out.Jobs, c.present(who, j.Job, full))
 		}
 	}
 	return out, nil
 }
 
 // present fills in what is computed rather than stored (the pending reason)
-// and strips the bulky fields unless asked for. Caller holds c.mu.
-func (c *Controller) present(j api.Job, full bool) api.Job {
+// and strips the bulky fields unless asked for. A job's script and
+// environment (which often hold tokens) go only to its owner and to
+// operators, as Slurm shows them. The copy owns its Steps: the response is
+// encoded after c.mu is released, while a chunk's end may write the job's
+// own slice. Caller holds c.mu.
+func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
 	if j.State == api.StatePending && j.Reason != "JobHeldUser" && j.Reason != "JobHeldAdmin" {
 		if r := c.eng.Reason(schedID(j.ID)); r != "" {
 			j.Reason = r
@@ -292,8 +296,11 @@ func (c *Controller) present(j api.Job, full bool) api.Job {
 	case j.Priority == 0:
 		j.Priority = basePriority(j.ID)
 	}
-	if !full {
+	if !full || (who.UID != j.UID && !c.operators[who.UID]) {
 		j.Spec.Script, j.Spec.Env = "", nil
+	}
+	if len(j.Steps) > 0 {
+		j.Steps = slices.Clone(j.Steps)
 	}
 	return j
 }

@@ -8,8 +8,10 @@ import (
 	"math"
 	"os"
 	"os/user"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -63,6 +65,9 @@ func (c *Controller) checkInput(who *Caller, s *api.JobSpec) error {
 	if _, ok := c.exec.(nodes.Stager); !ok {
 		return bad("this executor cannot stage data to nodes")
 	}
+	if !filepath.IsAbs(s.Input) {
+		return bad("not an absolute path")
+	}
 	f, err := openAs(s.Input, who.UID, who.GID)
 	if err != nil {
 		return bad("%v", unwrapPath(err))
@@ -101,7 +106,7 @@ func unwrapPath(err error) error {
 func openAs(path string, uid, gid uint32) (*os.File, error) {
 	flags := os.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
 	if os.Geteuid() != 0 || uid == 0 {
-		return os.OpenFile(path, flags, 0)
+		return openNoMagic(path, flags)
 	}
 	groups := []int{int(gid)}
 	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
@@ -151,7 +156,7 @@ func openAs(path string, uid, gid uint32) (*os.File, error) {
 		if fu != int(uid) || fg != int(gid) {
 			err = fmt.Errorf("cannot take the rights of uid %d gid %d", uid, gid)
 		} else {
-			f, err = os.OpenFile(path, flags, 0)
+			f, err = openNoMagic(path, flags)
 		}
 		if restored() {
 			runtime.UnlockOSThread()
@@ -160,6 +165,35 @@ func openAs(path string, uid, gid uint32) (*os.File, error) {
 	}()
 	r := <-res
 	return r.f, r.err
+}
+
+// openNoMagic opens path without following /proc "magic" links
+// (/proc/self/fd/N, /proc/<pid>/root, ...), directly or through a symlink.
+// The kernel lets a process reach its own open files through them whatever
+// the directories above those files allow, so with horad's descriptors a
+// user could otherwise read another user's file that horad holds open while
+// staging it: the fs-uid checks only the last hop. openat2's
+// RESOLVE_NO_MAGICLINKS refuses them (ELOOP); a kernel without openat2
+// (before 5.6) gets a refusal of any path that resolves into /proc.
+func openNoMagic(path string, flags int) (*os.File, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags: uint64(flags), Resolve: unix.RESOLVE_NO_MAGICLINKS})
+	switch {
+	case err == nil:
+		return os.NewFile(uintptr(fd), path), nil
+	case errors.Is(err, unix.ELOOP):
+		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("refused: too many symbolic links, or a /proc magic link such as /proc/self/fd/N")}
+	case !errors.Is(err, unix.ENOSYS):
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	if real == "/proc" || strings.HasPrefix(real, "/proc/") {
+		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("refused: the path is under /proc")}
+	}
+	return os.OpenFile(real, flags, 0)
 }
 
 // chunkRange maps a chunk's load units [offset, offset+size) to bytes of

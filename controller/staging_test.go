@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -74,6 +75,25 @@ func TestOpenAsUsesTheUsersRights(t *testing.T) {
 			f.Close()
 		} else if !errors.Is(err, fs.ErrPermission) {
 			t.Errorf("openAs(%s): %v, want permission denied", filepath.Base(c.path), err)
+		}
+	}
+	// A file horad holds open (as while it stages another user's chunk) is
+	// reachable through horad's own /proc/self/fd/N whatever the directory
+	// above it allows; that path, and a symlink to it, must be refused.
+	held, err := os.Open(inHidden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	magic := fmt.Sprintf("/proc/self/fd/%d", held.Fd())
+	link := filepath.Join(dir, "link-to-fd")
+	if err := os.Symlink(magic, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{magic, link, fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), held.Fd())} {
+		if f, err := openAs(p, nobody, nobody); err == nil {
+			f.Close()
+			t.Errorf("openAs(%s) as nobody opened a file in a directory nobody cannot search", p)
 		}
 	}
 	var wg sync.WaitGroup
