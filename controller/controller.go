@@ -494,6 +494,7 @@ func (c *Controller) watchExits(ctx context.Context, nodeEvents <-chan nodes.Nod
 			c.mu.Lock()
 			j := c.jobs[s.Key.Job]
 			var err error
+			requeued := false // requeueLocked queued the Forget, before the relaunch
 			switch {
 			case s.Key.Step >= 0:
 				err = c.chunkEndLocked(ctx, j, s)
@@ -503,13 +504,16 @@ func (c *Controller) watchExits(ctx context.Context, nodeEvents <-chan nodes.Nod
 				c.log.Info("end of an earlier run ignored", "job", s.Key.Job, "node", s.Node)
 			case j != nil && !j.State.Finished():
 				err = c.finishLocked(ctx, j, s)
+				requeued = err == nil && j.State == api.StatePending
 			}
 			c.mu.Unlock()
 			if err != nil {
 				c.log.Error("recording job end", "job", s.Key.Job, "err", err)
 				continue // keep the node-side state: recovery will record it
 			}
-			_ = c.exec.Forget(ctx, s.Node, s.Key)
+			if !requeued {
+				_ = c.exec.Forget(ctx, s.Node, s.Key)
+			}
 		}
 	}
 }

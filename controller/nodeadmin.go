@@ -386,6 +386,14 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 		return err
 	}
 	c.log.Warn("job requeued", "job", j.ID, "why", why, "restarts", j.Restarts+1)
+	if len(j.Nodes) > 0 && !c.recovering {
+		// The next run has the same step key: the last run's node-side
+		// state must go before it can be launched, or forgetting it later
+		// removes the new run's. The work queue is FIFO and the relaunch
+		// is queued by a later pass, so this Forget comes first.
+		node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
+		c.work.push(func(ctx context.Context) { _ = c.exec.Forget(ctx, node, key) })
+	}
 	// As the store's fold does: the last run's description goes, the
 	// output paths stay.
 	j.State, j.Reason, j.Nodes, j.Steps = api.StatePending, "None", nil, nil
