@@ -86,10 +86,10 @@ func BenchmarkListing10k(b *testing.B) {
 	jobs := make([]Job, 10000)
 	for i := range jobs {
 		jobs[i] = Job{ID: int64(i + 1), Spec: JobSpec{Name: "j" + string(rune('a'+i%26)), WorkDir: "/home/user/work",
-			Partition: "batch", TimeLimit: 3600, Nodes: 1, SubmitHost: "login1", Command: "/home/user/work/run.sh"},
+			Partition: "batch", TimeLimit: 3600, Nodes: 1, SubmitHost: "login1", Command: "/home/user/proj/run.sh"},
 			UID: 1000, GID: 1000, User: "user", Group: "user", State: StatePending, Reason: "JobHeldUser",
 			Priority: 4294901760 - int64(i), SubmitTime: 1700000000, EligibleTime: 1700000000, CancelledBy: -1,
-			StdoutPath: "/home/user/work/slurm-1.out"}
+			StdoutPath: "/home/user/proj/slurm-1.out"}
 	}
 	var data []byte
 	b.Run("encode", func(b *testing.B) {
