@@ -172,6 +172,14 @@ type fakeHorad struct {
 func startFake(t *testing.T) *fakeHorad {
 	t.Helper()
 	f := &fakeHorad{jobs: fixtureJobs(), nodes: fixtureNodes(), parts: fixturePartitions()}
+	serveFake(t, f)
+	return f
+}
+
+// serveFake serves h on a Unix socket in a fresh directory (short enough
+// for sun_path) until the test ends, and points HORA_SOCKET at it.
+func serveFake(t *testing.T, h http.Handler) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "hf")
 	if err != nil {
 		t.Fatal(err)
@@ -182,11 +190,10 @@ func startFake(t *testing.T) *fakeHorad {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: f}
+	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	t.Setenv("HORA_SOCKET", sock)
-	return f
 }
 
 func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -2,10 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -55,20 +52,7 @@ func (f *resvFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func startResvFake(t *testing.T) *resvFake {
 	t.Helper()
 	f := &resvFake{}
-	dir, err := os.MkdirTemp("", "rf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "s")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: f}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	t.Setenv("HORA_SOCKET", sock)
+	serveFake(t, f)
 	return f
 }
 
