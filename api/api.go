@@ -126,6 +126,9 @@ type JobSpec struct {
 	Comment     string   `json:"comment,omitempty"`
 	SubmitHost  string   `json:"submit_host,omitempty"`
 	OpenAppend  bool     `json:"open_append,omitempty"` // --open-mode=append
+	// Alloc marks an allocation made by salloc or srun: no batch script
+	// runs; the allocation lasts until its client releases it.
+	Alloc bool `json:"alloc,omitempty"`
 }
 
 // Job is a job as horad knows it: the spec plus what happened to it.
@@ -161,10 +164,13 @@ type Job struct {
 	StderrPath    string `json:"stderr_path,omitempty"`
 }
 
-// Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.
+// Step is one chunk of a divisible real-time job or one srun step, shown
+// by sacct as JOBID.N. An srun step's Node is its compressed node list.
 type Step struct {
 	Index     int      `json:"index"`
 	Node      string   `json:"node"`
+	Name      string   `json:"name,omitempty"`   // srun: the command's name
+	NTasks    int      `json:"ntasks,omitempty"` // srun: number of tasks
 	State     JobState `json:"state"`
 	Offset    float64  `json:"offset"`
 	Size      float64  `json:"size"`
@@ -199,6 +205,7 @@ type JobsResponse struct {
 // and sends them a signal; Signal 0 means cancel (TERM, grace, KILL).
 type CancelRequest struct {
 	IDs        []int64    `json:"ids,omitempty"`
+	Steps      []StepRef  `json:"steps,omitempty"` // JOBID.STEP: these steps only
 	Signal     int        `json:"signal,omitempty"`
 	Users      []string   `json:"users,omitempty"`
 	Names      []string   `json:"names,omitempty"`

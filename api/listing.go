@@ -18,7 +18,7 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL1"
+const listingMagic = "HJL2"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
@@ -56,6 +56,7 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, v)
 	}
 	b = appendBool(b, s.OpenAppend)
+	b = appendBool(b, s.Alloc)
 
 	b = binary.AppendUvarint(b, uint64(j.UID))
 	b = binary.AppendUvarint(b, uint64(j.GID))
@@ -75,6 +76,8 @@ func appendJob(b []byte, j *Job) []byte {
 		st := &j.Steps[i]
 		b = binary.AppendVarint(b, int64(st.Index))
 		b = appendStr(b, st.Node)
+		b = appendStr(b, st.Name)
+		b = binary.AppendVarint(b, int64(st.NTasks))
 		b = appendStr(b, string(st.State))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Offset))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Size))
@@ -296,6 +299,7 @@ func (d *listingDecoder) job(j *Job) {
 	s.Load = d.float()
 	s.Input, s.Reservation, s.Account, s.QOS, s.Comment, s.SubmitHost = d.field(), d.field(), d.field(), d.field(), d.field(), d.field()
 	s.OpenAppend = d.bool()
+	s.Alloc = d.bool()
 
 	j.UID = uint32(d.uvarint())
 	j.GID = uint32(d.uvarint())
@@ -315,6 +319,8 @@ func (d *listingDecoder) job(j *Job) {
 			st := &j.Steps[i]
 			st.Index = d.int()
 			st.Node = d.str()
+			st.Name = d.str()
+			st.NTasks = d.int()
 			st.State = JobState(d.str())
 			st.Offset = d.float()
 			st.Size = d.float()

@@ -52,6 +52,7 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.str("comment", s.Comment, true)
 	w.str("submit_host", s.SubmitHost, true)
 	w.bool("open_append", s.OpenAppend)
+	w.bool("alloc", s.Alloc)
 	w.b = append(w.b, '}')
 	if r.TestOnly {
 		w.b = append(w.b, `,"test_only":true`...)

@@ -68,11 +68,13 @@ type job struct {
 	api.Job
 	cancelRequested  bool
 	launched         bool
-	chunks           map[int]string  // running chunks of a divisible job: step → node
-	transfer         map[int]float64 // staged chunks: step → measured transfer seconds
-	overrun          map[int]bool    // chunks the policy killed for overrunning (end TIMEOUT)
-	nodeFailed       bool            // a node of the job went down: its end is a node failure
-	requeueRequested bool            // scontrol requeue: its end puts it back to PENDING
+	chunks           map[int]string    // running chunks of a divisible job: step → node
+	transfer         map[int]float64   // staged chunks: step → measured transfer seconds
+	overrun          map[int]bool      // chunks the policy killed for overrunning (end TIMEOUT)
+	nodeFailed       bool              // a node of the job went down: its end is a node failure
+	requeueRequested bool              // scontrol requeue: its end puts it back to PENDING
+	srun             map[int]*srunStep // running srun steps (steps.go)
+	allocDone        *api.AllocDone    // salloc/srun released the allocation with this exit
 
 }
 
@@ -432,7 +434,7 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 			a := c.admin[spec.Node]
 			lostNode = a != nil && a.Down
 		}
-		if err == nil && (j.cancelRequested || lostNode || j.requeueRequested) {
+		if err == nil && (j.cancelRequested || lostNode || j.requeueRequested || j.allocDone != nil) {
 			// cancelled, requeued or its node set DOWN between the Engine's
 			// decision and the launch
 			c.work.push(func(ctx context.Context) {
@@ -537,6 +539,10 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 	// A node lost under the job (not a launch that failed: that would fail
 	// again) ends its run; a job that allows it runs again from the start.
 	nodeLost := (s.State == nodes.StepLost && j.launched) || j.nodeFailed
+	if d := j.allocDone; d != nil && !j.cancelRequested && !s.TimedOut && !nodeLost {
+		// The allocation was released: it ends with its client's exit.
+		s.ExitCode, s.Signal, s.Err = d.ExitCode, d.Signal, ""
+	}
 	switch {
 	case j.cancelRequested || j.CancelledBy >= 0:
 		st = api.StateCancelled
@@ -565,6 +571,7 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		return err
 	}
 	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, s.ExitCode, s.Signal, end
+	c.endSrunStepsLocked(j)
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID),
 		Step: scheduler.BatchStep, Failed: st != api.StateCompleted}))
 	return nil

@@ -60,6 +60,7 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("POST "+api.PathReservationDelete, c.handle(c.hResvChange("delete")))
 	mux.HandleFunc("GET "+api.PathFree, c.handle(c.hFree))
 	c.routeNodeOps(mux)
+	c.routeSteps(mux)
 	return &http.Server{
 		Handler:           mux,
 		ConnContext:       connContext,
