@@ -309,3 +309,9 @@ func (c *Client) EndStep(ctx context.Context, r StepEnd) (*StepEndResponse, erro
 func (c *Client) AllocDone(ctx context.Context, r AllocDone) error {
 	return c.do(ctx, "POST", PathAllocDone, r, &CancelResponse{})
 }
+
+// AllocEnv returns the SLURM_* environment of a running job of the caller.
+func (c *Client) AllocEnv(ctx context.Context, id int64) (*AllocEnv, error) {
+	out := &AllocEnv{}
+	return out, c.do(ctx, "GET", PathAllocEnv+"?id="+strconv.FormatInt(id, 10), nil, out)
+}

@@ -8,7 +8,14 @@ const (
 	PathStepStarted = "/v1/steps/started" // POST StepStarted → StepEndResponse
 	PathStepEnd     = "/v1/steps/end"     // POST StepEnd → StepEndResponse
 	PathAllocDone   = "/v1/jobs/complete" // POST AllocDone → CancelResponse
+	PathAllocEnv    = "/v1/jobs/env"      // GET ?id= → AllocEnv
 )
+
+// AllocEnv is the environment salloc gives its command and srun gives the
+// tasks of an allocation it created: the SLURM_* variables of the job.
+type AllocEnv struct {
+	Env []string `json:"env"`
+}
 
 // Error codes of step creation.
 const (

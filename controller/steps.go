@@ -2,11 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -71,6 +73,13 @@ func (c *Controller) routeSteps(mux *http.ServeMux) {
 		}
 		return c.allocDone(ctx, who, req)
 	}))
+	mux.HandleFunc("GET "+api.PathAllocEnv, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		id, err := strconv.ParseInt(r.URL.Query().Get("id"), 10, 64)
+		if err != nil {
+			return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
+		}
+		return c.allocEnv(who, id)
+	}))
 }
 
 func stepErr(code, msg string) *api.Error { return &api.Error{Message: msg, Code: code} }
@@ -131,7 +140,7 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	}
 	j.srun[id] = ss
 	// srun is blocked on this answer, so its pid is still its own.
-	if fd, err := unix.PidfdOpen(int(who.PID), 0); err == nil {
+	if fd, err := unix.PidfdOpen(int(who.PID), unix.PIDFD_NONBLOCK); err == nil {
 		ss.pidfd = os.NewFile(uintptr(fd), "pidfd:srun")
 		go c.watchSrun(j.ID, ss)
 	}
@@ -257,7 +266,7 @@ func (c *Controller) runningStep(who *Caller, jobID int64, stepID int) (*job, *s
 func (c *Controller) stepStarted(who *Caller, req api.StepStarted) (*api.StepEndResponse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, s, err := c.runningStep(who, req.JobID, req.StepID)
+	j, s, err := c.runningStep(who, req.JobID, req.StepID)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +279,7 @@ func (c *Controller) stepStarted(who *Caller, req api.StepStarted) (*api.StepEnd
 	s.pgid = req.Pgid
 	if s.cancelled {
 		// scancel came between the grant and the launch.
-		c.killStepTasks(s, syscall.SIGKILL)
+		c.killStepTasks(s, j.UID, syscall.SIGKILL)
 	}
 	return &api.StepEndResponse{State: api.StateRunning}, nil
 }
@@ -334,11 +343,16 @@ func (c *Controller) watchSrun(jobID int64, s *srunStep) {
 	if err != nil {
 		return
 	}
-	_ = rc.Read(func(fd uintptr) bool {
+	// The runtime's poller parks this goroutine until srun exits (the
+	// pidfd turns readable) or the step ends and the file is closed.
+	if err := rc.Read(func(fd uintptr) bool {
 		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, _ := unix.Poll(pfd, 0)
 		return n > 0
-	})
+	}); err != nil && !errors.Is(err, os.ErrClosed) {
+		c.log.Warn("watching srun", "job", jobID, "step", s.id, "err", err)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j := c.jobs[jobID]
@@ -346,7 +360,7 @@ func (c *Controller) watchSrun(jobID int64, s *srunStep) {
 		return // reported, or the job is gone
 	}
 	if s.pgid > 0 {
-		c.killStepTasks(s, syscall.SIGKILL)
+		c.killStepTasks(s, j.UID, syscall.SIGKILL)
 	}
 	st := api.StateCancelled
 	if !s.cancelled {
@@ -360,7 +374,8 @@ func (c *Controller) watchSrun(jobID int64, s *srunStep) {
 // killStepTasks signals the process group of a step's tasks, after
 // checking in /proc that a process of that group still runs as the job's
 // user, so a stale group id never aims root at someone else's processes.
-func (c *Controller) killStepTasks(s *srunStep, sig syscall.Signal) {
+// Every process is looked at (a group's leader may have exited).
+func (c *Controller) killStepTasks(s *srunStep, uid uint32, sig syscall.Signal) {
 	if s.pgid <= 1 {
 		return
 	}
@@ -375,7 +390,7 @@ func (c *Controller) killStepTasks(s *srunStep, sig syscall.Signal) {
 		if pg, err := unix.Getpgid(pid); err != nil || pg != s.pgid {
 			continue
 		}
-		if err := unix.Stat("/proc/"+e.Name(), &st); err == nil && st.Uid != 0 {
+		if err := unix.Stat("/proc/"+e.Name(), &st); err == nil && st.Uid == uid {
 			ok = true
 			break
 		}
@@ -407,11 +422,11 @@ func (c *Controller) cancelStepLocked(ctx context.Context, who *Caller, ref api.
 		return res
 	}
 	if sig != 0 {
-		c.killStepTasks(s, syscall.Signal(sig))
+		c.killStepTasks(s, j.UID, syscall.Signal(sig))
 		return res
 	}
 	s.cancelled = true
-	c.killStepTasks(s, syscall.SIGKILL)
+	c.killStepTasks(s, j.UID, syscall.SIGKILL)
 	return res
 }
 
@@ -425,7 +440,7 @@ func (c *Controller) endSrunStepsLocked(j *job) {
 		st = api.StateCancelled
 	}
 	for id, s := range j.srun {
-		c.killStepTasks(s, syscall.SIGKILL)
+		c.killStepTasks(s, j.UID, syscall.SIGKILL)
 		if s.pidfd != nil {
 			_ = s.pidfd.Close()
 		}
@@ -473,4 +488,34 @@ func (c *Controller) allocDone(ctx context.Context, who *Caller, req api.AllocDo
 		})
 	}
 	return &api.CancelResponse{Results: []api.JobResult{{ID: j.ID}}}, nil
+}
+
+// allocEnv is the job's environment as salloc sets it: the job's SLURM_*
+// variables without those of a task on a node.
+func (c *Controller) allocEnv(who *Caller, id int64) (*api.AllocEnv, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := c.jobs[id]
+	switch {
+	case j == nil:
+		return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
+	case who.UID != j.UID && who.UID != 0:
+		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
+	case j.State != api.StateRunning && j.State != api.StateSuspended:
+		return nil, stepErr(api.CodePending, "Job is pending execution")
+	}
+	cp := *j
+	cp.Spec.Env = nil
+	out := &api.AllocEnv{}
+	for _, kv := range c.jobEnv(&cp, j.Nodes[0]) {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "SLURMD_NODENAME", "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_GTIDS",
+			"SLURM_TOPOLOGY_ADDR", "SLURM_TOPOLOGY_ADDR_PATTERN", "ENVIRONMENT", "SLURM_PRIO_PROCESS",
+			"SLURM_CPUS_ON_NODE", "SLURM_RESTART_COUNT", "SLURM_EXPORT_ENV":
+			continue
+		}
+		out.Env = append(out.Env, kv)
+	}
+	return out, nil
 }

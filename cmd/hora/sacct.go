@@ -149,6 +149,11 @@ func (r *saRow) nodeList() string {
 }
 
 func (r *saRow) nodes() int {
+	if r.kind == 's' && r.step.NTasks > 0 {
+		if hosts, err := sbatch.ExpandHostlist(r.step.Node); err == nil && len(hosts) > 0 {
+			return len(hosts) // an srun step on several nodes
+		}
+	}
 	if r.kind != 'j' {
 		return 1
 	}
@@ -175,6 +180,9 @@ var sacctFields = []saField{
 	{"JobName", 10, func(r *saRow) string {
 		if r.kind == 'b' {
 			return "batch"
+		}
+		if r.kind == 's' && r.step.Name != "" {
+			return r.step.Name // an srun step: its command
 		}
 		return r.job.Spec.Name
 	}},
@@ -209,6 +217,9 @@ var sacctFields = []saField{
 	{"NTasks", 8, func(r *saRow) string {
 		if r.kind == 'j' {
 			return ""
+		}
+		if r.kind == 's' && r.step.NTasks > 0 {
+			return strconv.Itoa(r.step.NTasks)
 		}
 		return "1"
 	}},
@@ -328,7 +339,8 @@ func sacctRows(jobs []api.Job, allocations bool, now time.Time, tfmt string) []s
 		}
 		// A divisible job has no batch step: its work runs as chunks,
 		// which are its steps (JOBID.0, JOBID.1, ...).
-		if j.StartTime != 0 && j.Spec.Load == 0 {
+		// An allocation (salloc, srun) runs no batch script either.
+		if j.StartTime != 0 && j.Spec.Load == 0 && !j.Spec.Alloc {
 			rows = append(rows, saRow{job: j, kind: 'b', now: now, tfmt: tfmt, idTxt: id + ".batch"})
 		}
 		for k := range j.Steps {
