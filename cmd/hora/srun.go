@@ -550,7 +550,7 @@ func newLaunch(env *Env, o *srunOpts, g *api.StepGrant, getenv func(string) stri
 			"SLURM_PROCID":         strconv.Itoa(t), "SLURM_LOCALID": strconv.Itoa(local),
 			"SLURM_NODEID": strconv.Itoa(k), "SLURMD_NODENAME": g.Nodes[k],
 			"SLURM_GTIDS": joinInts(perNode[k]), "SLURM_CPUS_ON_NODE": strconv.Itoa(g.CPUs[k]),
-			"SLURM_DISTRIBUTION": map[bool]string{true: "cyclic", false: "block"}[o.cyclic],
+			"SLURM_DISTRIBUTION":  map[bool]string{true: "cyclic", false: "block"}[o.cyclic],
 			"SLURM_TOPOLOGY_ADDR": g.Nodes[k], "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
 			"SLURM_PRIO_PROCESS": "0", "SLURM_UMASK": "0022",
 			"SLURM_SRUN_COMM_HOST": "127.0.0.1", "SLURM_LAUNCH_NODE_IPADDR": "127.0.0.1",
