@@ -22,6 +22,9 @@ const (
 	// CodeStepBusy: the step fits the allocation but not now (other steps
 	// hold its CPUs); srun retries ("Requested nodes are busy").
 	CodeStepBusy = "NodesBusy"
+	// CodeConfiguring: the allocation is being set up; srun retries
+	// silently (Slurm's ESLURM_PROLOG_RUNNING).
+	CodeConfiguring = "Configuring"
 	// CodeTooManyCPUs: "More processors requested than permitted".
 	CodeTooManyCPUs = "TooManyProcessors"
 	// CodePending: the job has no allocation yet.

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -104,6 +103,11 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 		return nil, stepErr(api.CodeAlreadyDone, "Job/step already completing or completed")
 	case j.State == api.StatePending:
 		return nil, stepErr(api.CodePending, "Job is pending execution")
+	case !j.launched:
+		// Started by the Engine, its start not yet recorded and its
+		// nodes not yet set up: Slurm's ESLURM_PROLOG_RUNNING, which
+		// srun waits out without a word.
+		return nil, stepErr(api.CodeConfiguring, "Job's prolog is still running")
 	case j.State == api.StateSuspended:
 		// ESLURM_DISABLED: srun retries until the job is resumed.
 		return nil, stepErr(api.CodeStepBusy, "Requested operation is presently disabled")
@@ -297,7 +301,12 @@ func (c *Controller) endStep(ctx context.Context, who *Caller, req api.StepEnd) 
 		if i < 0 {
 			return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
 		}
-		return &api.StepEndResponse{State: j.Steps[i].State}, nil
+		if j.Steps[i].State != api.StateRunning || j.State.Finished() {
+			return &api.StepEndResponse{State: j.Steps[i].State}, nil
+		}
+		// A step granted before horad restarted: its srun reports to
+		// the new horad, which knows it only from the record.
+		s = &srunStep{id: req.StepID, srunPID: who.PID}
 	}
 	if who.PID != s.srunPID && who.UID != 0 {
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
@@ -345,19 +354,20 @@ func (c *Controller) watchSrun(jobID int64, s *srunStep) {
 	}
 	// The runtime's poller parks this goroutine until srun exits (the
 	// pidfd turns readable) or the step ends and the file is closed.
-	if err := rc.Read(func(fd uintptr) bool {
+	err = rc.Read(func(fd uintptr) bool {
 		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, _ := unix.Poll(pfd, 0)
 		return n > 0
-	}); err != nil && !errors.Is(err, os.ErrClosed) {
-		c.log.Warn("watching srun", "job", jobID, "step", s.id, "err", err)
-		return
-	}
+	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j := c.jobs[jobID]
 	if j == nil || j.srun[s.id] != s {
-		return // reported, or the job is gone
+		return // reported (the file was closed then), or the job is gone
+	}
+	if err != nil {
+		c.log.Warn("watching srun", "job", jobID, "step", s.id, "err", err)
+		return
 	}
 	if s.pgid > 0 {
 		c.killStepTasks(s, j.UID, syscall.SIGKILL)

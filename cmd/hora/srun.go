@@ -314,10 +314,11 @@ func allocate(ctx context.Context, env *Env, cl *api.Client, prog string, spec *
 			fmt.Fprintf(env.Stderr, "%s: error: Unable to allocate resources: Requested nodes are busy\n", prog)
 			return id, 1, false
 		}
-		if !announced && immediate <= 0 {
-			// horad starts a job that fits within the submission, so a
-			// job not running at the first look waits, as Slurm's does
-			// when its allocation RPC answers without nodes.
+		if !announced && immediate <= 0 && time.Since(start) > 250*time.Millisecond {
+			// horad starts a job that fits at its next scheduling pass,
+			// moments after the submission: only a job still pending
+			// after that waits, as Slurm's does when its allocation RPC
+			// answers without nodes.
 			if salloc {
 				fmt.Fprintf(env.Stderr, "%s: Pending job allocation %d\n", prog, id)
 			}
@@ -414,10 +415,11 @@ func (o *srunOpts) nameFromCmd() bool {
 func createStep(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, req api.StepRequest, sigs <-chan os.Signal) (*api.StepGrant, int, bool) {
 	start := time.Now()
 	delay := 10 * time.Millisecond
-	for i := 0; ; i++ {
+	waited := false // the "temporarily disabled" line was printed
+	for {
 		grant, err := cl.CreateStep(ctx, req)
 		if err == nil {
-			if i > 0 {
+			if waited {
 				fmt.Fprintf(env.Stderr, "srun: Step created for job %d\n", req.JobID)
 			}
 			return grant, 0, true
@@ -436,13 +438,15 @@ func createStep(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, req 
 			fmt.Fprintf(env.Stderr, "srun: error: Slurm job %d has expired\n", req.JobID)
 			fmt.Fprintf(env.Stderr, "srun: Check SLURM_JOB_ID environment variable. Expired or invalid job %d\n", req.JobID)
 			return nil, exitError(env), false
+		case api.CodeConfiguring:
 		case api.CodeStepBusy:
 			if o.immediate > 0 && time.Since(start) >= time.Duration(o.immediate)*time.Second {
 				fmt.Fprintf(env.Stderr, "srun: error: Unable to create step for job %d: %s\n", req.JobID, ae.Message)
 				return nil, exitError(env), false
 			}
-			if i == 0 {
+			if !waited {
 				fmt.Fprintf(env.Stderr, "srun: Job %d step creation temporarily disabled, retrying (%s)\n", req.JobID, ae.Message)
+				waited = true
 			}
 		default:
 			fmt.Fprintf(env.Stderr, "srun: error: Unable to create step for job %d: %s\n", req.JobID, ae.Message)

@@ -128,8 +128,18 @@ type result struct {
 // run calls a client command by path (a real Slurm may be on PATH too).
 func (c *cluster) run(uid int, dir, name string, args ...string) result {
 	c.t.Helper()
-	cmd := exec.Command(filepath.Join(c.bin, name), args...)
-	cmd.Env = append(os.Environ(), "HORA_SOCKET="+c.sock, "TZ=UTC")
+	return c.runEnv(uid, dir, nil, name, args...)
+}
+
+// runEnv is run with extra KEY=VALUE entries in the command's environment.
+func (c *cluster) runEnv(uid int, dir string, env []string, name string, args ...string) result {
+	c.t.Helper()
+	path := name
+	if !filepath.IsAbs(name) {
+		path = filepath.Join(c.bin, name)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(append(os.Environ(), "HORA_SOCKET="+c.sock, "TZ=UTC"), env...)
 	cmd.Dir = dir
 	if uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
