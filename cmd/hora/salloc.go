@@ -25,18 +25,21 @@ func sallocMain(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		var ue *sbatch.UsageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(env.Stderr, "salloc: %s\nTry \"salloc --help\" for more information\n", ue.Msg)
-			return 1
+			fmt.Fprintf(env.Stderr, "salloc: %s\n", sbatch.UsageErrorText(sbatch.Salloc, ue.Msg))
+			return 255
 		}
 		fmt.Fprintf(env.Stderr, "salloc: error: %v\n", err)
 		return 1
 	}
-	vals := append(sbatch.EnvValues(sbatch.SallocEnv, env.Environ()), p.Values...)
+	vals := append(sbatch.EnvValues(sbatch.Salloc, env.Environ()), p.Values...)
 	immediate, killSig, noShell := 0, syscall.Signal(0), false
 	for _, v := range vals {
 		switch v.Key {
-		case "help", "usage":
-			fmt.Fprint(env.Stdout, sbatch.OptionsHelp("Usage: salloc [OPTIONS(0)...] [ : [OPTIONS(N)...]] [command(0) [args(0)...]]", sbatch.SallocOptions))
+		case "help":
+			fmt.Fprint(env.Stdout, sbatch.Help(sbatch.Salloc))
+			return 0
+		case "usage":
+			fmt.Fprint(env.Stdout, sbatch.Usage(sbatch.Salloc))
 			return 0
 		case "version":
 			fmt.Fprintln(env.Stdout, versionLine())
@@ -65,7 +68,7 @@ func sallocMain(ctx context.Context, env *Env, args []string) int {
 			noShell = true
 		}
 	}
-	spec, err := allocSpec(env, vals)
+	spec, err := allocSpec(env, sbatch.Salloc, vals)
 	if err != nil {
 		return printSbatchErrorAs(env, "salloc", err)
 	}

@@ -60,12 +60,12 @@ func parseSrun(env *Env, args []string) (*srunOpts, error) {
 	if err != nil {
 		var ue *sbatch.UsageError
 		if errors.As(err, &ue) {
-			return nil, fail(1, ue.Msg, `Try "srun --help" for more information`)
+			return nil, fail(255, ue.Msg, `Try "srun --help" for more information`)
 		}
 		return nil, err
 	}
 	o := &srunOpts{args: p.Args}
-	o.vals = append(sbatch.EnvValues(sbatch.SrunEnv, env.Environ()), p.Values...)
+	o.vals = append(sbatch.EnvValues(sbatch.Srun, env.Environ()), p.Values...)
 	cmd := map[string]bool{}
 	for _, v := range p.Values {
 		cmd[v.Key] = true
@@ -75,15 +75,17 @@ func parseSrun(env *Env, args []string) (*srunOpts, error) {
 	count := func(v sbatch.Value) (int, error) {
 		n, err := strconv.Atoi(v.Val)
 		if err != nil || n < 1 {
-			return 0, fail(1, fmt.Sprintf("error: Invalid numeric value %q for %s.", v.Val, v.Name))
+			return 0, fail(1, fmt.Sprintf("error: Invalid numeric value %q for --%s.", v.Val, v.Key))
 		}
 		return n, nil
 	}
 	for _, v := range o.vals {
 		var err error
 		switch v.Key {
-		case "help", "usage":
+		case "help":
 			return nil, sbatch.ErrHelp
+		case "usage":
+			return nil, sbatch.ErrUsage
 		case "version":
 			return nil, sbatch.ErrVersion
 		case "label":
@@ -149,13 +151,13 @@ func parseSrun(env *Env, args []string) (*srunOpts, error) {
 			default:
 				return nil, fail(1, "error: Invalid --distribution specification")
 			}
-		case "step-output":
+		case "output":
 			o.out = v.Val
-		case "step-error":
+		case "error":
 			o.errOut = v.Val
-		case "step-input":
+		case "input":
 			o.in = v.Val
-		case "step-open-mode":
+		case "open-mode":
 			o.openAppend = strings.HasPrefix(strings.ToLower(v.Val), "a")
 		case "chdir":
 			o.chdir = v.Val
@@ -179,7 +181,10 @@ func srunMain(ctx context.Context, env *Env, args []string) int {
 	o, err := parseSrun(env, args)
 	switch {
 	case errors.Is(err, sbatch.ErrHelp):
-		fmt.Fprint(env.Stdout, sbatch.OptionsHelp("Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]] [ : [OPTIONS(N)...]] executable(N) [args(N)...]", sbatch.SrunOptions))
+		fmt.Fprint(env.Stdout, sbatch.Help(sbatch.Srun))
+		return 0
+	case errors.Is(err, sbatch.ErrUsage):
+		fmt.Fprint(env.Stdout, sbatch.Usage(sbatch.Srun))
 		return 0
 	case errors.Is(err, sbatch.ErrVersion):
 		fmt.Fprintln(env.Stdout, versionLine())
@@ -223,7 +228,7 @@ func printFail(env *Env, prog string, err error) int {
 
 // srunWithAllocation creates the allocation, runs the step, releases it.
 func srunWithAllocation(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, sigs <-chan os.Signal) int {
-	spec, err := allocSpec(env, o.vals)
+	spec, err := allocSpec(env, sbatch.Srun, o.vals)
 	if err != nil {
 		return printSbatchErrorAs(env, "srun", err)
 	}
@@ -247,13 +252,13 @@ func srunWithAllocation(ctx context.Context, env *Env, cl *api.Client, o *srunOp
 }
 
 // allocSpec builds the allocation's job from the options.
-func allocSpec(env *Env, vals []sbatch.Value) (*api.JobSpec, error) {
+func allocSpec(env *Env, c sbatch.Command, vals []sbatch.Value) (*api.JobSpec, error) {
 	cwd, err := env.Getwd()
 	if err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	return sbatch.AllocSpec(sbatch.Input{Env: env.Environ(), Cwd: cwd, Now: time.Now(), Hostname: host}, vals)
+	return sbatch.AllocSpec(c, sbatch.Input{Env: env.Environ(), Cwd: cwd, Now: time.Now(), Hostname: host}, vals)
 }
 
 func printSbatchErrorAs(env *Env, prog string, err error) int {
