@@ -265,3 +265,47 @@ func TestSbatchWaitAndTestOnlyEndToEnd(t *testing.T) {
 		t.Errorf("sbatch --test-only: exit %d stderr %q", r.code, r.stderr)
 	}
 }
+
+func TestSrunSignalsAndMultiProgEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newCluster(t)
+	work := c.workDir()
+	srun := filepath.Join(c.bin, "srun")
+	conf := filepath.Join(work, "multi.conf")
+	if err := os.WriteFile(conf, []byte("# rank program args\n0 echo first %t\n1-2 echo range %t %o\n* echo rest %t\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Two SIGINTs within a second end the step (the first only shows the
+	// tasks' states); --kill-on-bad-exit ends the others when one fails.
+	script := writeScript(t, work, "sig.sh", `#!/bin/sh
+#SBATCH -N 2
+`+srun+` -n 4 -l --multi-prog `+conf+`
+`+srun+` -n 2 sleep 300 &
+pid=$!
+while ! squeue -s -h -o %i | grep -q "^$SLURM_JOB_ID\.1$"; do sleep 0.1; done
+kill -INT $pid; kill -INT $pid
+wait $pid
+echo "int rc=$?"
+`+srun+` -K -n 2 sh -c 'if [ $SLURM_PROCID = 0 ]; then exit 3; fi; exec sleep 300'
+echo "K rc=$?"
+`)
+	id := c.submitEnv(work, []string{"PATH=" + c.bin + ":" + os.Getenv("PATH")}, script)
+	out := c.outputOf(work, id)
+	for _, w := range []string{
+		"0: first 0\n", "1: range 1 0\n", "2: range 2 1\n", "3: rest 3\n",
+		"srun: interrupt (one more within 1 sec to abort)\n",
+		"srun: StepId=" + id + ".1 tasks 0-1: running\n",
+		"srun: sending Ctrl-C to StepId=" + id + ".1\n",
+		"srun: forcing job termination\n",
+		"srun: error: local1: task 0: Exited with exit code 3\n",
+		"srun: error: local2: task 1: Terminated\n",
+		"K rc=143\n",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if !regexp.MustCompile(`int rc=(130|137)\n`).MatchString(out) {
+		t.Errorf("srun after two SIGINTs: %s", out)
+	}
+}
