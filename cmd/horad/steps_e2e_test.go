@@ -109,8 +109,8 @@ echo hello | `+srun+` -n 2 -i 0 -l cat
 	// one larger than the allocation is refused with Slurm's texts.
 	script = writeScript(t, work, "busy.sh", `#!/bin/sh
 #SBATCH -N 1
-`+srun+` sleep 2 &
-while ! squeue -s -h -o %i | grep -q "^$SLURM_JOB_ID\.0$"; do sleep 0.1; done
+`+srun+` sleep 5 &
+for i in $(seq 300); do squeue -s -h -o %i | grep -q "^$SLURM_JOB_ID\.0$" && break; sleep 0.1; done
 `+srun+` echo second
 wait
 `+srun+` -n 100000 true
@@ -282,8 +282,10 @@ func TestSrunSignalsAndMultiProgEndToEnd(t *testing.T) {
 `+srun+` -n 4 -l --multi-prog `+conf+`
 `+srun+` -n 2 sleep 300 &
 pid=$!
-while ! squeue -s -h -o %i | grep -q "^$SLURM_JOB_ID\.1$"; do sleep 0.1; done
-kill -INT $pid; kill -INT $pid
+for i in $(seq 300); do squeue -s -h -o %i | grep -q "^$SLURM_JOB_ID\.1$" && break; sleep 0.1; done
+# Signals sent back to back may merge into one: repeat ^C every 0.2 s
+# until srun is gone, as an impatient user would.
+for i in $(seq 100); do kill -INT $pid 2>/dev/null || break; sleep 0.2; done
 wait $pid
 echo "int rc=$?"
 `+srun+` -K -n 2 sh -c 'if [ $SLURM_PROCID = 0 ]; then exit 3; fi; exec sleep 300'
