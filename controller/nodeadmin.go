@@ -394,6 +394,8 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 		node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
 		c.work.push(func(ctx context.Context) { _ = c.exec.Forget(ctx, node, key) })
 	}
+	// The last run's srun steps go with it (their tasks are killed).
+	c.endSrunStepsLocked(j)
 	// As the store's fold does: the last run's description goes, the
 	// output paths stay.
 	j.State, j.Reason, j.Nodes, j.Steps = api.StatePending, "None", nil, nil

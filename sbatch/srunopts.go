@@ -42,7 +42,8 @@ var stepOnly = map[string]bool{"output": true, "error": true, "input": true, "op
 // from option values, through the registry's setters; errors are in
 // Slurm's words, as for sbatch.
 func AllocSpec(c Command, in Input, vals []Value) (*api.JobSpec, error) {
-	spec := &api.JobSpec{WorkDir: in.Cwd, SubmitHost: in.Hostname, Alloc: true}
+	// An allocation is never requeued: its client waits on this run.
+	spec := &api.JobSpec{WorkDir: in.Cwd, SubmitHost: in.Hostname, Alloc: true, NoRequeue: true}
 	st := &state{cmd: c, spec: spec, flags: &Flags{}, in: in}
 	for _, v := range vals {
 		o := Lookup(c, v.Key)
