@@ -104,6 +104,7 @@ func slurmClient(t *testing.T, c Command) (string, []string) {
 
 func runClient(path string, env []string, args ...string) string {
 	cmd := exec.Command(path, args...)
+	cmd.Args[0] = filepath.Base(path)
 	cmd.Env = env
 	out, _ := cmd.CombinedOutput()
 	return string(out)
@@ -177,4 +178,105 @@ func probe(t *testing.T, c Command, path string, env []string, opt string, kind 
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// TestGetoptErrorsAsSlurm compares, byte for byte, what hora and the real
+// sbatch, srun and salloc print for a malformed command line, and the exit
+// status (255).
+func TestGetoptErrorsAsSlurm(t *testing.T) {
+	lines := [][]string{
+		{"--foo"}, {"--foo=bar"}, {"-y"}, {"--ti"}, {"--ti=5"}, {"--mem-p=1"}, {"--no"}, {"--time"},
+		{"-t"}, {"--hold=1"}, {"--exc"}, {"--=x"}, {"--clu"}, {"--w"}, {"--g"}, {"--co"}, {"-Hy"},
+		{"--gpus-per"}, {"--cpus-per-task"}, {"--exact=1"}, {"--ntasks-per"},
+	}
+	for _, c := range []Command{Sbatch, Srun, Salloc} {
+		path, env := slurmClient(t, c)
+		for _, argv := range lines {
+			cmd := exec.Command(path, argv...)
+			cmd.Args[0] = c.String()
+			cmd.Env = env
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			_, gerr := Getopt(GetoptTable(c), argv, true)
+			if gerr == nil {
+				if strings.Contains(stderr.String(), "option") {
+					t.Errorf("%s %q: hora accepts it, Slurm says %q", c, argv, stderr.String())
+				}
+				continue
+			}
+			got := c.String() + ": " + UsageErrorText(c, gerr.Error()) + "\n"
+			for _, o := range OptionsOf(c) {
+				if o.Section == secHora { // hora's additions are not Slurm's
+					got = strings.Replace(got, " '--"+o.Long+"'", "", 1)
+				}
+			}
+			if got != stderr.String() || code != exitOption {
+				t.Errorf("%s %q:\nhora  %q (exit %d)\nslurm %q (exit %d)", c, argv, got, exitOption, stderr.String(), code)
+			}
+		}
+	}
+}
+
+// TestHelpLayoutAsSlurm: every line of hora's --help and --usage has the
+// shape of a line of Slurm's (same synopsis line, same section headings
+// in the same order, options in column 2 or 6, descriptions in column 30),
+// and sbatch's BuildSpec sends --help and --usage to the command.
+func TestHelpLayoutAsSlurm(t *testing.T) {
+	heading := regexp.MustCompile(`(?m)^[A-Z][^ ].*:( \(.*\))?$`)
+	for _, c := range []Command{Sbatch, Srun, Salloc} {
+		path, env := slurmClient(t, c)
+		real := runClient(path, env, "--help")
+		ours := Help(c)
+		if firstLine(real) != firstLine(ours) {
+			t.Errorf("%s --help synopsis:\nhora  %q\nslurm %q", c, firstLine(ours), firstLine(real))
+		}
+		realHeads := heading.FindAllString(real, -1)
+		for _, h := range heading.FindAllString(ours, -1) {
+			if h == sectionTitles[secHora] {
+				continue
+			}
+			i := slices.IndexFunc(realHeads, func(r string) bool { return strings.HasPrefix(r, h) })
+			if i < 0 {
+				t.Errorf("%s --help: heading %q is not Slurm's", c, h)
+			} else {
+				realHeads = realHeads[i+1:]
+			}
+		}
+		optLine := regexp.MustCompile(`^(  -\w, |      )(--\S+)( +)(\S.*)$`)
+		for _, l := range strings.Split(strings.TrimSuffix(ours, "\n"), "\n")[1:] {
+			m := optLine.FindStringSubmatch(l)
+			switch {
+			case l == "" || heading.MatchString(l):
+			case strings.HasPrefix(l, strings.Repeat(" ", 30)) && l[30] != ' ':
+			case m != nil:
+				// The text starts in column 30, or one blank after a
+				// wider option.
+				if col := len(m[1]) + len(m[2]) + len(m[3]); col != 30 && (col < 30 || len(m[3]) != 1) {
+					t.Errorf("%s --help: text of %q starts in column %d", c, l, col)
+				}
+			default:
+				t.Errorf("%s --help: line %q has no Slurm shape", c, l)
+			}
+		}
+		realUsage := runClient(path, env, "--usage")
+		usage := Usage(c)
+		if !strings.HasPrefix(usage, "Usage: "+c.String()+" [") || lastLine(usage) != lastLine(realUsage) {
+			t.Errorf("%s --usage: first/last lines differ from Slurm's:\n%s", c, usage)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(usage, "\n"), "\n") {
+			if len(l) > 80 {
+				t.Errorf("%s --usage: line longer than 80: %q", c, l)
+			}
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	return lines[len(lines)-1]
 }
