@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Command is a set of the commands that accept an option (a bit each).
@@ -176,8 +177,24 @@ func OptionsOf(c Command) []*Option {
 // name (aliases included), keyed by the record's long name, in the order
 // of Slurm's own table (slurmGetoptOrder), which is the order glibc lists
 // the candidates of an ambiguous abbreviation in; hora's own options
-// follow.
+// follow. The table is built on first use (every client process links
+// this package; only the job commands need it) and shared: callers must
+// not modify it.
 func GetoptTable(c Command) []Opt {
+	if f, ok := getoptTables[c]; ok {
+		return f()
+	}
+	return buildGetoptTable(c)
+}
+
+var getoptTables = map[Command]func() []Opt{
+	Sbatch: sync.OnceValue(func() []Opt { return buildGetoptTable(Sbatch) }),
+	Srun:   sync.OnceValue(func() []Opt { return buildGetoptTable(Srun) }),
+	Salloc: sync.OnceValue(func() []Opt { return buildGetoptTable(Salloc) }),
+	Qsub:   sync.OnceValue(func() []Opt { return buildGetoptTable(Qsub) }),
+}
+
+func buildGetoptTable(c Command) []Opt {
 	var out []Opt
 	for _, o := range OptionsOf(c) {
 		out = append(out, Opt{o.Short, o.Long, o.Arg, o.Key()})
@@ -186,13 +203,17 @@ func GetoptTable(c Command) []Opt {
 		}
 	}
 	order := strings.Fields(slurmGetoptOrder[c])
-	rank := func(long string) int {
-		if i := slices.Index(order, long); i >= 0 {
+	rank := make(map[string]int, len(order))
+	for i, l := range order {
+		rank[l] = i + 1
+	}
+	r := func(long string) int {
+		if i := rank[long]; i > 0 {
 			return i
 		}
-		return len(order)
+		return len(order) + 1
 	}
-	slices.SortStableFunc(out, func(a, b Opt) int { return rank(a.Long) - rank(b.Long) })
+	slices.SortStableFunc(out, func(a, b Opt) int { return r(a.Long) - r(b.Long) })
 	return out
 }
 
@@ -237,8 +258,6 @@ var slurmGetoptOrder = map[Command]string{
 		uid use-min-nodes verbose version usage wait-all-nodes wckey x11`,
 }
 
-// SbatchOptions is sbatch's getopt table, derived from Options.
-var SbatchOptions = GetoptTable(Sbatch)
 
 // UsageErrorText is what command c prints (after "c: ") when getopt refuses
 // an argument: glibc's line and Slurm's hint. Slurm exits 255 after it.

@@ -174,7 +174,7 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 				return nil, nil, &Error{Msg: fmt.Sprintf("error: %s:%d: hora does not support heterogeneous jobs (#SBATCH %s)", file, d.Line, w), Exit: exitOption}
 			}
 		}
-		dp, err := Getopt(SbatchOptions, d.Words, false)
+		dp, err := Getopt(GetoptTable(Sbatch), d.Words, false)
 		if err != nil || len(dp.Args) > 0 {
 			return nil, nil, &Error{Msg: "error: Invalid directive found in batch script: " + badWord(d.Words, dp), Exit: exitOption}
 		}
@@ -203,7 +203,7 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 			return nil, nil, err
 		}
 		for _, d := range pbs {
-			dp, err := Getopt(SbatchOptions, d.Words, false)
+			dp, err := Getopt(GetoptTable(Sbatch), d.Words, false)
 			if err != nil {
 				// The translator only writes options of the table.
 				return nil, nil, fmt.Errorf("sbatch: internal: translated #PBS words %q: %w", d.Words, err)
@@ -258,7 +258,7 @@ func badWord(words []string, p *Parsed) string {
 		if !strings.HasPrefix(w, "-") {
 			continue
 		}
-		if _, err := Getopt(SbatchOptions, []string{w}, false); err != nil {
+		if _, err := Getopt(GetoptTable(Sbatch), []string{w}, false); err != nil {
 			return w
 		}
 	}

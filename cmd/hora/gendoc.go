@@ -65,7 +65,7 @@ func generatedDocs() (map[string][]byte, error) {
 		files["man/"+c.String()+".1"] = gendoc.Roff(jobCommandPage(c))
 		comps = append(comps, jobCommandCompletion(c))
 	}
-	for _, t := range toolDocs {
+	for _, t := range toolDocs() {
 		page, comp, err := toolPage(t)
 		if err != nil {
 			return nil, err
@@ -92,7 +92,7 @@ func argKind(a sbatch.ArgKind) int {
 
 // jobCommandPage builds sbatch.1, srun.1 or salloc.1 from the registry.
 func jobCommandPage(c sbatch.Command) gendoc.Page {
-	d := jobDocs[c]
+	d := jobDocs()[c]
 	var opts []gendoc.Item
 	var inputEnv []gendoc.Item
 	for _, o := range sbatch.OptionsOf(c) {
@@ -121,7 +121,7 @@ func jobCommandPage(c sbatch.Command) gendoc.Page {
 	secs = append(secs, d.extra...)
 	secs = append(secs,
 		gendoc.Section{Title: "INPUT ENVIRONMENT VARIABLES", Paras: []string{d.inputEnvIntro}, Items: inputEnv},
-		gendoc.Section{Title: "OUTPUT ENVIRONMENT VARIABLES", Paras: []string{d.outputEnvIntro}, Items: outputEnv},
+		gendoc.Section{Title: "OUTPUT ENVIRONMENT VARIABLES", Paras: []string{d.outputEnvIntro}, Items: outputEnv()},
 		gendoc.Section{Title: "EXIT STATUS", Items: d.exit},
 		gendoc.Section{Title: "EXAMPLES", Paras: d.examples},
 		gendoc.Section{Title: "SEE ALSO", Paras: []string{d.seeAlso}},
@@ -150,44 +150,47 @@ type toolDoc struct {
 	exit          []gendoc.Item
 }
 
-var toolDocs = []toolDoc{
-	{name: "squeue", summary: "list hora's jobs", opts: squeueOpts, help: squeueHelp,
-		synopsis:    []string{"*squeue* [_OPTIONS_...]"},
-		description: []string{"*squeue* lists the jobs that horad knows, pending and running by default, in Slurm's layout and with Slurm's format fields (*-o*, *-O*), so that tools that read squeue's output work unchanged."}},
-	{name: "scancel", summary: "cancel or signal hora jobs", opts: scancelOpts, help: scancelHelp,
-		synopsis:    []string{"*scancel* [_OPTIONS_...] [_job_id_...]"},
-		description: []string{"*scancel* cancels the given jobs, or the jobs that match the filters, or sends them a signal. A user can cancel only their own jobs; root and the operators of hora.toml any."}},
-	{name: "sinfo", summary: "show hora's partitions and nodes", opts: sinfoOpts, help: sinfoHelp,
-		synopsis:    []string{"*sinfo* [_OPTIONS_...]"},
-		description: []string{"*sinfo* shows the partitions and nodes of the cluster and their states, in Slurm's layout."}},
-	{name: "scontrol", summary: "show and change hora's jobs, nodes, partitions and reservations", opts: scontrolOpts, help: scontrolHelp,
-		synopsis:    []string{"*scontrol* [_OPTIONS_...] _command_ [_arguments_...]"},
-		description: []string{"*scontrol* shows jobs, nodes, partitions and reservations, holds and releases jobs, and creates, updates and deletes advance reservations. The commands are listed under COMMANDS."}},
-	{name: "sacct", summary: "show accounting data of hora jobs", opts: sacctOpts, help: sacctHelp,
-		synopsis:    []string{"*sacct* [_OPTIONS_...]"},
-		description: []string{"*sacct* lists finished and running jobs from horad's store, with Slurm's fields (*--format*) and layout."}},
+// toolDocs is a function, not a variable, so that no client process pays
+// for building it at start-up (the same for the other tables of gendoc).
+func toolDocs() []toolDoc {
+	return []toolDoc{
+		{name: "squeue", summary: "list hora's jobs", opts: squeueOpts, help: squeueHelp,
+			synopsis:    []string{"*squeue* [_OPTIONS_...]"},
+			description: []string{"*squeue* lists the jobs that horad knows, pending and running by default, in Slurm's layout and with Slurm's format fields (*-o*, *-O*), so that tools that read squeue's output work unchanged."}},
+		{name: "scancel", summary: "cancel or signal hora jobs", opts: scancelOpts, help: scancelHelp,
+			synopsis:    []string{"*scancel* [_OPTIONS_...] [_job_id_...]"},
+			description: []string{"*scancel* cancels the given jobs, or the jobs that match the filters, or sends them a signal. A user can cancel only their own jobs; root and the operators of hora.toml any."}},
+		{name: "sinfo", summary: "show hora's partitions and nodes", opts: sinfoOpts, help: sinfoHelp,
+			synopsis:    []string{"*sinfo* [_OPTIONS_...]"},
+			description: []string{"*sinfo* shows the partitions and nodes of the cluster and their states, in Slurm's layout."}},
+		{name: "scontrol", summary: "show and change hora's jobs, nodes, partitions and reservations", opts: scontrolOpts, help: scontrolHelp,
+			synopsis:    []string{"*scontrol* [_OPTIONS_...] _command_ [_arguments_...]"},
+			description: []string{"*scontrol* shows jobs, nodes, partitions and reservations, holds and releases jobs, and creates, updates and deletes advance reservations. The commands are listed under COMMANDS."}},
+		{name: "sacct", summary: "show accounting data of hora jobs", opts: sacctOpts, help: sacctHelp,
+			synopsis:    []string{"*sacct* [_OPTIONS_...]"},
+			description: []string{"*sacct* lists finished and running jobs from horad's store, with Slurm's fields (*--format*) and layout."}},
+	}
 }
 
 const undescribed = "Accepted as Slurm accepts it; not described by this command's --help"
 
-var toolExit = []gendoc.Item{
-	{Tag: "*0*", Text: "Success."},
-	{Tag: "*1*", Text: "An error: a bad option or value, an unknown job, or horad cannot be reached. *SLURM_EXIT_ERROR* overrides the value, as in Slurm."},
+func toolExit() []gendoc.Item {
+	return []gendoc.Item{
+		{Tag: "*0*", Text: "Success."},
+		{Tag: "*1*", Text: "An error: a bad option or value, an unknown job, or horad cannot be reached. *SLURM_EXIT_ERROR* overrides the value, as in Slurm."},
+	}
 }
-
-// optionHead matches the first line of an option in the three layouts the
-// commands' --help texts use: "  -A, --account=name   text",
-// "     -a or --all: text" and "     -a, --allusers:" (sacct).
-var (
-	helpTable = regexp.MustCompile(`^\s+(?:-(\w),\s+)?--([A-Za-z0-9_-]+)(\S*)(?:\s{2,}(.*))?$`)
-	helpOr    = regexp.MustCompile(`^\s+-(\w) or --([A-Za-z0-9_-]+): (.*)$`)
-	helpColon = regexp.MustCompile(`^\s+(?:-(\w), )?--([A-Za-z0-9_-]+):\s*(.*)$`)
-)
 
 // helpDescriptions reads a --help text into long name → description and
 // "-x" → description (Slurm's help sometimes spells the long name
 // differently from its getopt table: squeue's "--job" for --jobs).
 func helpDescriptions(help string) map[string]string {
+	// The first line of an option in the three layouts the commands'
+	// --help texts use: "  -A, --account=name   text", "     -a or
+	// --all: text" and "     -a, --allusers:" (sacct).
+	helpTable := regexp.MustCompile(`^\s+(?:-(\w),\s+)?--([A-Za-z0-9_-]+)(\S*)(?:\s{2,}(.*))?$`)
+	helpOr := regexp.MustCompile(`^\s+-(\w) or --([A-Za-z0-9_-]+): (.*)$`)
+	helpColon := regexp.MustCompile(`^\s+(?:-(\w), )?--([A-Za-z0-9_-]+):\s*(.*)$`)
 	out := map[string]string{}
 	cur, short := "", ""
 	for _, l := range strings.Split(help, "\n") {
@@ -311,7 +314,7 @@ func toolPage(t toolDoc) (gendoc.Page, gendoc.Completion, error) {
 	}
 	exit := t.exit
 	if exit == nil {
-		exit = toolExit
+		exit = toolExit()
 	}
 	secs = append(secs,
 		gendoc.Section{Title: "EXIT STATUS", Items: exit},
@@ -363,7 +366,7 @@ func horaPage() gendoc.Page {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		text, ok := verbDocs[n]
+		text, ok := verbDocs()[n]
 		if !ok {
 			text = "The Slurm-compatible command, also installed as *" + n + "*; see *" + n + "*(1)."
 		}
@@ -387,8 +390,10 @@ func horaPage() gendoc.Page {
 		}}
 }
 
-var verbDocs = map[string]string{
-	"replay":  "Replays a workload (an SWF log or a generated one) through hora's scheduler in simulated time and reports the metrics. *hora replay --help* lists its options.",
-	"compare": "Replays one workload under several policies and reports them side by side. *hora compare --help* lists its options.",
-	"free":    "The range search of reservation partitions: which nodes are free for a whole time window, without booking anything. *hora free --help* lists its options.",
+func verbDocs() map[string]string {
+	return map[string]string{
+		"replay":  "Replays a workload (an SWF log or a generated one) through hora's scheduler in simulated time and reports the metrics. *hora replay --help* lists its options.",
+		"compare": "Replays one workload under several policies and reports them side by side. *hora compare --help* lists its options.",
+		"free":    "The range search of reservation partitions: which nodes are free for a whole time window, without booking anything. *hora free --help* lists its options.",
+	}
 }
