@@ -258,7 +258,6 @@ var slurmGetoptOrder = map[Command]string{
 		uid use-min-nodes verbose version usage wait-all-nodes wckey x11`,
 }
 
-
 // UsageErrorText is what command c prints (after "c: ") when getopt refuses
 // an argument: glibc's line and Slurm's hint. Slurm exits 255 after it.
 func UsageErrorText(c Command, getoptMsg string) string {
