@@ -4,10 +4,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"hora/api"
 )
 
 // TestOptionRegistry walks the one option table: every record has a help
@@ -279,4 +282,93 @@ func TestHelpLayoutAsSlurm(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestSameSetterEverywhere: for every sbatch option with a setter, the
+// command line, an #SBATCH line and each of the option's environment
+// variables give the same job (one setter, three sources), and a bad
+// value is refused from all three with the same first line.
+func TestSameSetterEverywhere(t *testing.T) {
+	good := map[string]string{
+		"nodes": "3", "ntasks": "4", "cpus-per-task": "2", "ntasks-per-node": "2", "time": "1:00:00",
+		"time-min": "30", "begin": "now+1hour", "deadline": "now+2hours", "mem": "2G", "mem-per-cpu": "100",
+		"load": "1M", "open-mode": "append", "export": "NONE", "chdir": "/tmp/x", "array": "", "dependency": "",
+	}
+	bad := map[string]string{
+		"nodes": "x", "ntasks": "0", "cpus-per-task": "-1", "ntasks-per-node": "x", "time": "bogus",
+		"time-min": "bogus", "begin": "yesterday", "deadline": "yesterday", "mem": "12Q", "mem-per-cpu": "1X",
+		"load": "-1", "open-mode": "x",
+	}
+	normal := func(s *api.JobSpec) api.JobSpec {
+		c := *s
+		c.Script, c.Env = "", nil
+		return c
+	}
+	for _, o := range OptionsOf(Sbatch) {
+		if o.Set == nil {
+			continue
+		}
+		v, ok := good[o.Long]
+		if !ok {
+			v = "val"
+		}
+		arg := "--" + o.Long
+		if o.Arg != NoArg {
+			arg += "=" + v
+		}
+		cl, clFlags, err := submit([]string{arg, "--wrap=true"}, nil, nil, "")
+		if err != nil {
+			t.Errorf("%s: %v", arg, err)
+			continue
+		}
+		script := "#!/bin/sh\n#SBATCH " + arg + "\ntrue\n"
+		dir, dirFlags, err := submit(nil, nil, nil, script)
+		if err != nil {
+			t.Errorf("#SBATCH %s: %v", arg, err)
+			continue
+		}
+		cl.Name, dir.Name = "", "" // --wrap names the job wrap, stdin sbatch
+		if o.Long == "job-name" {
+			cl.Name, dir.Name = v, v
+		}
+		if !reflect.DeepEqual(normal(cl), normal(dir)) || !reflect.DeepEqual(clFlags, dirFlags) {
+			t.Errorf("%s: command line %+v, #SBATCH %+v", arg, normal(cl), normal(dir))
+		}
+		for _, name := range o.Env.For(Sbatch) {
+			ev := name + "=" + v
+			if o.Arg == NoArg {
+				ev = name + "=1"
+			}
+			env, envFlags, err := submit([]string{"--wrap=true"}, []string{ev}, nil, "")
+			if err != nil {
+				t.Errorf("%s: %v", ev, err)
+				continue
+			}
+			if o.Long != "job-name" {
+				env.Name = ""
+			}
+			if !reflect.DeepEqual(normal(cl), normal(env)) || !reflect.DeepEqual(clFlags, envFlags) {
+				t.Errorf("%s: command line %+v, environment %+v", ev, normal(cl), normal(env))
+			}
+		}
+		b, ok := bad[o.Long]
+		if !ok {
+			continue
+		}
+		_, _, clErr := submit([]string{"--" + o.Long + "=" + b, "--wrap=true"}, nil, nil, "")
+		_, _, dirErr := submit(nil, nil, nil, "#!/bin/sh\n#SBATCH --"+o.Long+"="+b+"\ntrue\n")
+		if clErr == nil || dirErr == nil {
+			t.Errorf("--%s=%s accepted (command line %v, #SBATCH %v)", o.Long, b, clErr, dirErr)
+			continue
+		}
+		if firstLine(clErr.Error()) != firstLine(dirErr.Error()) {
+			t.Errorf("--%s=%s: command line %q, #SBATCH %q", o.Long, b, clErr, dirErr)
+		}
+		for _, name := range o.Env.For(Sbatch) {
+			_, _, envErr := submit([]string{"--wrap=true"}, []string{name + "=" + b}, nil, "")
+			if envErr == nil || firstLine(envErr.Error()) != firstLine(clErr.Error()) {
+				t.Errorf("%s=%s: %v, command line %q", name, b, envErr, clErr)
+			}
+		}
+	}
 }
