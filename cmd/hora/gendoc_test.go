@@ -258,3 +258,48 @@ func shellWords(ws []string) string {
 	}
 	return strings.Join(q, " ")
 }
+
+// TestSbatchCommandLineAsSlurm runs hora's sbatch command and the real
+// Slurm 22.05 sbatch on the same bad or informational command lines and
+// compares exit status and standard error byte for byte (--usage: only
+// the exit status and the first word; its content is hora's).
+func TestSbatchCommandLineAsSlurm(t *testing.T) {
+	real, err := exec.LookPath("sbatch")
+	if err != nil {
+		t.Fatal("sbatch not found: run `make deps` (installs slurm-client)")
+	}
+	conf := filepath.Join(t.TempDir(), "slurm.conf")
+	if err := os.WriteFile(conf, []byte("ClusterName=oracle\nSlurmctldHost=localhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--bogus"}, {"--par"}, {"-Z"}, {"-t"}, {"--hold=yes"}, {"--mem-p", "1"},
+		{"-H", "--wait-all"}, {"--usage"}, {"--help"}} {
+		cmd := exec.Command(real, args...)
+		cmd.Args[0] = "sbatch"
+		cmd.Env = []string{"SLURM_CONF=" + conf, "PATH=" + os.Getenv("PATH")}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		realCode := 0
+		if err := cmd.Run(); err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatal(err)
+			}
+			realCode = ee.ExitCode()
+		}
+		out, errs, code := runCmd(t, sbatchMain, "sbatch", nil, args...)
+		if code != realCode || errs != stderr.String() {
+			t.Errorf("sbatch %q:\nhora  exit %d %q\nslurm exit %d %q", args, code, errs, realCode, stderr.String())
+		}
+		if (out == "") != (stdout.Len() == 0) || firstField(out) != firstField(stdout.String()) {
+			t.Errorf("sbatch %q: stdout starts %q, Slurm's %q", args, firstField(out), firstField(stdout.String()))
+		}
+	}
+}
+
+func firstField(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
