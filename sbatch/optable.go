@@ -273,14 +273,19 @@ func helpLine(b *strings.Builder, o *Option) {
 		left = "  -" + string(o.Short) + ", "
 	}
 	left += "--" + o.Long + argSpelling(o)
-	const col = 30
-	if len(left) < col {
+	const col, width = 30, 80
+	lines := wrapWords(o.Help, width-col)
+	switch {
+	case len(left) < col:
 		left += strings.Repeat(" ", col-len(left))
-	} else {
+	case len(lines) > 0 && len(left)+1+len(lines[0]) <= width:
 		left += " "
+	default:
+		// Too wide for the text beside it: the text starts on the next
+		// line in column 30, as Slurm prints --switches.
+		left += "\n" + strings.Repeat(" ", col)
 	}
 	b.WriteString(left)
-	lines := wrapWords(o.Help, 79-col)
 	for i, l := range lines {
 		if i > 0 {
 			b.WriteString(strings.Repeat(" ", col))

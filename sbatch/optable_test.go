@@ -251,10 +251,14 @@ func TestHelpLayoutAsSlurm(t *testing.T) {
 			}
 		}
 		optLine := regexp.MustCompile(`^(  -\w, |      )(--\S+)( +)(\S.*)$`)
+		optAlone := regexp.MustCompile(`^(  -\w, |      )--\S+$`)
 		for _, l := range strings.Split(strings.TrimSuffix(ours, "\n"), "\n")[1:] {
 			m := optLine.FindStringSubmatch(l)
+			if len(l) > 80 {
+				t.Errorf("%s --help: line wider than 80 columns: %q", c, l)
+			}
 			switch {
-			case l == "" || heading.MatchString(l):
+			case l == "" || heading.MatchString(l) || optAlone.MatchString(l):
 			case strings.HasPrefix(l, strings.Repeat(" ", 30)) && l[30] != ' ':
 			case m != nil:
 				// The text starts in column 30, or one blank after a
