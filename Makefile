@@ -10,7 +10,7 @@ TAGS    ?= urfave_cli_no_docs
 CLIENTS := sbatch srun salloc squeue scancel sinfo scontrol sacct
 export CGO_ENABLED ?= 0
 
-.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean
+.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean man
 
 all: build
 
@@ -18,6 +18,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/hora ./cmd/hora
 	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/horad ./cmd/horad
+	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/hora-sim ./cmd/hora-sim
 	@for c in $(CLIENTS); do ln -sf hora $(BIN)/$$c; done
 
 # Installs what the tests need on a fresh Debian machine (slurm-client as an
@@ -61,6 +62,12 @@ soak: build
 
 clean:
 	rm -rf $(BIN)
+
+# Regenerates man/*.1 and contrib/completions/ from the option tables
+# (sbatch/options.go and the commands' tables); TestGeneratedDocsUpToDate
+# fails until the result is committed.
+man:
+	$(GO) run ./cmd/hora gendoc .
 
 # Regenerates docs/reproductions/ from fixed seeds (a few minutes on 2 cores).
 .PHONY: reproduce

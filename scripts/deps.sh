@@ -10,6 +10,9 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v mandoc >/dev/null || need+=(mandoc)
 # snakemake 7 drives horad with --slurm in cmd/horad's end-to-end test.
 command -v snakemake >/dev/null || need+=(snakemake)
+# The shell completions are tested in the real shells.
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "deps: missing packages: ${need[*]}; install them (as root: apt-get install ${need[*]})" >&2
