@@ -741,6 +741,8 @@ const squeueHelp = `Usage: squeue [OPTIONS]
   -q, --qos=qos(s)                comma separated list of qos's
                                   to view, default is all qos's
   -R, --reservation=name          reservation to view, default is all
+  -s, --step=step(s)              comma separated list of job steps
+				  to view, default is all
   -S, --sort=fields               comma separated list of fields to sort on
       --start                     print expected start times of pending jobs
   -t, --states=states             comma separated list of states to view,
