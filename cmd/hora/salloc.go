@@ -112,8 +112,16 @@ func sallocMain(ctx context.Context, env *Env, args []string) int {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
 	cmd.Env = mergeEnv(append(env.Environ(), ae.Env...), nil)
 	// The command owns the terminal's signals while it runs (^C goes to
-	// it, not to salloc), as with Slurm's salloc.
-	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP)
+	// it, not to salloc), as with Slurm's salloc. salloc catches and
+	// drops them rather than ignoring them: an ignored signal would stay
+	// ignored in the command it starts.
+	quiet := make(chan os.Signal, 8)
+	signal.Notify(quiet, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP)
+	defer signal.Stop(quiet)
+	go func() {
+		for range quiet {
+		}
+	}()
 	rc := 0
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(env.Stderr, "salloc: error: %s: %v\n", argv[0], unwrapExec(err))

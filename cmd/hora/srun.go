@@ -29,6 +29,7 @@ type srunOpts struct {
 	vals []sbatch.Value // input variables first, then the command line
 
 	label, multiProg, exact, overlap, overcommit bool
+	unbuffered                                   bool
 	quitOnIntr, killBadExit                      bool
 	immediate                                    int // seconds; 0 = not asked
 	jobID                                        int64
@@ -90,6 +91,8 @@ func parseSrun(env *Env, args []string) (*srunOpts, error) {
 			return nil, sbatch.ErrVersion
 		case "label":
 			o.label = true
+		case "unbuffered":
+			o.unbuffered = true
 		case "multi-prog":
 			o.multiProg = true
 		case "exact":
@@ -680,6 +683,26 @@ func (l *launch) pipe(t *task, dst io.Writer, stderr bool) error {
 		prefix = fmt.Sprintf("%*d: ", l.labelW, t.id)
 	}
 	l.readers.Add(1)
+	if l.o.unbuffered && prefix == "" {
+		// -u: what a task writes is passed on as it comes.
+		go func() {
+			defer l.readers.Done()
+			defer r.Close()
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := r.Read(buf)
+				if n > 0 {
+					l.outMu.Lock()
+					_, _ = dst.Write(buf[:n])
+					l.outMu.Unlock()
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		return nil
+	}
 	go func() {
 		defer l.readers.Done()
 		defer r.Close()

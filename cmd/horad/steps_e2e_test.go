@@ -43,6 +43,9 @@ echo "rc=$?"
 echo "rc=$?"
 `+srun+` -n 2 -o 'task-%j-%s-%t.out' sh -c 'echo "out of $SLURM_PROCID"'
 echo hello | `+srun+` -n 2 -i 0 -l cat
+echo hey | `+srun+` -n 2 -l cat
+`+srun+` -u sh -c 'printf "no newline"'
+echo
 `)
 	id := c.submit(work, script)
 	out := c.outputOf(work, id)
@@ -78,6 +81,8 @@ echo hello | `+srun+` -n 2 -i 0 -l cat
 		"srun: error: local2: task 1: Terminated\n",
 		"rc=143\n",
 		"0: hello\n",
+		"0: hey\n", "1: hey\n", // stdin goes to every task by default
+		"no newline\n",
 	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
