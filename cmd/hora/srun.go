@@ -41,6 +41,7 @@ type srunOpts struct {
 	openAppend                                   bool
 	chdir, jobName                               string
 	args                                         []string
+	spec                                         *api.JobSpec // the job options, as an allocation
 }
 
 // srunFail is a command-line or request error: the lines to print after
@@ -195,6 +196,12 @@ func srunMain(ctx context.Context, env *Env, args []string) int {
 	case err != nil:
 		return printFail(env, "srun", err)
 	}
+	// The job options go through the registry's setters even inside an
+	// allocation: a bad value is refused with Slurm's text before anything
+	// is asked, and --export gives the tasks' environment.
+	if o.spec, err = allocSpec(env, sbatch.Srun, o.vals); err != nil {
+		return printSbatchErrorAs(env, "srun", err)
+	}
 	cl, err := api.Dial()
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "srun: error: %v\n", err)
@@ -231,10 +238,7 @@ func printFail(env *Env, prog string, err error) int {
 
 // srunWithAllocation creates the allocation, runs the step, releases it.
 func srunWithAllocation(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, sigs <-chan os.Signal) int {
-	spec, err := allocSpec(env, sbatch.Srun, o.vals)
-	if err != nil {
-		return printSbatchErrorAs(env, "srun", err)
-	}
+	spec := o.spec
 	if spec.Name == "" {
 		spec.Name = filepath.Base(o.args[0])
 	}
@@ -525,6 +529,9 @@ func newLaunch(env *Env, o *srunOpts, g *api.StepGrant, getenv func(string) stri
 		counts[k] = len(perNode[k])
 	}
 	base := env.Environ()
+	if o.spec != nil {
+		base = o.spec.Env // --export applied
+	}
 	if allocEnv != nil {
 		base = append(base, allocEnv...)
 	}
