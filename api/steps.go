@@ -58,6 +58,9 @@ type StepGrant struct {
 	// CPUs are the CPUs of each node given to the step.
 	CPUs      []int  `json:"cpus"`
 	Partition string `json:"partition"`
+	// Env is the job's SLURM_* environment (as AllocEnv), for tasks of
+	// an srun started outside the batch script.
+	Env []string `json:"env,omitempty"`
 }
 
 // StepStarted tells horad the process group holding a step's tasks, so

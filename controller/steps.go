@@ -129,6 +129,7 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	grant.StepID = id
 	grant.JobID = j.ID
 	grant.Partition = j.Spec.Partition
+	grant.Env = c.allocEnvLocked(j)
 	step := api.Step{Index: id, Node: sbatch.CompressHostlist(grant.Nodes), State: api.StateRunning,
 		StartTime: c.now().Unix(), Name: req.Name, NTasks: len(grant.TaskNode)}
 	if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: step.StartTime, Kind: store.KindStepStart, Step: &step}); err != nil {
@@ -514,9 +515,15 @@ func (c *Controller) allocEnv(who *Caller, id int64) (*api.AllocEnv, error) {
 	case j.State != api.StateRunning && j.State != api.StateSuspended:
 		return nil, stepErr(api.CodePending, "Job is pending execution")
 	}
+	return &api.AllocEnv{Env: c.allocEnvLocked(j)}, nil
+}
+
+// allocEnvLocked is the job's SLURM_* environment without the variables
+// of a task on a node. Caller holds c.mu.
+func (c *Controller) allocEnvLocked(j *job) []string {
 	cp := *j
 	cp.Spec.Env = nil
-	out := &api.AllocEnv{}
+	var out []string
 	for _, kv := range c.jobEnv(&cp, j.Nodes[0]) {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
@@ -525,7 +532,7 @@ func (c *Controller) allocEnv(who *Caller, id int64) (*api.AllocEnv, error) {
 			"SLURM_CPUS_ON_NODE", "SLURM_RESTART_COUNT", "SLURM_EXPORT_ENV":
 			continue
 		}
-		out.Env = append(out.Env, kv)
+		out = append(out, kv)
 	}
-	return out, nil
+	return out
 }

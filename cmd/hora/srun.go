@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -217,7 +218,7 @@ func srunMain(ctx context.Context, env *Env, args []string) int {
 	if o.jobID == 0 {
 		return srunWithAllocation(ctx, env, cl, o, sigs)
 	}
-	return runStep(ctx, env, cl, o, nil, sigs)
+	return runStep(ctx, env, cl, o, false, sigs)
 }
 
 func printFail(env *Env, prog string, err error) int {
@@ -246,14 +247,8 @@ func srunWithAllocation(ctx context.Context, env *Env, cl *api.Client, o *srunOp
 	if !ok {
 		return code
 	}
-	ae, err := cl.AllocEnv(ctx, id)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "srun: error: %v\n", err)
-		_ = cl.AllocDone(context.WithoutCancel(ctx), api.AllocDone{JobID: id, ExitCode: 1})
-		return 1
-	}
 	o.jobID = id
-	rc := runStep(ctx, env, cl, o, ae.Env, sigs)
+	rc := runStep(ctx, env, cl, o, true, sigs)
 	_ = cl.AllocDone(context.WithoutCancel(ctx), api.AllocDone{JobID: id, ExitCode: rc})
 	return rc
 }
@@ -361,30 +356,16 @@ func allocate(ctx context.Context, env *Env, cl *api.Client, prog string, spec *
 
 // runStep creates the step (waiting while it does not fit yet), starts
 // its tasks here, forwards signals and output, and reports the end.
-// allocEnv is the allocation's environment when srun created it.
-func runStep(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, allocEnv []string, sigs <-chan os.Signal) int {
-	getenv := env.Getenv
-	if allocEnv != nil {
-		m := map[string]string{}
-		for _, kv := range allocEnv {
-			k, v, _ := strings.Cut(kv, "=")
-			m[k] = v
-		}
-		getenv = func(k string) string {
-			if v, ok := m[k]; ok {
-				return v
-			}
-			return env.Getenv(k)
-		}
-	}
-	if allocEnv == nil {
-		if n, err := strconv.Atoi(getenv("SLURM_JOB_NUM_NODES")); err == nil && o.nodes > n {
+// created is set when srun made the allocation itself.
+func runStep(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, created bool, sigs <-chan os.Signal) int {
+	if !created {
+		if n, err := strconv.Atoi(env.Getenv("SLURM_JOB_NUM_NODES")); err == nil && o.nodes > n {
 			fmt.Fprintf(env.Stderr, "srun: error: Only allocated %d nodes asked for %d\n", n, o.nodes)
 			return 1
 		}
 	}
 	nodes := o.nodes
-	if !o.nodesFromCmd && allocEnv != nil {
+	if !o.nodesFromCmd && created {
 		nodes = 0
 	}
 	if o.ntasks > 0 && nodes > o.ntasks {
@@ -404,7 +385,20 @@ func runStep(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, allocEn
 	if !ok {
 		return code
 	}
-	l, err := newLaunch(env, o, grant, getenv, allocEnv)
+	// The job's own variables (from horad) over the caller's: srun may
+	// run outside the batch script (srun --jobid from a login shell).
+	jobVars := map[string]string{}
+	for _, kv := range grant.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		jobVars[k] = v
+	}
+	getenv := func(k string) string {
+		if v, ok := jobVars[k]; ok {
+			return v
+		}
+		return env.Getenv(k)
+	}
+	l, err := newLaunch(env, o, grant, getenv)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "srun: error: %v\n", err)
 		_, _ = cl.EndStep(context.WithoutCancel(ctx), api.StepEnd{JobID: grant.JobID, StepID: grant.StepID, ExitCode: 1})
@@ -505,7 +499,7 @@ type launch struct {
 // stepID is Slurm's "StepId=J.S" spelling.
 func (l *launch) stepID() string { return fmt.Sprintf("StepId=%d.%d", l.grant.JobID, l.grant.StepID) }
 
-func newLaunch(env *Env, o *srunOpts, g *api.StepGrant, getenv func(string) string, allocEnv []string) (*launch, error) {
+func newLaunch(env *Env, o *srunOpts, g *api.StepGrant, getenv func(string) string) (*launch, error) {
 	l := &launch{env: env, o: o, grant: g, files: map[string]*os.File{}}
 	n := len(g.TaskNode)
 	l.labelW = len(strconv.Itoa(max(n-1, 0)))
@@ -532,9 +526,7 @@ func newLaunch(env *Env, o *srunOpts, g *api.StepGrant, getenv func(string) stri
 	if o.spec != nil {
 		base = o.spec.Env // --export applied
 	}
-	if allocEnv != nil {
-		base = append(base, allocEnv...)
-	}
+	base = append(slices.Clip(base), g.Env...)
 	user := getenv("USER")
 	if user == "" {
 		user = strconv.Itoa(os.Getuid())
@@ -1025,7 +1017,7 @@ func joinInts(v []int) string {
 func mergeEnv(base []string, set map[string]string) []string {
 	out := make([]string, 0, len(base)+len(set))
 	seen := map[string]bool{}
-	// later entries of base win (allocEnv is appended after the environ)
+	// later entries of base win (the job's variables follow the caller's)
 	last := map[string]int{}
 	for i, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
