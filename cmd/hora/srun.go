@@ -795,6 +795,7 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 	}
 	var lastInt time.Time
 	killed := false
+	var signalled []string
 	kill := func(sig syscall.Signal) {
 		if l.pgid != 0 {
 			_ = syscall.Kill(-l.pgid, sig)
@@ -811,8 +812,10 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 			node := g.Nodes[e.t.node]
 			switch {
 			case e.status.Signaled():
+				// Printed once the step's fate is known: a step that
+				// scancel ended shows Slurm's abort lines instead.
 				if !killed {
-					fmt.Fprintf(l.env.Stderr, "srun: error: %s: task %d: %s\n", node, e.t.id, signalText(e.status.Signal()))
+					signalled = append(signalled, fmt.Sprintf("srun: error: %s: task %d: %s\n", node, e.t.id, signalText(e.status.Signal())))
 				}
 				worstSig = max(worstSig, int(e.status.Signal()))
 			case e.status.ExitStatus() != 0:
@@ -865,7 +868,17 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 	}
 	res, err := cl.EndStep(context.WithoutCancel(ctx), end)
 	if err == nil && res.State == api.StateCancelled && !killed {
-		fmt.Fprintf(l.env.Stderr, "srun: Job step aborted\n")
+		// What Slurm's srun and slurmstepd print for a cancelled step
+		// (step_launch.c, slurmstepd's "*** STEP ... CANCELLED ***").
+		fmt.Fprintf(l.env.Stderr, "srun: Job step aborted: Waiting up to %d seconds for job step to finish.\n", 32)
+		at := time.Now().Format("2006-01-02T15:04:05")
+		for _, n := range g.Nodes {
+			fmt.Fprintf(l.env.Stderr, "slurmstepd: error: *** STEP %d.%d ON %s CANCELLED AT %s ***\n", g.JobID, g.StepID, n, at)
+		}
+	} else {
+		for _, line := range signalled {
+			fmt.Fprint(l.env.Stderr, line)
+		}
 	}
 	if worstSig != 0 {
 		return 128 + worstSig

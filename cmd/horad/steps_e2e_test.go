@@ -161,8 +161,9 @@ echo "rc=$?"
 		t.Errorf("scancel step: %d %q", r.code, r.stderr)
 	}
 	out = c.outputOf(work, id)
-	if !strings.Contains(out, "srun: error: local") || !strings.Contains(out, "task 0: Killed\n") ||
-		!strings.Contains(out, "srun rc=137\nafter\n") {
+	if !strings.Contains(out, "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n") ||
+		!regexp.MustCompile(`slurmstepd: error: \*\*\* STEP `+id+`\.0 ON local\d CANCELLED AT \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d \*\*\*\n`).MatchString(out) ||
+		strings.Contains(out, "Killed") || !strings.Contains(out, "srun rc=137\nafter\n") {
 		t.Errorf("cancelled step's job output: %q", out)
 	}
 	r = c.run(0, work, "sacct", "-j", id, "-P", "-n", "-o", "JobID,State")
