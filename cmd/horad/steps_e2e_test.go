@@ -157,6 +157,13 @@ echo "rc=$?"
 	if r.code != 0 || !strings.Contains(r.stdout, "StepId="+id+".0 UserId=0 ") || !strings.Contains(r.stdout, "Tasks=1 Name=sleep") {
 		t.Errorf("scontrol show step: %d %q %q", r.code, r.stdout, r.stderr)
 	}
+	r = c.run(65534, "/", "scancel", id+".0")
+	if r.code != 1 || r.stderr != "scancel: error: Kill job error on job step id "+id+".0: Access/permission denied\n" {
+		t.Errorf("nobody's scancel of the step: %d %q", r.code, r.stderr)
+	}
+	if got := c.run(0, work, "squeue", "-s", "-h", "-o", "%i").stdout; !strings.Contains(got, id+".0\n") {
+		t.Errorf("nobody's scancel ended the step: %q", got)
+	}
 	if r = c.run(0, work, "scancel", id+".0"); r.code != 0 {
 		t.Errorf("scancel step: %d %q", r.code, r.stderr)
 	}
