@@ -116,17 +116,22 @@ func sallocMain(ctx context.Context, env *Env, args []string) int {
 	// drops them rather than ignoring them: an ignored signal would stay
 	// ignored in the command it starts.
 	quiet := make(chan os.Signal, 8)
-	signal.Notify(quiet, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP)
+	signal.Notify(quiet, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(quiet)
-	go func() {
-		for range quiet {
-		}
-	}()
-	rc := 0
+	rc, sig := 0, 0
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(env.Stderr, "salloc: error: %s: %v\n", argv[0], unwrapExec(err))
 		rc = 127
 	} else {
+		// TERM and HUP (salloc killed, its terminal gone) are passed to
+		// the command, whose end then releases the allocation as usual.
+		go func() {
+			for sig := range quiet {
+				if sig == syscall.SIGTERM || sig == syscall.SIGHUP {
+					_ = cmd.Process.Signal(sig)
+				}
+			}
+		}()
 		revoked := watchRevoked(ctx, cl, id, func() {
 			fmt.Fprintf(env.Stderr, "salloc: Job allocation %d has been revoked.\n", id)
 			if killSig != 0 {
@@ -140,7 +145,7 @@ func sallocMain(ctx context.Context, env *Env, args []string) int {
 		case ws.Exited():
 			rc = ws.ExitStatus()
 		case ws.Signaled():
-			rc = 128 + int(ws.Signal())
+			rc, sig = 128+int(ws.Signal()), int(ws.Signal())
 		}
 	}
 	jobs, err := cl.Jobs(ctx, api.JobFilter{IDs: []int64{id}, History: true})
@@ -148,7 +153,12 @@ func sallocMain(ctx context.Context, env *Env, args []string) int {
 		return rc // revoked: nothing to relinquish
 	}
 	fmt.Fprintf(env.Stderr, "salloc: Relinquishing job allocation %d\n", id)
-	if err := cl.AllocDone(context.WithoutCancel(ctx), api.AllocDone{JobID: id, ExitCode: rc}); err != nil {
+	// Slurm records the command's wait status: a signal shows as one.
+	done := api.AllocDone{JobID: id, ExitCode: rc}
+	if sig != 0 {
+		done = api.AllocDone{JobID: id, Signal: sig}
+	}
+	if err := cl.AllocDone(context.WithoutCancel(ctx), done); err != nil {
 		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Code != api.CodeAlreadyDone {
 			fmt.Fprintf(env.Stderr, "salloc: error: Unable to clean up job allocation %d: %v\n", id, err)

@@ -43,6 +43,7 @@ type srunOpts struct {
 	chdir, jobName                               string
 	args                                         []string
 	spec                                         *api.JobSpec // the job options, as an allocation
+	stepSignal                                   int          // the step ended by this signal (Slurm's rule)
 }
 
 // srunFail is a command-line or request error: the lines to print after
@@ -249,7 +250,13 @@ func srunWithAllocation(ctx context.Context, env *Env, cl *api.Client, o *srunOp
 	}
 	o.jobID = id
 	rc := runStep(ctx, env, cl, o, true, sigs)
-	_ = cl.AllocDone(context.WithoutCancel(ctx), api.AllocDone{JobID: id, ExitCode: rc})
+	// As Slurm's srun, the job ends with the step's status: a signal as
+	// a signal (sacct 0:9), else the exit code.
+	done := api.AllocDone{JobID: id, ExitCode: rc}
+	if o.stepSignal != 0 {
+		done = api.AllocDone{JobID: id, Signal: o.stepSignal}
+	}
+	_ = cl.AllocDone(context.WithoutCancel(ctx), done)
 	return rc
 }
 
@@ -881,6 +888,7 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 		}
 	}
 	if worstSig != 0 {
+		l.o.stepSignal = worstSig
 		return 128 + worstSig
 	}
 	return worstExit
