@@ -137,6 +137,11 @@ echo "rc=$?"
 			t.Errorf("busy job output lacks %q:\n%s", w, out)
 		}
 	}
+	// The refused steps left nothing: the job has its two steps only.
+	r = c.run(0, work, "sacct", "-j", id, "-P", "-n", "-o", "JobID")
+	if r.stdout != id+"\n"+id+".batch\n"+id+".0\n"+id+".1\n" {
+		t.Errorf("steps after refusals: %q", r.stdout)
+	}
 
 	// 3. scancel JOBID.STEP ends that step only; another user's srun into
 	// my job is refused and records nothing.
