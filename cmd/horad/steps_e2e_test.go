@@ -46,6 +46,7 @@ echo hello | `+srun+` -n 2 -i 0 -l cat
 echo hey | `+srun+` -n 2 -l cat
 `+srun+` -u sh -c 'printf "no newline"'
 echo
+`+srun+` --unbuffered --output sub-%j_%t_log.out --error sub-%j_%t_log.err sh -c 'echo o; echo e >&2'
 `)
 	id := c.submit(work, script)
 	out := c.outputOf(work, id)
@@ -95,6 +96,12 @@ echo
 		name := filepath.Join(work, "task-"+id+"-4-"+string(rune('0'+task))+".out")
 		b, err := os.ReadFile(name)
 		if err != nil || string(b) != "out of "+string(rune('0'+task))+"\n" {
+			t.Errorf("%s: %q %v", name, b, err)
+		}
+	}
+	// submitit's srun line (COMPAT.md §7.2): one file per stream and task.
+	for name, w := range map[string]string{"sub-" + id + "_0_log.out": "o\n", "sub-" + id + "_0_log.err": "e\n"} {
+		if b, err := os.ReadFile(filepath.Join(work, name)); err != nil || string(b) != w {
 			t.Errorf("%s: %q %v", name, b, err)
 		}
 	}
