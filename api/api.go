@@ -171,6 +171,7 @@ type Step struct {
 	Node      string   `json:"node"`
 	Name      string   `json:"name,omitempty"`   // srun: the command's name
 	NTasks    int      `json:"ntasks,omitempty"` // srun: number of tasks
+	CPUs      int      `json:"cpus,omitempty"`   // srun: CPUs held on all its nodes
 	State     JobState `json:"state"`
 	Offset    float64  `json:"offset"`
 	Size      float64  `json:"size"`

@@ -132,6 +132,9 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	grant.Env = c.allocEnvLocked(j)
 	step := api.Step{Index: id, Node: sbatch.CompressHostlist(grant.Nodes), State: api.StateRunning,
 		StartTime: c.now().Unix(), Name: req.Name, NTasks: len(grant.TaskNode)}
+	for _, n := range grant.CPUs {
+		step.CPUs += n
+	}
 	if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: step.StartTime, Kind: store.KindStepStart, Step: &step}); err != nil {
 		return nil, stepErr(api.CodeInternal, "Unable to record the step: "+err.Error())
 	}

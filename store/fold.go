@@ -130,7 +130,7 @@ func apply(j *api.Job, ev *Event) error {
 		}
 		st := api.Step{Index: ev.Step.Index, Node: ev.Step.Node, State: api.StateRunning,
 			Offset: ev.Step.Offset, Size: ev.Step.Size, StartTime: ev.Time,
-			Name: ev.Step.Name, NTasks: ev.Step.NTasks}
+			Name: ev.Step.Name, NTasks: ev.Step.NTasks, CPUs: ev.Step.CPUs}
 		j.Steps = slices.Insert(j.Steps, i, st)
 
 	case KindStepEnd:

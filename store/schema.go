@@ -115,9 +115,10 @@ CREATE TABLE node_admin (
 ALTER TABLE jobs ADD COLUMN suspend_time   INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN suspended_secs INTEGER NOT NULL DEFAULT 0;
 `},
-	{"srun steps: command name and task count", `
+	{"srun steps: command name, task count and CPUs", `
 ALTER TABLE job_steps ADD COLUMN name   TEXT    NOT NULL DEFAULT '';
 ALTER TABLE job_steps ADD COLUMN ntasks INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE job_steps ADD COLUMN cpus   INTEGER NOT NULL DEFAULT 0;
 `},
 }
 

@@ -117,10 +117,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	}
 	// Version 5: an srun step keeps its command name and task count.
 	if err := s.Append(ctx, Event{JobID: 8, Time: 13, Kind: KindStart, Nodes: []string{"n1", "n2"}},
-		Event{JobID: 8, Time: 14, Kind: KindStepStart, Step: &api.Step{Index: 0, Node: "n[1-2]", Name: "hostname", NTasks: 4}}); err != nil {
+		Event{JobID: 8, Time: 14, Kind: KindStepStart, Step: &api.Step{Index: 0, Node: "n[1-2]", Name: "hostname", NTasks: 4, CPUs: 8}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := checkFold(t, s, 8); len(got.Steps) != 1 || got.Steps[0].Name != "hostname" || got.Steps[0].NTasks != 4 {
+	if got := checkFold(t, s, 8); len(got.Steps) != 1 || got.Steps[0].Name != "hostname" || got.Steps[0].NTasks != 4 || got.Steps[0].CPUs != 8 {
 		t.Fatalf("srun step after migration: %+v", got.Steps)
 	}
 }

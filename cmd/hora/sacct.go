@@ -164,6 +164,9 @@ func (r *saRow) nodes() int {
 func (r *saRow) cpus() int {
 	switch r.kind {
 	case 's':
+		if r.step.CPUs > 0 {
+			return r.step.CPUs // an srun step: the CPUs it held
+		}
 		return max(r.job.Spec.CPUsPerTask, 1)
 	case 'b':
 		return max(jobCPUs(r.job)/r.nodes(), 1)

@@ -49,6 +49,13 @@ func (r stepRow) name() string {
 	return r.job.Spec.Name
 }
 
+func (r stepRow) cpus() int {
+	if r.step != nil && r.step.CPUs > 0 {
+		return r.step.CPUs
+	}
+	return max(r.tasks()*max(r.job.Spec.CPUsPerTask, 1), 1)
+}
+
 func (r stepRow) tasks() int {
 	if r.step != nil && r.step.NTasks > 0 {
 		return r.step.NTasks
@@ -250,8 +257,8 @@ func showSteps(ctx context.Context, env *Env, name string, oneliner bool) int {
 			fmtTime(r.start(), "", now), limit)
 		fmt.Fprintf(env.Stdout, "%sState=RUNNING Partition=%s NodeList=%s", sep, r.job.Spec.Partition, r.nodes())
 		fmt.Fprintf(env.Stdout, "%sNodes=%d CPUs=%d Tasks=%d Name=%s Network=(null)", sep, nodes,
-			max(r.tasks()*max(r.job.Spec.CPUsPerTask, 1), 1), r.tasks(), r.name())
-		fmt.Fprintf(env.Stdout, "%sTRES=cpu=%d,node=%d", sep, max(r.tasks()*max(r.job.Spec.CPUsPerTask, 1), 1), nodes)
+			r.cpus(), r.tasks(), r.name())
+		fmt.Fprintf(env.Stdout, "%sTRES=cpu=%d,node=%d", sep, r.cpus(), nodes)
 		fmt.Fprintf(env.Stdout, "%sResvPorts=(null)", sep)
 		fmt.Fprintf(env.Stdout, "%sCPUFreqReq=Default", sep)
 		fmt.Fprintf(env.Stdout, "%sSrunHost:Pid=(null):0", sep)
