@@ -573,33 +573,39 @@ func (c *Controller) watchExits(ctx context.Context, nodeEvents <-chan nodes.Nod
 				return
 			}
 			drain()
-			c.mu.Lock()
-			j := c.jobs[s.Key.Job]
-			var err error
-			switch {
-			case !c.currentRunLocked(j, s):
-				// A run the job has left (requeued: its node was lost, or
-				// its end was taken as the requeue already), or a job that
-				// has ended: its end says nothing about the job now.
-				if j != nil && !j.State.Finished() {
-					c.log.Info("end of an earlier run ignored", "job", s.Key.Job, "run", s.Key.Run,
-						"current", runOf(j), "node", s.Node)
-				}
-			case s.Key.Step >= 0:
-				err = c.chunkEndLocked(ctx, j, s)
-			default:
-				err = c.finishLocked(ctx, j, s)
-			}
-			c.mu.Unlock()
-			if err != nil {
-				c.log.Error("recording job end", "job", s.Key.Job, "err", err)
-				continue // keep the node-side state: recovery will record it
-			}
-			// The step is this run's alone, so forgetting it, whenever that
-			// happens, cannot touch the job's next run.
-			c.forgetStep(s.Node, s.Key)
+			c.handleExit(ctx, s)
 		}
 	}
+}
+
+// handleExit records the end of a step the executor reported, if it is of
+// its job's current run, and then forgets the step.
+func (c *Controller) handleExit(ctx context.Context, s nodes.Status) {
+	c.mu.Lock()
+	j := c.jobs[s.Key.Job]
+	var err error
+	switch {
+	case !c.currentRunLocked(j, s):
+		// A run the job has left (requeued: its node was lost, or its end
+		// was taken as the requeue already), or a job that has ended: its
+		// end says nothing about the job now.
+		if j != nil && !j.State.Finished() {
+			c.log.Info("end of an earlier run ignored", "job", s.Key.Job, "run", s.Key.Run,
+				"current", runOf(j), "node", s.Node)
+		}
+	case s.Key.Step >= 0:
+		err = c.chunkEndLocked(ctx, j, s)
+	default:
+		err = c.finishLocked(ctx, j, s)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.log.Error("recording job end", "job", s.Key.Job, "err", err)
+		return // keep the node-side state: recovery will record it
+	}
+	// The step is this run's alone, so forgetting it, whenever that
+	// happens, cannot touch the job's next run.
+	c.forgetStep(s.Node, s.Key)
 }
 
 // nodeEvent turns an executor's health event into a node state

@@ -1,0 +1,359 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"hora/api"
+	"hora/nodes"
+	"hora/store"
+)
+
+// A fake cluster and executor that run nothing and start no goroutine: the
+// test decides when a step ends, when its end reaches the controller
+// (handleExit) and when the controller's queued node work and Forgets run
+// (runQueue), so every interleaving of a requeued job's old and new runs
+// can be played deterministically.
+
+// fakeStep is one node-side step directory.
+type fakeStep struct {
+	key       nodes.StepKey
+	node      string
+	launching bool // its directory exists, its shepherd does not hold it yet
+	running   bool
+	terminate bool // Terminate was asked
+	status    nodes.Status
+}
+
+// fakeCluster is the node side; it outlives a horad restart (a new
+// fakeExec over the same cluster).
+type fakeCluster struct {
+	steps    map[string]*fakeStep // "<node>/<step name>", as the node names its directories
+	launches int
+}
+
+func newFakeCluster() *fakeCluster { return &fakeCluster{steps: map[string]*fakeStep{}} }
+
+func stepID(node string, key nodes.StepKey) string { return node + "/" + key.Name() }
+
+// end makes a running step end with st (Key and Node filled in) and
+// returns the status the executor would report.
+func (cl *fakeCluster) end(t *testing.T, s *fakeStep, st nodes.Status) nodes.Status {
+	t.Helper()
+	if !s.running {
+		t.Fatalf("step %s is not running", stepID(s.node, s.key))
+	}
+	st.Key, st.Node, st.State = s.key, s.node, nodes.StepExited
+	s.running, s.status = false, st
+	return st
+}
+
+// running returns the running steps of job, in name order.
+func (cl *fakeCluster) running(job int64) []*fakeStep {
+	var out []*fakeStep
+	for _, id := range cl.ids() {
+		if s := cl.steps[id]; s.running && s.key.Job == job {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (cl *fakeCluster) ids() []string {
+	var ids []string
+	for id := range cl.steps {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+type fakeExec struct {
+	cl *fakeCluster
+	// onLaunch runs while a step's directory exists but before its shepherd
+	// holds it: what a concurrent goroutine could do during a real Launch.
+	onLaunch func(nodes.LaunchSpec)
+	exits    chan nodes.Status // never written: the test calls handleExit
+}
+
+var _ nodes.Executor = (*fakeExec)(nil)
+
+func newFakeExec(cl *fakeCluster) *fakeExec { return &fakeExec{cl: cl, exits: make(chan nodes.Status)} }
+
+func (f *fakeExec) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
+	id := stepID(spec.Node, spec.Key)
+	if s := f.cl.steps[id]; s != nil && (s.running || s.launching) {
+		return fmt.Errorf("step %s is already running", id)
+	}
+	s := &fakeStep{key: spec.Key, node: spec.Node, launching: true}
+	f.cl.steps[id] = s // replaces an ended run's leftover, as the executors do
+	if f.onLaunch != nil {
+		f.onLaunch(spec)
+	}
+	if f.cl.steps[id] != s {
+		return fmt.Errorf("step %s: its directory vanished during the launch", id)
+	}
+	s.launching, s.running = false, true
+	f.cl.launches++
+	return nil
+}
+
+func (f *fakeExec) Signal(ctx context.Context, node string, key nodes.StepKey, sig nodes.Signum) error {
+	if s := f.cl.steps[stepID(node, key)]; s == nil || !s.running {
+		return fmt.Errorf("step %s is not running", stepID(node, key))
+	}
+	return nil
+}
+
+func (f *fakeExec) Terminate(ctx context.Context, node string, key nodes.StepKey, grace time.Duration) error {
+	s := f.cl.steps[stepID(node, key)]
+	if s == nil {
+		return fmt.Errorf("no step %s", stepID(node, key))
+	}
+	if s.running {
+		s.terminate = true
+	}
+	return nil
+}
+
+func (f *fakeExec) Reattach(ctx context.Context, names []string) ([]nodes.Status, error) {
+	var out []nodes.Status
+	for _, id := range f.cl.ids() {
+		s := f.cl.steps[id]
+		if !slices.Contains(names, s.node) || s.launching {
+			continue
+		}
+		st := s.status
+		if s.running {
+			st = nodes.Status{Key: s.key, Node: s.node, State: nodes.StepRunning, Pid: 100}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (f *fakeExec) Forget(ctx context.Context, node string, key nodes.StepKey) error {
+	id := stepID(node, key)
+	if s := f.cl.steps[id]; s != nil && s.running {
+		return fmt.Errorf("step %s is still running", id)
+	}
+	delete(f.cl.steps, id) // also a directory mid-launch: it has no live shepherd yet
+	return nil
+}
+
+func (f *fakeExec) Exits() <-chan nodes.Status { return f.exits }
+func (f *fakeExec) Close() error               { return nil }
+
+// runQueue runs what q holds, and what that queues in turn, in order.
+func runQueue(ctx context.Context, q *workQueue) {
+	for {
+		q.mu.Lock()
+		if len(q.items) == 0 {
+			q.mu.Unlock()
+			return
+		}
+		f := q.items[0]
+		q.items = q.items[1:]
+		q.mu.Unlock()
+		f(ctx)
+	}
+}
+
+// fakeController is a horad over the fake cluster; it is never Run.
+func fakeController(t *testing.T, f *fixture, cl *fakeCluster) (*Controller, *fakeExec) {
+	t.Helper()
+	ex := newFakeExec(cl)
+	c, err := New(t.Context(), Options{Config: f.cfg, Store: f.st, Executor: ex,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ex
+}
+
+// submitRunning submits a requeueable job and launches its first run.
+func submitRunning(t *testing.T, f *fixture, c *Controller, cl *fakeCluster) (int64, *fakeStep) {
+	t.Helper()
+	spec := f.spec("true")
+	spec.Requeue, spec.NoRequeue = true, false
+	resp, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runQueue(t.Context(), c.work)
+	run := cl.running(resp.JobID)
+	if len(run) != 1 {
+		t.Fatalf("job %d: running steps %v after its launch", resp.JobID, run)
+	}
+	return resp.JobID, run[0]
+}
+
+// A point in the relaunch of a requeued job where the old run's late end
+// or its Forget may arrive.
+const (
+	beforeRelaunch = iota // the relaunch is queued, not started
+	duringRelaunch        // the new run's directory exists, its shepherd does not hold it yet
+	afterRelaunch         // the new run runs
+	afterNewEnd           // the new run ended on its node; its end has not reached horad
+	nPoints
+)
+
+var pointNames = [nPoints]string{"before the relaunch", "during the relaunch", "after the relaunch", "after the new run ended"}
+
+// requeueScenario brings a job to the point where its requeue is decided
+// and its relaunch queued, and returns the controller that will relaunch
+// it, that controller's executor and the old run's end as the node
+// reports it (delivered again later, as a late or repeated report).
+type requeueScenario func(t *testing.T, f *fixture, cl *fakeCluster) (*Controller, *fakeExec, int64, nodes.Status)
+
+var requeueScenarios = []struct {
+	name string
+	run  requeueScenario
+}{
+	{"scontrol requeue", func(t *testing.T, f *fixture, cl *fakeCluster) (*Controller, *fakeExec, int64, nodes.Status) {
+		c, ex := fakeController(t, f, cl)
+		id, old := submitRunning(t, f, c, cl)
+		if r := c.requeueJobs(t.Context(), root, []int64{id}); r.Results[0].Error != "" {
+			t.Fatal(r.Results[0].Error)
+		}
+		runQueue(t.Context(), c.work) // the Terminate
+		if !old.terminate {
+			t.Fatal("the requeued run was not told to stop")
+		}
+		end := cl.end(t, old, nodes.Status{Signal: 15})
+		c.handleExit(t.Context(), end)
+		return c, ex, id, end
+	}},
+	{"lost node", func(t *testing.T, f *fixture, cl *fakeCluster) (*Controller, *fakeExec, int64, nodes.Status) {
+		c, ex := fakeController(t, f, cl)
+		id, old := submitRunning(t, f, c, cl)
+		c.nodeEvent(t.Context(), nodes.NodeEvent{Node: old.node, Up: false})
+		// The prober reports the unreachable node's step lost; the run
+		// itself goes on there and ends later, failing (exit 3): taken for
+		// the new run's end, it would end the job FAILED.
+		c.handleExit(t.Context(), nodes.Status{Key: old.key, Node: old.node, State: nodes.StepLost, Err: "node unreachable"})
+		return c, ex, id, cl.end(t, old, nodes.Status{ExitCode: 3})
+	}},
+	{"restart before the relaunch", func(t *testing.T, f *fixture, cl *fakeCluster) (*Controller, *fakeExec, int64, nodes.Status) {
+		c1, _ := fakeController(t, f, cl)
+		id, old := submitRunning(t, f, c1, cl)
+		if r := c1.requeueJobs(t.Context(), root, []int64{id}); r.Results[0].Error != "" {
+			t.Fatal(r.Results[0].Error)
+		}
+		runQueue(t.Context(), c1.work)
+		end := cl.end(t, old, nodes.Status{Signal: 15})
+		c1.handleExit(t.Context(), end)
+		// horad dies with the relaunch and the old run's Forget queued; the
+		// next one finds the old run ended and the job pending.
+		c2, ex := fakeController(t, f, cl)
+		return c2, ex, id, end
+	}},
+	{"restart with the run not yet stopped", func(t *testing.T, f *fixture, cl *fakeCluster) (*Controller, *fakeExec, int64, nodes.Status) {
+		c1, _ := fakeController(t, f, cl)
+		id, old := submitRunning(t, f, c1, cl)
+		if r := c1.requeueJobs(t.Context(), root, []int64{id}); r.Results[0].Error != "" {
+			t.Fatal(r.Results[0].Error)
+		}
+		// horad dies before its Terminate left; the next one re-attaches
+		// the marked run and stops it.
+		c2, ex := fakeController(t, f, cl)
+		runQueue(t.Context(), c2.work)
+		if !old.terminate {
+			t.Fatal("the re-attached marked run was not told to stop")
+		}
+		end := cl.end(t, old, nodes.Status{Signal: 15})
+		c2.handleExit(t.Context(), end)
+		return c2, ex, id, end
+	}},
+}
+
+// The old run's late end and its Forget arrive at every point of the
+// relaunch, in both orders: the job's second run is untouched, and the job
+// ends COMPLETED (the new run's end) with Restarts=1, once, and nothing of
+// either run is left on the nodes.
+func TestOldRunAfterRelaunch(t *testing.T) {
+	for _, sc := range requeueScenarios {
+		for endAt := range nPoints {
+			for forgetAt := range nPoints {
+				for _, endFirst := range []bool{true, false} {
+					if endAt != forgetAt && !endFirst {
+						continue // the order only matters at the same point
+					}
+					name := fmt.Sprintf("%s/end %s/forget %s/end first %v", sc.name, pointNames[endAt], pointNames[forgetAt], endFirst)
+					t.Run(name, func(t *testing.T) {
+						testOldRunAfterRelaunch(t, sc.run, endAt, forgetAt, endFirst)
+					})
+				}
+			}
+		}
+	}
+}
+
+func testOldRunAfterRelaunch(t *testing.T, sc requeueScenario, endAt, forgetAt int, endFirst bool) {
+	f := newFixture(t)
+	cl := newFakeCluster()
+	c, ex, id, oldEnd := sc(t, f, cl)
+	ctx := t.Context()
+	type late struct {
+		at int
+		do func()
+	}
+	evs := []late{
+		{endAt, func() { c.handleExit(ctx, oldEnd) }},
+		{forgetAt, func() { runQueue(ctx, c.forgets) }}, // the old run's Forget, queued when its end was seen
+	}
+	if !endFirst {
+		evs[0], evs[1] = evs[1], evs[0]
+	}
+	at := func(p int) {
+		for _, e := range evs {
+			if e.at == p {
+				e.do()
+			}
+		}
+	}
+	at(beforeRelaunch)
+	ex.onLaunch = func(nodes.LaunchSpec) { at(duringRelaunch) }
+	runQueue(ctx, c.work)
+	ex.onLaunch = nil
+	at(afterRelaunch)
+	run := cl.running(id)
+	if len(run) != 1 {
+		j, _ := f.st.Job(ctx, id)
+		t.Fatalf("after the relaunch: %d running steps; job %s reason %s restarts %d", len(run), j.State, j.Reason, j.Restarts)
+	}
+	newEnd := cl.end(t, run[0], nodes.Status{})
+	at(afterNewEnd)
+	c.handleExit(ctx, newEnd)
+	runQueue(ctx, c.forgets)
+	runQueue(ctx, c.work)
+
+	j, err := f.st.Job(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != api.StateCompleted || j.Restarts != 1 {
+		t.Errorf("job %s reason %s restarts %d, want COMPLETED with Restarts=1", j.State, j.Reason, j.Restarts)
+	}
+	stored, _ := f.st.Events(ctx, id)
+	var ends []string
+	for _, e := range stored {
+		if e.Kind == store.KindEnd {
+			ends = append(ends, string(e.State))
+		}
+	}
+	if len(ends) != 1 {
+		t.Errorf("end events %v, want one", ends)
+	}
+	if left := cl.ids(); len(left) != 0 {
+		t.Errorf("left on the nodes: %v", left)
+	}
+	if cl.launches != 2 {
+		t.Errorf("%d launches, want 2", cl.launches)
+	}
+}
