@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"hora/api"
 	"hora/nodes"
 	"hora/store"
@@ -53,11 +55,11 @@ func (cl *fakeCluster) end(t *testing.T, s *fakeStep, st nodes.Status) nodes.Sta
 	return st
 }
 
-// running returns the running steps of job, in name order.
+// running returns the running steps of job (-1: of every job), in name order.
 func (cl *fakeCluster) running(job int64) []*fakeStep {
 	var out []*fakeStep
 	for _, id := range cl.ids() {
-		if s := cl.steps[id]; s.running && s.key.Job == job {
+		if s := cl.steps[id]; s.running && (job < 0 || s.key.Job == job) {
 			out = append(out, s)
 		}
 	}
@@ -356,4 +358,142 @@ func testOldRunAfterRelaunch(t *testing.T, sc requeueScenario, endAt, forgetAt i
 	if cl.launches != 2 {
 		t.Errorf("%d launches, want 2", cl.launches)
 	}
+}
+
+// Random histories of requeues, horad restarts, steps stopped (terminate)
+// or ending on their own, ends delivered late or again, relaunches and
+// Forgets, in any order: every job ends COMPLETED (its last run's end,
+// recorded once) with one restart per requeue horad accepted, and nothing
+// is left on the nodes.
+func TestRequeueHistoriesProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		f := newFixture(t)
+		defer f.st.Close()
+		cl := newFakeCluster()
+		c, _ := fakeController(t, f, cl)
+		ctx := t.Context()
+		var ids []int64
+		for range rapid.IntRange(1, 3).Draw(rt, "jobs") {
+			spec := f.spec("true")
+			spec.Requeue, spec.NoRequeue = true, false
+			resp, err := c.submit(ctx, root, api.SubmitRequest{Spec: spec})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			ids = append(ids, resp.JobID)
+		}
+		want := map[int64]int{}           // restarts: one per accepted requeue
+		var reported, seen []nodes.Status // ends the nodes reported, not yet / already delivered
+		popOne := func(q *workQueue) {
+			q.mu.Lock()
+			if len(q.items) == 0 {
+				q.mu.Unlock()
+				return
+			}
+			fn := q.items[0]
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			fn(ctx)
+		}
+		ops := []string{"requeue", "restart", "terminate", "end", "deliver", "redeliver", "relaunch", "forget"}
+		for range rapid.IntRange(0, 60).Draw(rt, "steps") {
+			switch rapid.SampledFrom(ops).Draw(rt, "op") {
+			case "requeue":
+				id := rapid.SampledFrom(ids).Draw(rt, "job")
+				c.mu.Lock()
+				j := c.jobs[id]
+				asked := j.requeueRequested
+				c.mu.Unlock()
+				r := c.requeueJobs(ctx, root, []int64{id})
+				if r.Results[0].Error == "" && !asked {
+					want[id]++
+				}
+			case "restart":
+				// Undelivered ends die with horad's executor; the next one
+				// finds them with Reattach. Queued work and Forgets are lost.
+				c, _ = fakeController(t, f, cl)
+				reported = nil
+			case "terminate": // a step told to stop ends by its TERM
+				var run []*fakeStep
+				for _, s := range cl.running(-1) {
+					if s.terminate {
+						run = append(run, s)
+					}
+				}
+				if len(run) > 0 {
+					reported = append(reported, cl.end(t, rapid.SampledFrom(run).Draw(rt, "step"), nodes.Status{Signal: 15}))
+				}
+			case "end": // a step ends on its own, told to stop or not
+				if run := cl.running(-1); len(run) > 0 {
+					reported = append(reported, cl.end(t, rapid.SampledFrom(run).Draw(rt, "step"), nodes.Status{}))
+				}
+			case "deliver":
+				if len(reported) == 0 {
+					continue
+				}
+				i := rapid.IntRange(0, len(reported)-1).Draw(rt, "end")
+				st := reported[i]
+				reported = append(reported[:i], reported[i+1:]...)
+				c.handleExit(ctx, st)
+				seen = append(seen, st)
+			case "redeliver":
+				if len(seen) > 0 {
+					c.handleExit(ctx, rapid.SampledFrom(seen).Draw(rt, "again"))
+				}
+			case "relaunch":
+				popOne(c.work)
+			case "forget":
+				popOne(c.forgets)
+			}
+		}
+		// Then everything runs to its end.
+		for round := 0; ; round++ {
+			if round > 100 {
+				rt.Fatalf("no end after %d rounds: %v", round, cl.ids())
+			}
+			runQueue(ctx, c.work)
+			runQueue(ctx, c.forgets)
+			for _, s := range cl.running(-1) {
+				st := nodes.Status{}
+				if s.terminate {
+					st.Signal = 15
+				}
+				reported = append(reported, cl.end(t, s, st))
+			}
+			for _, st := range reported {
+				c.handleExit(ctx, st)
+			}
+			reported = nil
+			runQueue(ctx, c.work)
+			runQueue(ctx, c.forgets)
+			c.mu.Lock()
+			done := true
+			for _, id := range ids {
+				done = done && c.jobs[id].State.Finished()
+			}
+			c.mu.Unlock()
+			if done && len(cl.running(-1)) == 0 {
+				break
+			}
+		}
+		for _, id := range ids {
+			j, _ := f.st.Job(ctx, id)
+			if j.State != api.StateCompleted || j.Restarts != want[id] {
+				rt.Errorf("job %d: %s reason %s restarts %d, want COMPLETED with Restarts=%d", id, j.State, j.Reason, j.Restarts, want[id])
+			}
+			stored, _ := f.st.Events(ctx, id)
+			ends := 0
+			for _, e := range stored {
+				if e.Kind == store.KindEnd {
+					ends++
+				}
+			}
+			if ends != 1 {
+				rt.Errorf("job %d: %d end events, want 1", id, ends)
+			}
+		}
+		if left := cl.ids(); len(left) != 0 {
+			rt.Errorf("left on the nodes: %v", left)
+		}
+	})
 }
