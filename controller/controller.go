@@ -489,22 +489,29 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 	err := c.exec.Launch(ctx, spec)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if j := c.jobs[spec.Key.Job]; j != nil && runOf(j) == spec.Key.Run {
-		j.launched = err == nil
-		lostNode := j.nodeFailed
-		if spec.Key.Step >= 0 {
-			// A divisible job goes on after losing a node (the dlt policy
-			// re-plans): only a chunk whose own node went down is stopped.
-			a := c.admin[spec.Node]
-			lostNode = a != nil && a.Down
+	j = c.jobs[spec.Key.Job]
+	if j == nil || runOf(j) != spec.Key.Run {
+		// The job left this run while it was being launched: whatever
+		// started is stopped, and its end will be ignored and forgotten.
+		if err == nil {
+			c.work.push(func(ctx context.Context) { _ = c.exec.Terminate(ctx, spec.Node, spec.Key, 0) })
 		}
-		if err == nil && (j.cancelRequested || lostNode || j.requeueRequested) {
-			// cancelled, requeued or its node set DOWN between the Engine's
-			// decision and the launch
-			c.work.push(func(ctx context.Context) {
-				_ = c.exec.Terminate(ctx, spec.Node, spec.Key, c.killWait())
-			})
-		}
+		return
+	}
+	j.launched = err == nil
+	lostNode := j.nodeFailed
+	if spec.Key.Step >= 0 {
+		// A divisible job goes on after losing a node (the dlt policy
+		// re-plans): only a chunk whose own node went down is stopped.
+		a := c.admin[spec.Node]
+		lostNode = a != nil && a.Down
+	}
+	if err == nil && (j.cancelRequested || lostNode || j.requeueRequested) {
+		// cancelled, requeued or its node set DOWN between the Engine's
+		// decision and the launch
+		c.work.push(func(ctx context.Context) {
+			_ = c.exec.Terminate(ctx, spec.Node, spec.Key, c.killWait())
+		})
 	}
 	if err != nil {
 		c.log.Error("launch failed", "job", spec.Key.Job, "node", spec.Node, "err", err)
@@ -512,13 +519,10 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 		// what the job's owner must fix (an output file) ends the step with
 		// Status.Err instead. Nothing of the job ran: NODE_FAIL.
 		st := nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepLost, ExitCode: 1, Err: err.Error()}
-		if j := c.jobs[spec.Key.Job]; j == nil || runOf(j) != spec.Key.Run {
-			return
-		}
 		if spec.Key.Step >= 0 {
-			_ = c.chunkEndLocked(ctx, c.jobs[spec.Key.Job], st)
+			_ = c.chunkEndLocked(ctx, j, st)
 		} else {
-			_ = c.finishLocked(ctx, c.jobs[spec.Key.Job], st)
+			_ = c.finishLocked(ctx, j, st)
 		}
 	}
 }

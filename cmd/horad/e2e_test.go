@@ -166,7 +166,7 @@ func (c *cluster) state(id string) string {
 
 func (c *cluster) waitState(id string, want ...string) string {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	var got string
 	for time.Now().Before(deadline) {
 		got = c.state(id)

@@ -84,7 +84,7 @@ func TestSSHRequeueAndReturnToService(t *testing.T) {
 	out := filepath.Join(work, "requeued.out")
 	waitFile := func(p string) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			if _, err := os.Stat(p); err == nil {
 				return
 			}
