@@ -497,3 +497,48 @@ func TestRequeueHistoriesProperty(t *testing.T) {
 		}
 	})
 }
+
+// Upgrade: a step left by a horad without run numbers (its name has no
+// run) is the current run of its running job: it is re-attached, a requeue
+// stops it through its own name, and the next run is numbered.
+func TestUnnumberedStepIsTheCurrentRun(t *testing.T) {
+	f := newFixture(t)
+	cl := newFakeCluster()
+	c1, _ := fakeController(t, f, cl)
+	id, s := submitRunning(t, f, c1, cl)
+	// What the older horad left: the same step under its unnumbered name.
+	delete(cl.steps, stepID(s.node, s.key))
+	s.key.Run = nodes.LegacyRun
+	cl.steps[stepID(s.node, s.key)] = s
+
+	c2, _ := fakeController(t, f, cl)
+	c2.mu.Lock()
+	j := c2.jobs[id]
+	attached := j.State == api.StateRunning && j.legacyRun && j.launched
+	c2.mu.Unlock()
+	if !attached {
+		t.Fatalf("the unnumbered step was not taken as the running job's run: %+v", j.Job)
+	}
+	if r := c2.requeueJobs(t.Context(), root, []int64{id}); r.Results[0].Error != "" {
+		t.Fatal(r.Results[0].Error)
+	}
+	runQueue(t.Context(), c2.work)
+	if !s.terminate {
+		t.Fatal("the requeue did not reach the unnumbered step")
+	}
+	c2.handleExit(t.Context(), cl.end(t, s, nodes.Status{Signal: 15}))
+	runQueue(t.Context(), c2.work)
+	runQueue(t.Context(), c2.forgets)
+	run := cl.running(id)
+	if len(run) != 1 || run[0].key != (nodes.StepKey{Job: id, Step: -1, Run: 1}) {
+		t.Fatalf("after the requeue: running %v, want run 1 numbered", cl.ids())
+	}
+	c2.handleExit(t.Context(), cl.end(t, run[0], nodes.Status{}))
+	runQueue(t.Context(), c2.forgets)
+	if got, _ := f.st.Job(t.Context(), id); got.State != api.StateCompleted || got.Restarts != 1 {
+		t.Errorf("job %s restarts %d, want COMPLETED with Restarts=1", got.State, got.Restarts)
+	}
+	if left := cl.ids(); len(left) != 0 {
+		t.Errorf("left on the nodes: %v", left)
+	}
+}
