@@ -800,6 +800,32 @@ func TestRunsOfOneStepKeepApart(t *testing.T) {
 	}
 }
 
+// A step of a horad that did not number runs (its directory has no run)
+// is found, watched and forgotten under its unnumbered key.
+func TestUnnumberedStep(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	e := newExecutor(t, state)
+	s := spec(dir, waitScript)
+	s.Key.Run = nodes.LegacyRun
+	launch(t, e, s)
+	if _, err := os.Stat(filepath.Join(state, s.Node, fmt.Sprintf("%d.batch", s.Key.Job))); err != nil {
+		t.Fatal(err)
+	}
+	e2 := newExecutor(t, state)
+	sts, err := e2.Reattach(t.Context(), []string{s.Node})
+	if err != nil || len(sts) != 1 || sts[0].Key != s.Key || sts[0].State != nodes.StepRunning {
+		t.Fatalf("Reattach: %+v %v, want the unnumbered step running", sts, err)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	if st := waitExit(t, e2, s.Key); st.ExitCode != 7 {
+		t.Errorf("status %+v", st)
+	}
+	if err := e2.Forget(t.Context(), s.Node, s.Key); err != nil {
+		t.Error(err)
+	}
+}
+
 // BenchmarkLaunchToFirstLine measures from Launch to the first byte the
 // job writes. The output is a FIFO, so the read returns the moment the
 // byte is written, with no polling in the measurement.
