@@ -178,8 +178,8 @@ func fakeController(t *testing.T, f *fixture, cl *fakeCluster) (*Controller, *fa
 	return c, ex
 }
 
-// submitRunning submits a requeueable job and launches its first run.
-func submitRunning(t *testing.T, f *fixture, c *Controller, cl *fakeCluster) (int64, *fakeStep) {
+// submitRequeueable submits a job that may be requeued.
+func submitRequeueable(t *testing.T, f *fixture, c *Controller) int64 {
 	t.Helper()
 	spec := f.spec("true")
 	spec.Requeue, spec.NoRequeue = true, false
@@ -187,12 +187,19 @@ func submitRunning(t *testing.T, f *fixture, c *Controller, cl *fakeCluster) (in
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp.JobID
+}
+
+// submitRunning submits a requeueable job and launches its first run.
+func submitRunning(t *testing.T, f *fixture, c *Controller, cl *fakeCluster) (int64, *fakeStep) {
+	t.Helper()
+	id := submitRequeueable(t, f, c)
 	runQueue(t.Context(), c.work)
-	run := cl.running(resp.JobID)
+	run := cl.running(id)
 	if len(run) != 1 {
-		t.Fatalf("job %d: running steps %v after its launch", resp.JobID, run)
+		t.Fatalf("job %d: running steps %v after its launch", id, run)
 	}
-	return resp.JobID, run[0]
+	return id, run[0]
 }
 
 // A point in the relaunch of a requeued job where the old run's late end
@@ -374,13 +381,7 @@ func TestRequeueHistoriesProperty(t *testing.T) {
 		ctx := t.Context()
 		var ids []int64
 		for range rapid.IntRange(1, 3).Draw(rt, "jobs") {
-			spec := f.spec("true")
-			spec.Requeue, spec.NoRequeue = true, false
-			resp, err := c.submit(ctx, root, api.SubmitRequest{Spec: spec})
-			if err != nil {
-				rt.Fatal(err)
-			}
-			ids = append(ids, resp.JobID)
+			ids = append(ids, submitRequeueable(t, f, c))
 		}
 		want := map[int64]int{}           // restarts: one per accepted requeue
 		var reported, seen []nodes.Status // ends the nodes reported, not yet / already delivered

@@ -229,6 +229,16 @@ func waitGroups(t *testing.T, h *sshtest.Host, unit string, wrapper, n int, stop
 	t.Fatalf("scope %s: processes (pid/group:state)%s, want %d groups all stopped=%v", unit, desc, n, stopped)
 }
 
+// noneRuns reports each of pids (this machine's) that still runs.
+func noneRuns(t *testing.T, h *sshtest.Host, pids []int, what string) {
+	t.Helper()
+	for _, p := range pids {
+		if st, _ := procStat(t, h, p); st != 0 && st != 'Z' {
+			t.Errorf("process %d of %s", p, what)
+		}
+	}
+}
+
 // TestSystemdLimitCancelSuspendForget: under systemd-run the time limit and
 // Terminate (TERM, grace, KILL) act as without it; STOP and CONT reach every
 // process of the scope, also one that left the job's session; a process left
@@ -346,11 +356,7 @@ func TestSystemdLimitCancelSuspendForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitScope(t, h, ounit, "")
-	for _, p := range left {
-		if st, _ := procStat(t, h, p); st != 0 && st != 'Z' {
-			t.Errorf("process %d of a forgotten step still runs", p)
-		}
-	}
+	noneRuns(t, h, left, "a forgotten step still runs")
 	if st := scopeState(t, h, nunit); st != "active" {
 		t.Errorf("the next run's scope is %q after the old run was forgotten, want active", st)
 	}
@@ -364,20 +370,12 @@ func TestSystemdLimitCancelSuspendForget(t *testing.T) {
 	if st := v.exits.wait(t, next, hang); st.ExitCode != 4 {
 		t.Errorf("relaunched step: %+v, want exit 4", st)
 	}
-	for _, p := range nleft {
-		if st, _ := procStat(t, h, p); st != 0 && st != 'Z' {
-			t.Errorf("process %d of the step's previous launch survived its relaunch", p)
-		}
-	}
+	noneRuns(t, h, nleft, "the step's previous launch survived its relaunch")
 	waitScope(t, h, nunit, "active")
 	nleft = scopePids(t, h, nunit)
 	if err := v.e.Forget(ctx, "n1", next); err != nil {
 		t.Fatal(err)
 	}
 	waitScope(t, h, nunit, "")
-	for _, p := range nleft {
-		if st, _ := procStat(t, h, p); st != 0 && st != 'Z' {
-			t.Errorf("process %d of a forgotten step still runs", p)
-		}
-	}
+	noneRuns(t, h, nleft, "a forgotten step still runs")
 }
