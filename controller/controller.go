@@ -318,15 +318,17 @@ func (c *Controller) recover(ctx context.Context) error {
 		c.addJob(j)
 		c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j)})
 	}
-	// Ended steps that are not of a running job's current run are
-	// forgotten: left over after a crash between recording an end and
-	// forgetting it, ended while horad was away (recorded above), or of an
-	// earlier run of a requeued job. A current run's ended chunks were
-	// forgotten by recoverDivisible. A step still running is left to end:
-	// its end comes through Exits and is forgotten then.
+	// Ended steps are forgotten unless horad still waits for them (the
+	// batch step or a running chunk of an active job's current run): left
+	// over after a crash between recording an end and forgetting it, ended
+	// while horad was away (recorded above), or of an earlier run of a
+	// requeued job. A step still running is left to end: its end comes
+	// through Exits and is forgotten then.
 	for k, s := range onNode {
 		j := c.jobs[k.Job]
-		if s.State != nodes.StepRunning && (j == nil || !c.currentRunLocked(j, s)) {
+		waited := j != nil && !j.State.Finished() && c.currentRunLocked(j, s) &&
+			(k.Step < 0 || j.chunks[k.Step] != "")
+		if s.State != nodes.StepRunning && !waited {
 			c.forgetStep(s.Node, k)
 		}
 	}

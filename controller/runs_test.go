@@ -543,3 +543,34 @@ func TestUnnumberedStepIsTheCurrentRun(t *testing.T) {
 		t.Errorf("left on the nodes: %v", left)
 	}
 }
+
+// Recovery forgets every ended step horad does not wait for: an active
+// divisible job's chunk that ended while horad was away (recorded) or
+// whose end was recorded before the crash, and a step of an unknown job;
+// a running step stays.
+func TestRecoveryForgetsEndedSteps(t *testing.T) {
+	f := crashedChunkFixture(t) // job 1: chunk 0 recorded running on local1
+	cl := newFakeCluster()
+	add := func(node string, key nodes.StepKey, running bool) {
+		s := &fakeStep{key: key, node: node, running: running}
+		if !running {
+			s.status = nodes.Status{Key: key, Node: node, State: nodes.StepExited, Pid: 100}
+		}
+		cl.steps[stepID(node, key)] = s
+	}
+	add("local1", nodes.StepKey{Job: 1, Step: 0}, false) // ended while away
+	add("local2", nodes.StepKey{Job: 1, Step: 7}, false) // its end recorded before the crash
+	add("local2", nodes.StepKey{Job: 5, Step: -1}, false) // no such job
+	add("local2", nodes.StepKey{Job: 6, Step: -1}, true)  // runs on, unknown: left to end
+	c, _ := fakeController(t, f, cl)
+	runQueue(t.Context(), c.forgets)
+	if left := cl.ids(); !slices.Equal(left, []string{"local2/6.batch.r0"}) {
+		t.Errorf("left on the nodes: %v, want only the running step", left)
+	}
+	c.mu.Lock()
+	st := c.jobs[1].Steps[0].State
+	c.mu.Unlock()
+	if st != api.StateCompleted {
+		t.Errorf("the chunk that ended while horad was away: %s, want COMPLETED", st)
+	}
+}
