@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"hora/api"
-	"hora/nodes"
 	"hora/sbatch"
 	"hora/scheduler"
 	"hora/store"
@@ -492,7 +491,7 @@ func (c *Controller) allocDone(ctx context.Context, who *Caller, req api.AllocDo
 	}
 	done := req
 	j.allocDone = &done
-	node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
+	node, key := j.Nodes[0], stepKey(j, scheduler.BatchStep)
 	if j.launched {
 		// Not launched yet: launch stops it once started (allocDone set).
 		c.work.push(func(ctx context.Context) {
