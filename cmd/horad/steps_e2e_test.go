@@ -121,7 +121,7 @@ echo
 	// one larger than the allocation is refused with Slurm's texts.
 	script = writeScript(t, work, "busy.sh", `#!/bin/sh
 #SBATCH -N 1
-`+srun+` sleep 5 &
+`+srun+` sleep 8 &
 for i in $(seq 300); do squeue -s -h -o %i | grep -q "^$SLURM_JOB_ID\.0$" && break; sleep 0.1; done
 `+srun+` echo second
 wait
