@@ -25,7 +25,7 @@ type srunOpts struct {
 
 	label, multiProg, exact, overlap, overcommit bool
 	unbuffered                                   bool
-	quitOnIntr, killBadExit                      bool
+	quitOnIntr, killBadExit, disableStatus       bool
 	immediate                                    int // seconds; 0 = not asked
 	jobID                                        int64
 	nodes, ntasks, ntpn, cpt                     int
@@ -102,6 +102,8 @@ func parseSrun(env *Env, args []string) (*srunOpts, error) {
 			o.overcommit = true
 		case "quit-on-interrupt":
 			o.quitOnIntr = true
+		case "disable-status":
+			o.disableStatus = true
 		case "kill-on-bad-exit":
 			o.killBadExit = v.Val == "" || v.Val != "0"
 		case "immediate":

@@ -382,6 +382,13 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 			switch sig {
 			case syscall.SIGINT:
 				now := time.Now()
+				if l.o.disableStatus && !l.o.quitOnIntr && now.Sub(lastInt) >= time.Second {
+					// -X: one ^C is passed to the tasks, no status.
+					fmt.Fprintf(l.env.Stderr, "srun: sending Ctrl-C to %s\n", l.stepID())
+					kill(syscall.SIGINT)
+					lastInt = now
+					continue
+				}
 				if l.o.quitOnIntr || now.Sub(lastInt) < time.Second {
 					fmt.Fprintf(l.env.Stderr, "srun: sending Ctrl-C to %s\n", l.stepID())
 					kill(syscall.SIGINT)
