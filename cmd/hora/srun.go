@@ -322,7 +322,7 @@ func allocate(ctx context.Context, env *Env, cl *api.Client, prog string, spec *
 		if immediate > 0 && time.Since(start) >= time.Duration(immediate)*time.Second {
 			release()
 			fmt.Fprintf(env.Stderr, "%s: error: Unable to allocate resources: Requested nodes are busy\n", prog)
-			return id, 1, false
+			return id, exitImmediate(env), false
 		}
 		if !announced && immediate <= 0 && time.Since(start) > 250*time.Millisecond {
 			// horad starts a job that fits at its next scheduling pass,
@@ -355,6 +355,15 @@ func allocate(ctx context.Context, env *Env, cl *api.Client, prog string, spec *
 		}
 		delay = min(delay*2, 500*time.Millisecond)
 	}
+}
+
+// exitImmediate is the status of an allocation -I gave up on: Slurm's
+// immediate_exit, 1 unless $SLURM_EXIT_IMMEDIATE says otherwise.
+func exitImmediate(env *Env) int {
+	if n, err := strconv.Atoi(env.Getenv("SLURM_EXIT_IMMEDIATE")); err == nil {
+		return n
+	}
+	return 1
 }
 
 // runStep creates the step (waiting while it does not fit yet), starts
