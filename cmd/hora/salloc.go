@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -72,11 +73,17 @@ func sallocMain(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		return printSbatchErrorAs(env, "salloc", err)
 	}
-	if spec.Name == "" {
-		spec.Name = "interactive"
-		if len(p.Args) > 0 {
-			spec.Name = p.Args[0]
+	argv := p.Args
+	if len(argv) == 0 {
+		sh := env.Getenv("SHELL")
+		if sh == "" {
+			sh = "/bin/sh"
 		}
+		argv = []string{sh}
+	}
+	if spec.Name == "" {
+		// Slurm names the job after the command it runs.
+		spec.Name = filepath.Base(argv[0])
 	}
 	cl, err := api.Dial()
 	if err != nil {
@@ -99,14 +106,6 @@ func sallocMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "salloc: Relinquishing job allocation %d\n", id)
 		_ = cl.AllocDone(context.WithoutCancel(ctx), api.AllocDone{JobID: id, ExitCode: 1})
 		return 1
-	}
-	argv := p.Args
-	if len(argv) == 0 {
-		sh := env.Getenv("SHELL")
-		if sh == "" {
-			sh = "/bin/sh"
-		}
-		argv = []string{sh}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
