@@ -458,8 +458,12 @@ func (c *Controller) endSrunStepsLocked(j *job) {
 			_ = s.pidfd.Close()
 		}
 		delete(j.srun, id)
+	}
+	// As the store's fold does with the end event, also for steps granted
+	// before a restart, which only the record knows.
+	if j.State.Finished() {
 		for k := range j.Steps {
-			if j.Steps[k].Index == id && j.Steps[k].State == api.StateRunning {
+			if j.Steps[k].State == api.StateRunning {
 				j.Steps[k].State, j.Steps[k].EndTime = st, j.EndTime
 			}
 		}

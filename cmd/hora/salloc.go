@@ -104,7 +104,9 @@ func sallocMain(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "salloc: error: %v\n", err)
 		fmt.Fprintf(env.Stderr, "salloc: Relinquishing job allocation %d\n", id)
-		_ = cl.AllocDone(context.WithoutCancel(ctx), api.AllocDone{JobID: id, ExitCode: 1})
+		_ = resend(ctx, cl, func(cl *api.Client) error {
+			return cl.AllocDone(context.WithoutCancel(ctx), api.AllocDone{JobID: id, ExitCode: 1})
+		})
 		return 1
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -157,7 +159,7 @@ func sallocMain(ctx context.Context, env *Env, args []string) int {
 	if sig != 0 {
 		done = api.AllocDone{JobID: id, Signal: sig}
 	}
-	if err := cl.AllocDone(context.WithoutCancel(ctx), done); err != nil {
+	if err := resend(ctx, cl, func(cl *api.Client) error { return cl.AllocDone(context.WithoutCancel(ctx), done) }); err != nil {
 		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Code != api.CodeAlreadyDone {
 			fmt.Fprintf(env.Stderr, "salloc: error: Unable to clean up job allocation %d: %v\n", id, err)

@@ -252,7 +252,7 @@ func srunWithAllocation(ctx context.Context, env *Env, cl *api.Client, o *srunOp
 	if o.stepSignal != 0 {
 		done = api.AllocDone{JobID: id, Signal: o.stepSignal}
 	}
-	_ = cl.AllocDone(context.WithoutCancel(ctx), done)
+	_ = resend(ctx, cl, func(cl *api.Client) error { return cl.AllocDone(context.WithoutCancel(ctx), done) })
 	return rc
 }
 
@@ -298,7 +298,11 @@ func allocate(ctx context.Context, env *Env, cl *api.Client, prog string, spec *
 		return 0, exitError(env), false
 	}
 	id := resp.JobID
-	release := func() { _ = cl.AllocDone(context.WithoutCancel(ctx), api.AllocDone{JobID: id, ExitCode: 1}) }
+	release := func() {
+		_ = resend(ctx, cl, func(cl *api.Client) error {
+			return cl.AllocDone(context.WithoutCancel(ctx), api.AllocDone{JobID: id, ExitCode: 1})
+		})
+	}
 	start := time.Now()
 	delay := 5 * time.Millisecond
 	announced := false

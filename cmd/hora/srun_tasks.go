@@ -424,7 +424,7 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 	if worstSig != 0 {
 		end.ExitCode = 0
 	}
-	res, err := cl.EndStep(context.WithoutCancel(ctx), end)
+	res, err := endStep(ctx, cl, end)
 	if err == nil && res.State == api.StateCancelled && !killed {
 		// What Slurm's srun and slurmstepd print for a cancelled step
 		// (step_launch.c, slurmstepd's "*** STEP ... CANCELLED ***").
@@ -672,4 +672,33 @@ func multiProg(path string, n int) ([][]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// endStep reports the step's end (see resend).
+func endStep(ctx context.Context, cl *api.Client, end api.StepEnd) (*api.StepEndResponse, error) {
+	var res *api.StepEndResponse
+	err := resend(ctx, cl, func(cl *api.Client) (err error) {
+		res, err = cl.EndStep(context.WithoutCancel(ctx), end)
+		return err
+	})
+	return res, err
+}
+
+// resend sends a report that must arrive (a step's end, an allocation's
+// release). horad may have restarted meanwhile, and the client never sends
+// a POST again on its own: the request is repeated on a new connection for
+// up to a minute. horad's answer, even an error, ends it.
+func resend(ctx context.Context, cl *api.Client, send func(*api.Client) error) error {
+	deadline := time.Now().Add(time.Minute)
+	for delay := 50 * time.Millisecond; ; delay = min(delay*2, 2*time.Second) {
+		err := send(cl)
+		var ae *api.Error
+		if err == nil || errors.As(err, &ae) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(delay)
+		if fresh, derr := api.Dial(); derr == nil {
+			cl = fresh
+		}
+	}
 }

@@ -336,3 +336,30 @@ echo "K rc=$?"
 		t.Errorf("srun after two SIGINTs: %s", out)
 	}
 }
+
+// A step outlives a SIGKILL of horad: its srun reports the end to the new
+// horad, which records it (and the job's end) as usual.
+func TestStepSurvivesHoradRestartEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newCluster(t)
+	work := c.workDir()
+	release := filepath.Join(work, "release")
+	script := writeScript(t, work, "restart.sh", "#!/bin/sh\n"+filepath.Join(c.bin, "srun")+
+		" sh -c 'while [ ! -e "+release+" ]; do sleep 0.1; done; exit 4'\necho \"rc=$?\"\n")
+	id := c.submit(work, script)
+	waitFor(t, "step "+id+".0 running", func() bool {
+		return strings.Contains(c.run(0, work, "squeue", "-s", "-h", "-o", "%i").stdout, id+".0\n")
+	})
+	c.kill9()
+	c.start()
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.outputOf(work, id); !strings.Contains(out, "rc=4\n") {
+		t.Errorf("job output: %q", out)
+	}
+	r := c.run(0, work, "sacct", "-j", id, "-P", "-n", "-o", "JobID,State,ExitCode")
+	if r.stdout != id+"|COMPLETED|0:0\n"+id+".batch|COMPLETED|0:0\n"+id+".0|FAILED|4:0\n" {
+		t.Errorf("sacct after the restart: %q", r.stdout)
+	}
+}
