@@ -10,7 +10,7 @@ TAGS    ?= urfave_cli_no_docs
 CLIENTS := sbatch squeue scancel sinfo scontrol sacct
 export CGO_ENABLED ?= 0
 
-.PHONY: all build deps test test-short vet demo stop bench bench-scale fuzz soak clean
+.PHONY: all build deps test test-short vet demo stop bench bench-scale fuzz soak clean man
 
 all: build
 
@@ -69,6 +69,12 @@ soak: build
 
 clean:
 	rm -rf $(BIN)
+
+# Regenerates man/*.1 and contrib/completions/ from the option tables
+# (sbatch/options.go and the commands' tables); TestGeneratedDocsUpToDate
+# fails until the result is committed.
+man:
+	$(GO) run ./cmd/hora gendoc .
 
 # Regenerates docs/reproductions/ from fixed seeds (a few minutes on 2 cores).
 .PHONY: reproduce
