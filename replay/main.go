@@ -81,7 +81,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			&cli.Float64Flag{Name: "dt", Value: CoallocDeltaT, Usage: "--coalloc: retry step Δt in seconds"},
 			&cli.Float64Flag{Name: "quantum", Usage: "--coalloc: quantum l_q in seconds, a multiple of 60 (default Δt)"},
 			&cli.Float64Flag{Name: "horizon", Value: CoallocHorizon, Usage: "--coalloc: horizon H in seconds; maxRet = ⌈H/l_q⌉/2"},
-		}, workloadFlags...),
+		}, append(workloadFlags, mixFlags...)...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("help") {
 				return cli.ShowAppHelp(c)
@@ -111,6 +111,14 @@ type usageError struct{ error }
 func run(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error {
 	if c.NArg() > 1 {
 		return usageError{fmt.Errorf("one log at most, got %d", c.NArg())}
+	}
+	if c.String("synthetic") == MixWorkload {
+		return runMix(ctx, c, stdout)
+	}
+	for _, k := range mixFlagNames {
+		if c.IsSet(k) {
+			return usageError{fmt.Errorf("--%s belongs to --synthetic %s", k, MixWorkload)}
+		}
 	}
 	w, opt, err := fromFlags(c)
 	if err != nil {

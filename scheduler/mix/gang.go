@@ -160,9 +160,9 @@ func (x *Matrix) ClearReplicas() {
 	}
 }
 
-// replicate copies job id into every row of rows [lo, hi) where all its
-// columns are free.
-func (x *Matrix) replicate(id int64, lo, hi int) {
+// replicateOne copies job id into the first row of [lo, hi) where all its
+// columns are free; false when there is none.
+func (x *Matrix) replicateOne(id int64, lo, hi int) bool {
 	j := x.jobs[id]
 	for row := lo; row < hi; row++ {
 		free := true
@@ -176,43 +176,52 @@ func (x *Matrix) replicate(id int64, lo, hi int) {
 			for _, col := range j.cols {
 				x.slot[row*x.P+col] = cell{job: id, replica: true}
 			}
+			return true
 		}
+	}
+	return false
+}
+
+// spread replicates the jobs of ids into rows [lo, hi) one row per job per
+// round, so that the first job does not take every idle row; a job leaves
+// the rounds when want says it has enough or no row is left for it.
+func (x *Matrix) spread(ids []int64, lo, hi int, want func(int64) bool) {
+	for len(ids) > 0 {
+		keep := ids[:0]
+		for _, id := range ids {
+			if want(id) && x.replicateOne(id, lo, hi) {
+				keep = append(keep, id)
+			}
+		}
+		ids = keep
 	}
 }
 
 // Optimize is the four-step optimisation of §4.1: replicate, down the same
 // columns, (1) RT jobs that still need throughput within the RT set, (2) all
 // BE jobs within the BE set, (3) needy RT jobs into idle BE slots, (4) BE
-// jobs into idle RT slots. Jobs are taken in id order, so the result is
-// deterministic. needs reports whether an RT job is short of its
-// throughput (n < b).
+// jobs into idle RT slots. Within a step the candidates take one row each in
+// turn, in id order (the paper does not say how idle rows are shared out),
+// so the result is deterministic. needs reports whether an RT job is still
+// short of its throughput (n < b) with the rows it has now.
 func (x *Matrix) Optimize(needs func(id int64) bool) {
 	var rt, be []int64
 	for id, j := range x.jobs {
 		if j.class == RT {
-			if needs(id) {
-				rt = append(rt, id)
-			}
+			rt = append(rt, id)
 		} else {
 			be = append(be, id)
 		}
 	}
 	slices.Sort(rt)
 	slices.Sort(be)
+	always := func(int64) bool { return true }
 	rlo, rhi := x.Set(RT)
 	blo, bhi := x.Set(BE)
-	for _, id := range rt {
-		x.replicate(id, rlo, rhi)
-	}
-	for _, id := range be {
-		x.replicate(id, blo, bhi)
-	}
-	for _, id := range rt {
-		x.replicate(id, blo, bhi)
-	}
-	for _, id := range be {
-		x.replicate(id, rlo, rhi)
-	}
+	x.spread(slices.Clone(rt), rlo, rhi, needs)
+	x.spread(slices.Clone(be), blo, bhi, always)
+	x.spread(slices.Clone(rt), blo, bhi, needs)
+	x.spread(slices.Clone(be), rlo, rhi, always)
 }
 
 // GangRows is the number of RT rows a job needs to be guaranteed its

@@ -27,11 +27,28 @@ func NewPS(r Ratio) *PS {
 // have a process ready; ok is false when neither has. A class that becomes
 // ready after having nothing ready takes the other's virtual time (§4.3), so
 // an idle spell neither banks credit nor is held against it; the fairness
-// ratio matters only while both are ready.
+// ratio matters only while both are ready. When both become ready at once
+// (the paper does not say), both take the larger of the two.
 func (p *PS) Pick(rtReady, beReady bool) (c Class, ok bool) {
 	now := [2]bool{rtReady, beReady}
-	for k := range now {
-		if now[k] && !p.ready[k] && p.ready[1-k] && p.share[k] > 0 {
+	fresh := [2]bool{now[0] && !p.ready[0], now[1] && !p.ready[1]}
+	switch {
+	case fresh[0] && fresh[1]:
+		m := max(p.vt[0], p.vt[1])
+		for k := range p.vt {
+			if p.share[k] > 0 {
+				p.vt[k] = m
+			}
+		}
+		if math.IsInf(m, 1) { // one class has no share
+			p.vt[0], p.vt[1] = p.zero(0), p.zero(1)
+		}
+	case fresh[0] || fresh[1]:
+		k := 0
+		if fresh[1] {
+			k = 1
+		}
+		if p.share[k] > 0 && !math.IsInf(p.vt[1-k], 1) {
 			p.vt[k] = p.vt[1-k]
 		}
 	}
@@ -64,6 +81,14 @@ func (p *PS) Charge(c Class, dt float64) {
 		p.vt[0] -= m
 		p.vt[1] -= m
 	}
+}
+
+// zero is the virtual time a class restarts from: 0, or +Inf without a share.
+func (p *PS) zero(c int) float64 {
+	if p.share[c] == 0 {
+		return math.Inf(1)
+	}
+	return 0
 }
 
 // VirtualTime is class c's virtual time (for display and tests).

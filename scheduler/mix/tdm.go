@@ -37,20 +37,20 @@ func (t TDM) length(c Class) float64 {
 	return (1 - t.RTPart) * t.Period
 }
 
-// At gives the division in force at time t (periods start at multiples of
-// Υ, RT first), the time the current division ends, and whether t falls in
-// its synchronisation, when no process of either class runs.
-func (t TDM) At(now float64) (owner Class, end float64, syncing bool) {
+// At gives the division in force at time now (periods start at multiples
+// of Υ, RT first), the time the division ends, and the time its
+// synchronisation ends: before syncEnd no process of either class runs.
+func (t TDM) At(now float64) (owner Class, end, syncEnd float64) {
 	k := math.Floor(now / t.Period)
 	start := k * t.Period
 	rtEnd := start + t.length(RT)
 	if now < rtEnd && t.length(RT) > 0 {
-		return RT, rtEnd, now < start+t.Sync
+		return RT, rtEnd, start + t.Sync
 	}
 	if t.length(BE) == 0 { // ratio x:0: the whole period is RT's
-		return RT, start + t.Period, false
+		return RT, start + t.Period, start + t.Sync
 	}
-	return BE, start + t.Period, now < rtEnd+t.Sync
+	return BE, start + t.Period, rtEnd + t.Sync
 }
 
 // Lend is the optimisation of §4.2: the division's owner runs if it has a
