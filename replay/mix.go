@@ -47,6 +47,7 @@ type MixOptions struct {
 	BEMean     float64 // BE work per process, Erlang mean 120 s
 	BEShape    int     // Erlang shape 2
 	BESlack    float64 // how far (CPU s) a BE process may run ahead of its slowest sibling: 0.1
+	BEIO       float64 // fraction of a BE process's time spent in I/O: 0.2
 }
 
 // DefaultMixOptions are Appendix A's parameters.
@@ -54,7 +55,7 @@ func DefaultMixOptions() MixOptions {
 	return MixOptions{Mode: mix.PSMode, Ratio: mix.Ratio{X: 2, Y: 1}, RT: 2, BE: 1, Rate: 0.02, Admission: "off", Seed: 1,
 		Procs: 16, Rows: 6, Quantum: 0.5, Period: 3, Sync: 0.001, Switch: 200e-6, Slice: 0.05, Arrivals: 3600, Drain: 7200,
 		RTDuration: 180, Frame: 1.0 / 30, Buffer: 100, MaxWait: 15, UMin: 0.05, UMax: 0.30, Actual: 0.8,
-		BEMean: 120, BEShape: 2, BESlack: 0.1}
+		BEMean: 120, BEShape: 2, BESlack: 0.1, BEIO: 0.2}
 }
 
 // MixResult is what `hora replay --synthetic be-rt-mix-2001 --json` prints.
@@ -98,7 +99,8 @@ type mixBE struct {
 	work    float64 // CPU seconds each process needs
 	node    []int
 	cpu     []float64
-	min     float64 // the slowest process's CPU at the start of the slice
+	io      []float64 // when each process's I/O ends
+	min     float64   // the slowest process's CPU at the start of the slice
 	end     float64
 	running bool
 }
@@ -181,7 +183,7 @@ func mixWorkload(o MixOptions) []mixArrival {
 		for range o.BEShape { // Erlang: a sum of k exponentials of mean μ/k
 			w += expo(rng, o.BEMean/float64(o.BEShape))
 		}
-		out = append(out, mixArrival{t: t, be: &mixBE{id: id, arrive: t, work: w, cpu: make([]float64, size)}})
+		out = append(out, mixArrival{t: t, be: &mixBE{id: id, arrive: t, work: w, cpu: make([]float64, size), io: make([]float64, size)}})
 	}
 	return out
 }
@@ -482,9 +484,10 @@ func (s *mixSim) finish() {
 
 // Readiness. An RT stage can work while frames are waiting for it: stage 0
 // on the input (a frame every d since the job started), stage k on what
-// stage k−1 finished. A BE process can work while it has work left and is
-// no more than BESlack ahead of its slowest sibling: further ahead it waits
-// for a message (spin-block, so it yields the CPU).
+// stage k−1 finished. A BE process can work while it has work left, is not
+// in I/O (after c seconds of CPU it spends c·f/(1−f) in I/O) and is no more
+// than BESlack ahead of its slowest sibling: further ahead it waits for a
+// message (spin-block, so it yields the CPU).
 
 func (s *mixSim) rtAvail(j *mixRT, k int, t float64) float64 {
 	if k == 0 {
@@ -498,7 +501,7 @@ func (s *mixSim) ready(p mixProc, t float64) bool {
 		return s.rtAvail(p.rt, p.stage, t)-p.rt.done[p.stage] > 1e-9
 	}
 	j := p.be
-	return j.cpu[p.stage] < j.work-1e-9 && j.cpu[p.stage]-j.min < s.o.BESlack-1e-9
+	return j.cpu[p.stage] < j.work-1e-9 && j.cpu[p.stage]-j.min < s.o.BESlack-1e-9 && t >= j.io[p.stage]
 }
 
 // run gives process p up to dt seconds of CPU at t; it returns what it used.
@@ -520,6 +523,8 @@ func (s *mixSim) run(p mixProc, t, dt float64) float64 {
 		return 0
 	}
 	j.cpu[p.stage] += use
+	// Its I/O follows: the process blocks, the CPU goes to others.
+	j.io[p.stage] = t + use + use*s.o.BEIO/(1-s.o.BEIO)
 	return use
 }
 
@@ -670,8 +675,9 @@ func (s *mixSim) gangQuantum(k int) {
 				s.run(mixProc{rt: j, stage: st}, t0, s.o.Quantum-s.o.Switch)
 			}
 		} else if j := s.bes[id]; j != nil && j.running {
+			// coscheduled, but the quantum's I/O share leaves the slot idle
 			for st := range j.cpu {
-				j.cpu[st] = min(j.work, j.cpu[st]+s.o.Quantum-s.o.Switch)
+				j.cpu[st] = min(j.work, j.cpu[st]+(s.o.Quantum-s.o.Switch)*(1-s.o.BEIO))
 			}
 		}
 	}

@@ -73,6 +73,7 @@ func mixOptionsFromFlags(c *cli.Context) (MixOptions, error) {
 	o.UMax = p.float("umax", o.UMax, o.UMin, 1)
 	o.Actual = p.float("actual", o.Actual, 0.01, 1)
 	o.Slice = p.float("slice", o.Slice, 0.001, 1)
+	o.BEIO = p.float("be-io", o.BEIO, 0, 0.9)
 	if err := p.check(); err != nil {
 		return o, usageError{err}
 	}
