@@ -251,7 +251,7 @@ func (m *MixReport) claims() []mixClaim {
 		rate := sw.rates[len(sw.rates)-2]
 		g, t, p := m.Find(mix.GangMode, sw.rt, sw.be, rate, "off"), m.Find(mix.TDMMode, sw.rt, sw.be, rate, "off"), m.Find(mix.PSMode, sw.rt, sw.be, rate, "off")
 		out = append(out, mixClaim{
-			paper: fmt.Sprintf("§5.1, Fig. 5%s(i): 1GS gives BE jobs the worst response time", sw.tag),
+			paper:    fmt.Sprintf("§5.1, Fig. 5%s(i): 1GS gives BE jobs the worst response time", sw.tag),
 			measured: fmt.Sprintf("λ = %g/s: 1GS %.0f s, TDM %.0f s, PS %.0f s", rate, g.BEAvgResponse, t.BEAvgResponse, p.BEAvgResponse),
 			ok:       g.BEAvgResponse > t.BEAvgResponse && g.BEAvgResponse > p.BEAvgResponse,
 		})
