@@ -293,3 +293,31 @@ func TestPSBothReadyAfterIdle(t *testing.T) {
 		t.Errorf("RT got %d of 30 slices after both became ready at once; want 20 at 2:1", rt)
 	}
 }
+
+func TestWeightsAndTDMFreeze(t *testing.T) {
+	for _, c := range []struct {
+		r      Ratio
+		rt, be int
+	}{{Ratio{2, 1}, 1365, 683}, {Ratio{1, 1}, 1024, 1024}, {Ratio{1, 0}, 2048, 2}, {Ratio{0, 1}, 2, 2048}} {
+		if rt, be := c.r.Weights(); rt != c.rt || be != c.be {
+			t.Errorf("%s: weights %d:%d, want %d:%d", c.r, rt, be, c.rt, c.be)
+		}
+	}
+	for _, owner := range []Class{RT, BE} {
+		for _, rtHas := range []bool{false, true} {
+			for _, beHas := range []bool{false, true} {
+				f := TDMFreeze(owner, rtHas, beHas)
+				if f[owner] {
+					t.Errorf("owner %s frozen in its own division", owner)
+				}
+				has := [2]bool{rtHas, beHas}
+				if want := has[owner] && has[owner.Other()]; f[owner.Other()] != want {
+					t.Errorf("owner %s, rt %t be %t: freeze %v", owner, rtHas, beHas, f)
+				}
+			}
+		}
+	}
+	if f := TDMFreeze(RT, false, true); f[BE] {
+		t.Error("BE frozen while RT has nothing")
+	}
+}
