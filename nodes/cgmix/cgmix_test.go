@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"hora/scheduler/mix"
 )
 
@@ -152,5 +154,85 @@ func TestTDMLendsWhenOwnerHasNothing(t *testing.T) {
 			t.Fatalf("at %g s (%s division): frozen %v, next %g; want %s frozen", c.now, owner, frozen, next, c.frozen)
 		}
 		waitFor(t, c.frozen.String()+" frozen", func() bool { s, _ := g.FreezerState(c.frozen); return s == "FROZEN" })
+	}
+}
+
+// BenchmarkShares measures what the kernel gives each class when a
+// CPU-bound RT process and a CPU-bound BE process share one CPU, over a
+// window of 6 s (two TDM periods) per iteration, at 2:1. Shares depend on
+// the machine's load, so they are measured here, never asserted in a test
+// (docs/benchmarks.md). Run: go test -run '^$' -bench Shares -benchtime 1x ./nodes/cgmix/
+func BenchmarkShares(b *testing.B) {
+	for _, mode := range []string{"ps", "tdm", "ps-be-alone"} {
+		b.Run(mode, func(b *testing.B) {
+			g, err := Open(DefaultRoot, fmt.Sprintf("hora-bench-%d-%d", os.Getpid(), rand.Uint32()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer g.Close()
+			r := mix.Ratio{X: 2, Y: 1}
+			if err := g.SetRatio(r); err != nil {
+				b.Fatal(err)
+			}
+			var cmds []*exec.Cmd
+			start := func(c mix.Class) {
+				cmd := exec.Command("sh", "-c", "while :; do :; done")
+				if err := cmd.Start(); err != nil {
+					b.Fatal(err)
+				}
+				cmds = append(cmds, cmd)
+				var set unix.CPUSet
+				set.Set(0)
+				if err := unix.SchedSetaffinity(cmd.Process.Pid, &set); err != nil {
+					b.Fatal(err)
+				}
+				if err := g.Add(c, cmd.Process.Pid); err != nil {
+					b.Fatal(err)
+				}
+			}
+			defer func() {
+				g.Freeze(mix.RT, false)
+				g.Freeze(mix.BE, false)
+				for _, c := range cmds {
+					c.Process.Kill()
+					c.Wait()
+				}
+			}()
+			if mode != "ps-be-alone" {
+				start(mix.RT)
+			}
+			start(mix.BE)
+			plan, _ := mix.NewTDM(r, 3, 0.001)
+			d := &TDM{G: g, Plan: plan}
+			var rtShare, beShare, worstJitter float64
+			for b.Loop() {
+				rt0, _, _ := g.Usage(mix.RT)
+				be0, _, _ := g.Usage(mix.BE)
+				t0 := time.Now()
+				for time.Since(t0) < 6*time.Second {
+					if mode != "tdm" {
+						time.Sleep(100 * time.Millisecond)
+						continue
+					}
+					now := time.Since(t0).Seconds()
+					_, _, next, err := d.Step(now)
+					if err != nil {
+						b.Fatal(err)
+					}
+					time.Sleep(time.Duration((next - now) * float64(time.Second)))
+					worstJitter = max(worstJitter, time.Since(t0).Seconds()-next)
+				}
+				rt1, _, _ := g.Usage(mix.RT)
+				be1, _, _ := g.Usage(mix.BE)
+				wall := time.Since(t0).Seconds()
+				rtShare = (rt1 - rt0).Seconds() / wall
+				beShare = (be1 - be0).Seconds() / wall
+			}
+			b.ReportMetric(rtShare, "rt-cpu")
+			b.ReportMetric(beShare, "be-cpu")
+			if mode == "tdm" {
+				b.ReportMetric(worstJitter*1000, "max-switch-late-ms")
+			}
+		})
 	}
 }
