@@ -110,6 +110,22 @@ func (m Mix) Share() float64 {
 	return r.Share(mix.RT)
 }
 
+// MixEnforced reports whether the file has a [mix] table: horad then
+// enforces the ratio on its nodes (without one, RT owns the nodes, 1:0,
+// and nothing is enforced).
+func (c *Config) MixEnforced() bool { return c.lines["mix"] > 0 }
+
+// ClassOf is the class of a partition's jobs: RT for the policies that
+// give guarantees (dlt, reserve), BE for the rest. An unknown partition is BE.
+func (c *Config) ClassOf(partition string) mix.Class {
+	for _, p := range c.Partitions {
+		if p.Name == partition && (p.Policy == "dlt" || p.Policy == "reserve") {
+			return mix.RT
+		}
+	}
+	return mix.BE
+}
+
 // Partition declares a partition and its scheduling policy.
 type Partition struct {
 	Name        string            `toml:"name"`

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
+
+	"hora/scheduler/mix"
 )
 
 func TestDefault(t *testing.T) {
@@ -179,8 +181,11 @@ func TestMixShareReachesRTPolicies(t *testing.T) {
 			t.Errorf("default ratio 1:0 set a share on %s", p.Name)
 		}
 	}
-	if d.Mix.Ratio != "1:0" || d.Mix.Mode != "ps" {
-		t.Errorf("defaults %+v", d.Mix)
+	if d.Mix.Ratio != "1:0" || d.Mix.Mode != "ps" || d.MixEnforced() {
+		t.Errorf("defaults %+v, enforced %t", d.Mix, d.MixEnforced())
+	}
+	if !c.MixEnforced() || c.ClassOf("rt") != mix.RT || c.ClassOf("res") != mix.RT || c.ClassOf("batch") != mix.BE || c.ClassOf("nope") != mix.BE {
+		t.Errorf("enforced %t, classes rt %s res %s batch %s", c.MixEnforced(), c.ClassOf("rt"), c.ClassOf("res"), c.ClassOf("batch"))
 	}
 }
 

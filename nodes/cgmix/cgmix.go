@@ -59,6 +59,9 @@ func Open(root, name string) (*Groups, error) {
 	return g, nil
 }
 
+// Dir is class c's group directory under controller ctrl.
+func (g *Groups) Dir(ctrl string, c mix.Class) string { return g.dir(ctrl, c) }
+
 func (g *Groups) dir(ctrl string, c mix.Class) string {
 	return filepath.Join(g.root, ctrl, g.name, c.String())
 }
