@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -14,8 +15,6 @@ import (
 	"hora/sbatch"
 	"hora/scheduler/mix"
 )
-
-func init() { register("mix", mixMain) }
 
 var mixOpts = []sbatch.Opt{
 	{Long: "config", Arg: sbatch.RequiredArg, Key: "config"},
@@ -34,7 +33,9 @@ CPU each class used over the sample (default 1 s) with its share.
       --sample=SECONDS  how long to measure the shares (0 = do not)
 `
 
-func mixMain(ctx context.Context, env *Env, args []string) int {
+// mixMain is `hora mix` (hora-sim mix): it reads hora.toml and the cgroups,
+// which the client binary must not link (cmd/hora/deps_test.go).
+func mixMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var path string
 	sample := time.Second
 	for _, s := range []string{"/etc/hora/hora.toml"} {
@@ -44,14 +45,15 @@ func mixMain(ctx context.Context, env *Env, args []string) int {
 	}
 	p, err := sbatch.Getopt(mixOpts, args, false)
 	if err != nil {
-		return usageError(env, err)
+		fmt.Fprintf(stderr, "hora mix: %v\n", err)
+		return 2
 	}
 	if _, ok := p.Last("help"); ok {
-		fmt.Fprint(env.Stdout, mixHelp)
+		fmt.Fprint(stdout, mixHelp)
 		return 0
 	}
 	if len(p.Args) > 0 {
-		fmt.Fprintf(env.Stderr, "%s: error: unexpected argument %q\n", env.Prog, p.Args[0])
+		fmt.Fprintf(stderr, "%s: error: unexpected argument %q\n", "hora mix", p.Args[0])
 		return 1
 	}
 	if v, ok := p.Last("config"); ok {
@@ -60,7 +62,7 @@ func mixMain(ctx context.Context, env *Env, args []string) int {
 	if v, ok := p.Last("sample"); ok {
 		f, err := strconv.ParseFloat(v.Val, 64)
 		if err != nil || f < 0 || f > 60 {
-			fmt.Fprintf(env.Stderr, "%s: error: --sample %q: want seconds in [0, 60]\n", env.Prog, v.Val)
+			fmt.Fprintf(stderr, "%s: error: --sample %q: want seconds in [0, 60]\n", "hora mix", v.Val)
 			return 1
 		}
 		sample = time.Duration(f * float64(time.Second))
@@ -68,7 +70,7 @@ func mixMain(ctx context.Context, env *Env, args []string) int {
 	cfg := config.Default()
 	if path != "" {
 		if cfg, err = config.Load(path); err != nil {
-			fmt.Fprintf(env.Stderr, "hora mix: %v\n", err)
+			fmt.Fprintf(stderr, "hora mix: %v\n", err)
 			return 1
 		}
 	}
@@ -77,24 +79,24 @@ func mixMain(ctx context.Context, env *Env, args []string) int {
 	if cfg.MixEnforced() {
 		enforced = "enforced on " + cfg.Executor + " nodes"
 	}
-	fmt.Fprintf(env.Stdout, "ratio %s (RT share %.3f), mode %s, %s\n", r, r.Share(mix.RT), cfg.Mix.Mode, enforced)
+	fmt.Fprintf(stdout, "ratio %s (RT share %.3f), mode %s, %s\n", r, r.Share(mix.RT), cfg.Mix.Mode, enforced)
 	switch mix.Mode(cfg.Mix.Mode) {
 	case mix.TDMMode:
-		fmt.Fprintf(env.Stdout, "tdm: period %g s: RT %g s, then BE %g s\n", cfg.Mix.Period, r.Share(mix.RT)*cfg.Mix.Period, r.Share(mix.BE)*cfg.Mix.Period)
+		fmt.Fprintf(stdout, "tdm: period %g s: RT %g s, then BE %g s\n", cfg.Mix.Period, r.Share(mix.RT)*cfg.Mix.Period, r.Share(mix.BE)*cfg.Mix.Period)
 	case mix.GangMode:
-		fmt.Fprintf(env.Stdout, "gang: %d rows, quantum %g s\n", cfg.Mix.Rows, cfg.Mix.Quantum)
+		fmt.Fprintf(stdout, "gang: %d rows, quantum %g s\n", cfg.Mix.Rows, cfg.Mix.Quantum)
 	}
 	if !cfg.MixEnforced() || cfg.Executor != "local" {
 		return 0
 	}
 	name := "hora-" + strings.NewReplacer("/", "_", ".", "_").Replace(cfg.ClusterName)
 	if _, err := os.Stat(cgmix.DefaultRoot + "/freezer/" + name); err != nil {
-		fmt.Fprintf(env.Stdout, "local nodes: no class groups (%s): is horad running with this config?\n", name)
+		fmt.Fprintf(stdout, "local nodes: no class groups (%s): is horad running with this config?\n", name)
 		return 0
 	}
 	g, err := cgmix.Open(cgmix.DefaultRoot, name)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "hora mix: %v\n", err)
+		fmt.Fprintf(stderr, "hora mix: %v\n", err)
 		return 1
 	}
 	classes := []mix.Class{mix.RT, mix.BE}
@@ -118,7 +120,7 @@ func mixMain(ctx context.Context, env *Env, args []string) int {
 	}
 	rtW, beW, _ := g.Weights()
 	weight := [2]int{rtW, beW}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 8, 2, ' ', 0)
+	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODES\tCLASS\tWEIGHT\tFREEZER\tPROCS\tCPU\tSHARE")
 	for _, c := range classes {
 		st, _ := g.FreezerState(c)

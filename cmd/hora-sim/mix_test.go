@@ -41,8 +41,7 @@ func TestHoraMix(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "hora.toml")
 	os.WriteFile(path, []byte("cluster_name = \""+name+"\"\n[mix]\nratio = \"2:1\"\nmode = \"tdm\"\nperiod = 6\n"), 0o644)
 	var out, errb bytes.Buffer
-	env := &Env{Prog: "mix", Stdout: &out, Stderr: &errb, Getenv: os.Getenv}
-	if st := mixMain(t.Context(), env, []string{"--config", path, "--sample", "0.1"}); st != 0 {
+	if st := mixMain(t.Context(), []string{"--config", path, "--sample", "0.1"}, &out, &errb); st != 0 {
 		t.Fatalf("exit %d: %s", st, errb.String())
 	}
 	o := out.String()
@@ -68,7 +67,7 @@ func TestHoraMix(t *testing.T) {
 		t.Errorf("be line %q", beLine)
 	}
 	out.Reset()
-	if st := mixMain(t.Context(), env, []string{"--sample", "-1"}); st != 1 || !strings.Contains(errb.String(), "--sample") {
+	if st := mixMain(t.Context(), []string{"--sample", "-1"}, &out, &errb); st != 1 || !strings.Contains(errb.String(), "--sample") {
 		t.Errorf("--sample -1: exit %d, %q", st, errb.String())
 	}
 }
