@@ -1,7 +1,11 @@
 package replay
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"hora/scheduler/mix"
@@ -71,5 +75,30 @@ func TestMixStatisticalBetween(t *testing.T) {
 	on, st, off := run("on"), run("statistical:0.3"), run("off")
 	if !(st.RTRejectRatio < on.RTRejectRatio && st.RTMissRate < off.RTMissRate) {
 		t.Errorf("statistical:0.3 rejects %.3f (on %.3f) and misses %.3f (off %.3f)", st.RTRejectRatio, on.RTRejectRatio, st.RTMissRate, off.RTMissRate)
+	}
+}
+
+// Invariant 5 (DESIGN.md §5) for the reproduction: the same seeds give
+// byte-identical figures and README (at a reduced size).
+func TestReproduceMixDeterministic(t *testing.T) {
+	o := DefaultMixOptions()
+	o.Arrivals, o.Drain = 300, 600
+	var dirs [2]string
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+		if _, err := ReproduceMix(t.Context(), dirs[i], o, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dirs[0], MixDir, "*"))
+	if len(files) != 14 {
+		t.Fatalf("%d files, want 14 (13 figures and the README)", len(files))
+	}
+	for _, f := range files {
+		a, _ := os.ReadFile(f)
+		b, err := os.ReadFile(filepath.Join(dirs[1], MixDir, filepath.Base(f)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two runs (%v)", filepath.Base(f), err)
+		}
 	}
 }
