@@ -21,7 +21,7 @@ var mixFlagNames = []string{"mix-mode", "ratio", "rt-be-mix", "rt-admission", "a
 
 var mixFlags = []cli.Flag{
 	&cli.StringFlag{Name: "mix-mode", Value: "ps", Usage: "--synthetic be-rt-mix-2001: scheme gang (1GS), tdm (2DCS-TDM) or ps (2DCS-PS)"},
-	&cli.StringFlag{Name: "ratio", Value: "2:1", Usage: "--synthetic be-rt-mix-2001: fairness ratio x:y of RT to BE time"},
+	&cli.StringFlag{Name: "ratio", Value: "2:1", Usage: "fairness ratio x:y of RT to BE time; with another workload or a log the dlt and reserve policies plan with s = x/(x+y)"},
 	&cli.StringFlag{Name: "rt-be-mix", Value: "2:1", Usage: "--synthetic be-rt-mix-2001: arrival mix λ_RT:λ_BE"},
 	&cli.StringFlag{Name: "rt-admission", Value: "off", Usage: "--synthetic be-rt-mix-2001: RT admission on, off or statistical:P (admit while the predicted miss rate ≤ P)"},
 	&cli.Float64Flag{Name: "arrival-rate", Value: 0.02, Usage: "--synthetic be-rt-mix-2001: λ_RT + λ_BE in jobs per second"},

@@ -67,8 +67,33 @@ func TestMixReplayBadInput(t *testing.T) {
 		}
 	}
 	var out, errb bytes.Buffer
-	if st := Main(context.Background(), []string{"--ratio", "2:1", "--synthetic", "rt-dlt-2005"}, &out, &errb); st != 2 ||
+	if st := Main(context.Background(), []string{"--rt-be-mix", "2:1", "--synthetic", "rt-dlt-2005"}, &out, &errb); st != 2 ||
 		!strings.Contains(errb.String(), "belongs to --synthetic be-rt-mix-2001") {
-		t.Errorf("--ratio with another workload: exit %d %q", st, errb.String())
+		t.Errorf("--rt-be-mix with another workload: exit %d %q", st, errb.String())
+	}
+	errb.Reset()
+	if st := Main(context.Background(), []string{"--ratio", "0:0", "--synthetic", "rt-dlt-2005"}, &out, &errb); st != 2 ||
+		!strings.Contains(errb.String(), "--ratio") {
+		t.Errorf("--ratio 0:0 with another workload: exit %d %q", st, errb.String())
+	}
+}
+
+// --ratio on a workload of the space-shared replay makes its RT policy plan
+// with the share s (Cps/s for dlt): a smaller RT share refuses more.
+func TestReplayRatioPlansWithShare(t *testing.T) {
+	reject := func(ratio string) float64 {
+		var out, errb bytes.Buffer
+		st := Main(t.Context(), []string{"--synthetic", "rt-dlt-2005", "--jobs", "200", "--load", "0.3", "--ratio", ratio, "--json"}, &out, &errb)
+		if st != 0 {
+			t.Fatalf("--ratio %s: exit %d: %s", ratio, st, errb.String())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m["reject_ratio"].(float64)
+	}
+	if full, fifth := reject("1:0"), reject("1:4"); !(fifth > full) {
+		t.Errorf("reject ratio %.3f at 1:4, %.3f at 1:0: want more refused with a fifth of each node", fifth, full)
 	}
 }
