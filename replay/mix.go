@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"hora/scheduler/mix"
 )
@@ -151,10 +153,10 @@ func ParseMixAdmission(s string) (mix.Admission, error) {
 	case "off", "":
 		return mix.Admission{}, nil
 	}
-	var p float64
-	if n, err := fmt.Sscanf(s, "statistical:%g", &p); err == nil && n == 1 && p > 0 && p < 1 &&
-		s == "statistical:"+ftoa(p) {
-		return mix.Admission{On: true, MissRate: p}, nil
+	if v, ok := strings.CutPrefix(s, "statistical:"); ok {
+		if p, err := strconv.ParseFloat(v, 64); err == nil && p > 0 && p < 1 {
+			return mix.Admission{On: true, MissRate: p}, nil
+		}
 	}
 	return mix.Admission{}, fmt.Errorf("--rt-admission %q: want on, off or statistical:P with 0 < P < 1", s)
 }

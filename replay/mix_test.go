@@ -66,6 +66,16 @@ func TestMixReplayBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 naming %s", c.args, st, e, out, c.want)
 		}
 	}
+	for _, ok := range []string{"statistical:0.10", "statistical:.5", "on", "off"} {
+		if _, err := ParseMixAdmission(ok); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"statistical:", "statistical:0", "statistical:1", "statistical:x", "statistical:0.1x"} {
+		if _, err := ParseMixAdmission(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
 	var out, errb bytes.Buffer
 	if st := Main(context.Background(), []string{"--rt-be-mix", "2:1", "--synthetic", "rt-dlt-2005"}, &out, &errb); st != 2 ||
 		!strings.Contains(errb.String(), "belongs to --synthetic be-rt-mix-2001") {
