@@ -126,6 +126,19 @@ type JobSpec struct {
 	Comment     string   `json:"comment,omitempty"`
 	SubmitHost  string   `json:"submit_host,omitempty"`
 	OpenAppend  bool     `json:"open_append,omitempty"` // --open-mode=append
+	// PBS is set on jobs submitted with qsub: they get PBS's job
+	// environment (PBS_JOBID, PBS_NODEFILE, TMPDIR, ...) beside Slurm's.
+	PBS *PBSSpec `json:"pbs,omitempty"`
+}
+
+// PBSSpec is what a qsub'd job needs beyond the common spec.
+type PBSSpec struct {
+	Server  string `json:"server"`  // job ids read <seq>.<server>
+	Flavour string `json:"flavour"` // "openpbs" or "torque" at submission
+	Queue   string `json:"queue,omitempty"`
+	// PPN is Torque's processors per node (nodes=N:ppn=P), for
+	// PBS_NUM_PPN and the lines of PBS_NODEFILE; 0 = the CPUs asked for.
+	PPN int `json:"ppn,omitempty"`
 }
 
 // Job is a job as horad knows it: the spec plus what happened to it.
@@ -279,6 +292,10 @@ type PingResponse struct {
 	Version     string `json:"version"`
 	ClusterName string `json:"cluster_name"`
 	Now         int64  `json:"now"`
+	// PBSFlavour ("openpbs" or "torque") and PBSServer come from hora.toml's
+	// [pbs]: the PBS commands take their texts and job-id suffix from them.
+	PBSFlavour string `json:"pbs_flavour,omitempty"`
+	PBSServer  string `json:"pbs_server,omitempty"`
 }
 
 // Reservation is an advance reservation (scontrol create reservation): Nodes

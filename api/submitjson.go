@@ -52,6 +52,15 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.str("comment", s.Comment, true)
 	w.str("submit_host", s.SubmitHost, true)
 	w.bool("open_append", s.OpenAppend)
+	if p := s.PBS; p != nil {
+		w.key("pbs")
+		inner := jsonWriter{b: append(w.b, '{')}
+		inner.str("server", p.Server, false)
+		inner.str("flavour", p.Flavour, false)
+		inner.str("queue", p.Queue, true)
+		inner.int("ppn", int64(p.PPN))
+		w.b = append(inner.b, '}')
+	}
 	w.b = append(w.b, '}')
 	if r.TestOnly {
 		w.b = append(w.b, `,"test_only":true`...)

@@ -176,7 +176,8 @@ func (c *Controller) hHold(hold bool) handlerFunc {
 }
 
 func (c *Controller) hPing(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-	return &api.PingResponse{Version: Version, ClusterName: c.cfg.ClusterName, Now: c.now().Unix()}, nil
+	return &api.PingResponse{Version: Version, ClusterName: c.cfg.ClusterName, Now: c.now().Unix(),
+		PBSFlavour: c.cfg.PBS.Flavour, PBSServer: c.pbsServer()}, nil
 }
 
 // hJobs lists jobs. Live jobs come from memory; with history=1 finished
