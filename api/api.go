@@ -139,6 +139,9 @@ type PBSSpec struct {
 	// PPN is Torque's processors per node (nodes=N:ppn=P), for
 	// PBS_NUM_PPN and the lines of PBS_NODEFILE; 0 = the CPUs asked for.
 	PPN int `json:"ppn,omitempty"`
+	// Shell is qsub -S: the interpreter of the script ("" = its #! line,
+	// else the owner's shell).
+	Shell string `json:"shell,omitempty"`
 }
 
 // Job is a job as horad knows it: the spec plus what happened to it.

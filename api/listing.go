@@ -62,6 +62,7 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, s.PBS.Flavour)
 		b = appendStr(b, s.PBS.Queue)
 		b = binary.AppendVarint(b, int64(s.PBS.PPN))
+		b = appendStr(b, s.PBS.Shell)
 	}
 
 	b = binary.AppendUvarint(b, uint64(j.UID))
@@ -306,6 +307,7 @@ func (d *listingDecoder) job(j *Job) {
 	if d.bool() {
 		s.PBS = &PBSSpec{Server: d.field(), Flavour: d.field(), Queue: d.field()}
 		s.PBS.PPN = d.int()
+		s.PBS.Shell = d.str()
 	}
 
 	j.UID = uint32(d.uvarint())

@@ -108,6 +108,8 @@ func pbsScript(j *job) []byte {
 	b.WriteString("chmod 700 \"$d/script\"\n")
 	b.WriteString("TMPDIR=$d PBS_NODEFILE=$d/nodefile\nexport TMPDIR PBS_NODEFILE\n")
 	switch {
+	case j.Spec.PBS.Shell != "":
+		b.WriteString(ssh.Quote(j.Spec.PBS.Shell) + " \"$d/script\" \"$@\"\n")
 	case strings.HasPrefix(j.Spec.Script, "#!"):
 		b.WriteString("\"$d/script\" \"$@\"\n")
 	default:

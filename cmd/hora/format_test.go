@@ -167,6 +167,8 @@ type fakeHorad struct {
 	cancels  []api.CancelRequest
 	controls []string
 	fail     *api.Error // answer every job listing with this error
+	flavour  string     // [pbs] flavour the ping answers ("" = openpbs)
+	submits  []api.SubmitRequest
 }
 
 func startFake(t *testing.T) *fakeHorad {
@@ -263,7 +265,13 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case api.PathPartitions:
 		reply(api.PartitionsResponse{Partitions: f.parts})
 	case api.PathPing:
-		reply(api.PingResponse{Version: "test", ClusterName: "hora", Now: testNow.Unix()})
+		reply(api.PingResponse{Version: "test", ClusterName: "hora", Now: testNow.Unix(),
+			PBSFlavour: f.flavour, PBSServer: "srv"})
+	case api.PathSubmit:
+		var req api.SubmitRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.submits = append(f.submits, req)
+		reply(api.SubmitResponse{JobID: 200 + int64(len(f.submits))})
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		reply(api.Error{Message: "no such path", Code: api.CodeBadRequest})

@@ -25,6 +25,9 @@ type Column struct {
 	// Trunc cuts values longer than Width. squeue and sinfo truncate plain
 	// text but never time columns and node lists (COMPAT.md §3.1).
 	Trunc bool
+	// Mark, when set, replaces the last kept byte of a cut value, so that
+	// the cut shows (PBS's '*', sacct's '+').
+	Mark byte
 }
 
 // AppendCol appends s laid out in the column. It works on bytes, as the C
@@ -34,6 +37,10 @@ func AppendCol(b []byte, s string, c Column) []byte {
 		return append(b, s...)
 	}
 	if c.Trunc && len(s) > c.Width {
+		if c.Mark != 0 {
+			b = append(b, s[:c.Width-1]...)
+			return append(b, c.Mark)
+		}
 		s = s[:c.Width]
 	}
 	pad := c.Width - len(s)

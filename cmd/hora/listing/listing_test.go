@@ -20,6 +20,8 @@ func TestAppendCol(t *testing.T) {
 		{"abcdefgh", Column{Width: 5, Right: true, Trunc: true}, "abcde"},
 		{"abcdefgh", Column{Width: 5, Trunc: true}, "abcde"},
 		{"1-00:00:00", Column{Width: 5, Right: true}, "1-00:00:00"},
+		{"abcdefgh", Column{Width: 5, Trunc: true, Mark: '*'}, "abcd*"},
+		{"abcde", Column{Width: 5, Trunc: true, Mark: '*'}, "abcde"},
 	}
 	for _, c := range cases {
 		if got := string(AppendCol(nil, c.s, c.c)); got != c.want {

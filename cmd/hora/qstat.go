@@ -1,0 +1,1387 @@
+package main
+
+// qstat and qselect (COMPAT.md §6.2): every hora job seen as a PBS job.
+// The attributes of `qstat -f` and `-F json`, and the columns of the
+// default and alternate tables, are listing tables (cmd/hora/listing):
+// one line per attribute, its value computed from api.Job.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"hora/api"
+	"hora/cmd/hora/listing"
+	"hora/sbatch"
+)
+
+func init() {
+	register("qstat", qstatMain)
+	register("qselect", qselectMain)
+}
+
+// pbsRow is one job as the PBS commands see it.
+type pbsRow struct {
+	*api.Job
+	s *pbsSession
+}
+
+// pbsState is the job's state letter (OP qstat.1B "Job states"): Q queued,
+// H held, W waiting for its -a time, R running, S suspended, E exiting,
+// and once finished F (OpenPBS) or C (Torque).
+func pbsState(j *api.Job, torque bool, now int64) string {
+	switch j.State {
+	case api.StatePending:
+		switch {
+		case j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin":
+			return "H"
+		case j.Spec.Begin > now || j.Reason == "BeginTime":
+			return "W"
+		}
+		return "Q"
+	case api.StateRunning:
+		return "R"
+	case api.StateSuspended:
+		return "S"
+	case api.StateCompleting:
+		return "E"
+	}
+	if torque {
+		return "C"
+	}
+	return "F"
+}
+
+// pbsDuration prints [H]H:MM:SS as PBS does ("%02ld:%02ld:%02ld").
+func pbsDuration(secs int64) string {
+	if secs < 0 {
+		secs = 0
+	}
+	return fmt.Sprintf("%02d:%02d:%02d", secs/3600, secs/60%60, secs%60)
+}
+
+// pbsCtime prints a time stamp as ctime(3) does, without its newline.
+func pbsCtime(u int64) string {
+	if u == 0 {
+		return ""
+	}
+	return time.Unix(u, 0).Format("Mon Jan _2 15:04:05 2006")
+}
+
+func (r *pbsRow) torque() bool { return r.s.torque() }
+
+func (r *pbsRow) started() bool { return r.StartTime != 0 }
+
+func (r *pbsRow) ncpus() int { return jobCPUs(r.Job) }
+
+func (r *pbsRow) nodect() int { return jobNodeCount(r.Job) }
+
+// pbsMemText is a size in PBS's form: kb, mb or gb, the largest exact unit.
+func pbsMemText(mb int64) string {
+	switch {
+	case mb == 0:
+		return ""
+	case mb%1024 == 0:
+		return strconv.FormatInt(mb/1024, 10) + "gb"
+	}
+	return strconv.FormatInt(mb, 10) + "mb"
+}
+
+// outPath is an output file as PBS shows it, host:path.
+func (r *pbsRow) outPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	host := r.Spec.SubmitHost
+	if host == "" {
+		host = r.s.server
+	}
+	return host + ":" + p
+}
+
+// variableList is Variable_List: the job's PBS_O_* variables (the whole
+// environment is listed only to the owner, with -f).
+func (r *pbsRow) variableList() string {
+	var out []string
+	for _, kv := range r.Spec.Env {
+		if strings.HasPrefix(kv, "PBS_O_") {
+			out = append(out, kv)
+		}
+	}
+	if len(out) == 0 && r.Spec.WorkDir != "" {
+		out = append(out, "PBS_O_WORKDIR="+r.Spec.WorkDir)
+	}
+	return strings.Join(out, ",")
+}
+
+func (r *pbsRow) execHost() string {
+	if len(r.Nodes) == 0 {
+		return ""
+	}
+	per := max(r.ncpus()/len(r.Nodes), 1)
+	parts := make([]string, len(r.Nodes))
+	for i, n := range r.Nodes {
+		if r.torque() {
+			if per == 1 {
+				parts[i] = n + "/0"
+			} else {
+				parts[i] = n + "/0-" + strconv.Itoa(per-1)
+			}
+		} else {
+			parts[i] = n + "/0*" + strconv.Itoa(per)
+		}
+	}
+	return strings.Join(parts, "+")
+}
+
+func (r *pbsRow) walltimeUsed(c *listing.Ctx) string {
+	if !r.started() {
+		return ""
+	}
+	return pbsDuration(timeUsed(r.Job, c.NowUnix))
+}
+
+func (r *pbsRow) exitStatus() string {
+	if !r.State.Finished() || r.StartTime == 0 {
+		return "" // a job that never ran has no exit status
+	}
+	switch {
+	case r.State == api.StateTimeout && r.torque():
+		return "-11" // JOB_EXEC_OVERLIMIT_WT
+	case r.State == api.StateTimeout:
+		return "-29" // JOB_EXEC_KILL_WALLTIME
+	case r.Signal != 0:
+		return strconv.Itoa(256 + r.Signal) // both PBS: 256 + the signal
+	}
+	return strconv.Itoa(r.ExitCode)
+}
+
+func rv(f func(r *pbsRow) string) func(*listing.Ctx, *pbsRow) string {
+	return func(_ *listing.Ctx, r *pbsRow) string { return f(r) }
+}
+
+func rvc(f func(c *listing.Ctx, r *pbsRow) string) func(*listing.Ctx, *pbsRow) string { return f }
+
+func ifStarted(f func(c *listing.Ctx, r *pbsRow) string) func(*listing.Ctx, *pbsRow) string {
+	return func(c *listing.Ctx, r *pbsRow) string {
+		if !r.started() {
+			return ""
+		}
+		return f(c, r)
+	}
+}
+
+var (
+	pbsJobName   = rv(func(r *pbsRow) string { return r.Spec.Name })
+	pbsJobOwner  = rv(func(r *pbsRow) string { return r.User + "@" + orHost(r.Spec.SubmitHost, r.s.server) })
+	pbsJobState  = rvc(func(c *listing.Ctx, r *pbsRow) string { return pbsState(r.Job, r.torque(), c.NowUnix) })
+	pbsQueue     = rv(func(r *pbsRow) string { return r.Spec.Partition })
+	pbsServer    = rv(func(r *pbsRow) string { return r.s.server })
+	pbsCtimeV    = rv(func(r *pbsRow) string { return pbsCtime(r.SubmitTime) })
+	pbsMtime     = rvc(func(c *listing.Ctx, r *pbsRow) string { return pbsCtime(max(r.SubmitTime, r.StartTime, r.EndTime)) })
+	pbsErrorPath = rv(func(r *pbsRow) string {
+		if r.StderrPath == "" {
+			return r.outPath(r.StdoutPath)
+		}
+		return r.outPath(r.StderrPath)
+	})
+	pbsOutputPath = rv(func(r *pbsRow) string { return r.outPath(r.StdoutPath) })
+	pbsHoldTypes  = rv(func(r *pbsRow) string {
+		switch r.Reason {
+		case "JobHeldUser":
+			return "u"
+		case "JobHeldAdmin":
+			return "o"
+		}
+		return "n"
+	})
+	pbsJoinPath = rv(func(r *pbsRow) string {
+		if r.Spec.Stderr == "" {
+			return "oe"
+		}
+		return "n"
+	})
+	pbsRerunable = rv(func(r *pbsRow) string {
+		if r.Spec.NoRequeue {
+			return "False"
+		}
+		return "True"
+	})
+	pbsWalltimeReq = rv(func(r *pbsRow) string {
+		if r.Spec.TimeLimit <= 0 {
+			return ""
+		}
+		return pbsDuration(r.Spec.TimeLimit)
+	})
+	pbsMemReq = rv(func(r *pbsRow) string { return pbsMemText(r.Spec.MemMB * int64(r.nodect())) })
+	pbsNcpus  = rv(func(r *pbsRow) string { return strconv.Itoa(r.ncpus()) })
+	pbsNodect = rv(func(r *pbsRow) string { return strconv.Itoa(r.nodect()) })
+	pbsSelect = rv(func(r *pbsRow) string {
+		n := r.nodect()
+		return strconv.Itoa(n) + ":ncpus=" + strconv.Itoa(max(r.ncpus()/n, 1))
+	})
+	pbsPlace = rv(func(r *pbsRow) string {
+		if r.nodect() > 1 {
+			return "scatter"
+		}
+		return "pack"
+	})
+	pbsStime     = rv(func(r *pbsRow) string { return pbsCtime(r.StartTime) })
+	pbsEtime     = rv(func(r *pbsRow) string { return pbsCtime(max(r.SubmitTime, r.EligibleTime)) })
+	pbsExecHost  = rv(func(r *pbsRow) string { return r.execHost() })
+	pbsExecVnode = rv(func(r *pbsRow) string {
+		if len(r.Nodes) == 0 {
+			return ""
+		}
+		per := max(r.ncpus()/len(r.Nodes), 1)
+		parts := make([]string, len(r.Nodes))
+		for i, n := range r.Nodes {
+			parts[i] = "(" + n + ":ncpus=" + strconv.Itoa(per) + ")"
+		}
+		return strings.Join(parts, "+")
+	})
+	pbsSubstate = rv(func(r *pbsRow) string {
+		// OP job substates: 10 queued, 20 held, 30 waiting, 42 running,
+		// 43 suspended, 50 exiting, 92 finished.
+		switch pbsState(r.Job, false, 0) {
+		case "Q":
+			return "10"
+		case "H":
+			return "20"
+		case "W":
+			return "30"
+		case "R":
+			return "42"
+		case "S":
+			return "43"
+		case "E":
+			return "50"
+		}
+		return "92"
+	})
+	pbsComment = rvc(func(c *listing.Ctx, r *pbsRow) string {
+		switch {
+		case r.State.Finished() && r.StartTime != 0:
+			return "Job run at " + pbsCtime(r.StartTime) + " on " + pbsExecVnode(c, r) + " and finished"
+		case r.StartTime != 0:
+			return "Job run at " + pbsCtime(r.StartTime) + " on " + pbsExecVnode(c, r)
+		case r.State == api.StatePending && r.Reason != "" && r.Reason != "None":
+			return "Not Running: " + r.Reason
+		}
+		return ""
+	})
+	pbsExit       = rv(func(r *pbsRow) string { return r.exitStatus() })
+	pbsSubmitArgs = rv(func(r *pbsRow) string { return r.Spec.Command })
+	pbsSubmitHost = rv(func(r *pbsRow) string { return orHost(r.Spec.SubmitHost, r.s.server) })
+	pbsRunCount   = rv(func(r *pbsRow) string {
+		if !r.started() {
+			return "0"
+		}
+		return strconv.Itoa(r.Restarts + 1)
+	})
+	pbsHistory = rv(func(r *pbsRow) string {
+		if !r.State.Finished() || r.EndTime == 0 {
+			return ""
+		}
+		return strconv.FormatInt(r.EndTime, 10)
+	})
+	pbsCput      = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return "00:00:00" })
+	pbsZeroKB    = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return "0kb" })
+	pbsUsedNcpus = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return strconv.Itoa(r.ncpus()) })
+	pbsUsedWall  = rvc(func(c *listing.Ctx, r *pbsRow) string { return r.walltimeUsed(c) })
+	pbsZero      = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return "0" })
+	pbsConst     = func(v string) func(*listing.Ctx, *pbsRow) string { return rv(func(*pbsRow) string { return v }) }
+	pbsJobDir    = rv(func(r *pbsRow) string { return r.Spec.WorkDir })
+	pbsEgroup    = rv(func(r *pbsRow) string { return r.Group })
+	pbsEuser     = rv(func(r *pbsRow) string { return r.User })
+	pbsCompTime  = rv(func(r *pbsRow) string {
+		if !r.State.Finished() {
+			return ""
+		}
+		return pbsCtime(r.EndTime)
+	})
+	pbsStartCount = rv(func(r *pbsRow) string {
+		if !r.started() {
+			return ""
+		}
+		return strconv.Itoa(r.Restarts + 1)
+	})
+	pbsNodesReq = rv(func(r *pbsRow) string {
+		n := r.nodect()
+		if r.Spec.PBS != nil && r.Spec.PBS.PPN > 0 {
+			return strconv.Itoa(n) + ":ppn=" + strconv.Itoa(r.Spec.PBS.PPN)
+		}
+		if per := r.ncpus() / n; per > 1 {
+			return strconv.Itoa(n) + ":ppn=" + strconv.Itoa(per)
+		}
+		return strconv.Itoa(n)
+	})
+	pbsInitDir = rv(func(r *pbsRow) string { return r.Spec.WorkDir })
+)
+
+func orHost(h, server string) string {
+	if h == "" {
+		return server
+	}
+	return h
+}
+
+// openpbsJobAttrs are OpenPBS's job attributes in the order its qstat -f
+// prints them (OP:src/cmds/qstat.c display_statjob over the server's
+// attribute order); an empty value is an attribute the job does not have.
+var openpbsJobAttrs = listing.NewTable([]listing.Field[pbsRow]{
+	{Names: []string{"Job_Name"}, Value: pbsJobName},
+	{Names: []string{"Job_Owner"}, Value: pbsJobOwner},
+	{Names: []string{"resources_used.cpupercent"}, Value: pbsZero},
+	{Names: []string{"resources_used.cput"}, Value: pbsCput},
+	{Names: []string{"resources_used.mem"}, Value: pbsZeroKB},
+	{Names: []string{"resources_used.ncpus"}, Value: pbsUsedNcpus},
+	{Names: []string{"resources_used.vmem"}, Value: pbsZeroKB},
+	{Names: []string{"resources_used.walltime"}, Value: pbsUsedWall},
+	{Names: []string{"job_state"}, Value: pbsJobState},
+	{Names: []string{"queue"}, Value: pbsQueue},
+	{Names: []string{"server"}, Value: pbsServer},
+	{Names: []string{"Checkpoint"}, Value: pbsConst("u")},
+	{Names: []string{"ctime"}, Value: pbsCtimeV},
+	{Names: []string{"Error_Path"}, Value: pbsErrorPath},
+	{Names: []string{"exec_host"}, Value: pbsExecHost},
+	{Names: []string{"exec_vnode"}, Value: pbsExecVnode},
+	{Names: []string{"Hold_Types"}, Value: pbsHoldTypes},
+	{Names: []string{"Join_Path"}, Value: pbsJoinPath},
+	{Names: []string{"Keep_Files"}, Value: pbsConst("n")},
+	{Names: []string{"Mail_Points"}, Value: pbsConst("a")},
+	{Names: []string{"mtime"}, Value: pbsMtime},
+	{Names: []string{"Output_Path"}, Value: pbsOutputPath},
+	{Names: []string{"Priority"}, Value: pbsConst("0")},
+	{Names: []string{"qtime"}, Value: pbsCtimeV},
+	{Names: []string{"Rerunable"}, Value: pbsRerunable},
+	{Names: []string{"Resource_List.mem"}, Value: pbsMemReq},
+	{Names: []string{"Resource_List.ncpus"}, Value: pbsNcpus},
+	{Names: []string{"Resource_List.nodect"}, Value: pbsNodect},
+	{Names: []string{"Resource_List.place"}, Value: pbsPlace},
+	{Names: []string{"Resource_List.select"}, Value: pbsSelect},
+	{Names: []string{"Resource_List.walltime"}, Value: pbsWalltimeReq},
+	{Names: []string{"stime"}, Value: pbsStime},
+	{Names: []string{"jobdir"}, Value: pbsJobDir},
+	{Names: []string{"substate"}, Value: pbsSubstate},
+	{Names: []string{"Variable_List"}, Value: pbsVariableList},
+	{Names: []string{"comment"}, Value: pbsComment},
+	{Names: []string{"etime"}, Value: pbsEtime},
+	{Names: []string{"run_count"}, Value: pbsRunCount},
+	{Names: []string{"Exit_status"}, Value: pbsExit},
+	{Names: []string{"Submit_arguments"}, Value: pbsSubmitArgs},
+	{Names: []string{"history_timestamp"}, Value: pbsHistory},
+	{Names: []string{"project"}, Value: pbsConst("_pbs_project_default")},
+	{Names: []string{"Submit_Host"}, Value: pbsSubmitHost},
+})
+
+var pbsVariableList = rv(func(r *pbsRow) string { return r.variableList() })
+
+// torqueJobAttrs are Torque's, in its qstat -f order (TQ:src/cmds/qstat.c
+// display_full_job over pbs_server's job attribute order).
+var torqueJobAttrs = listing.NewTable([]listing.Field[pbsRow]{
+	{Names: []string{"Job_Name"}, Value: pbsJobName},
+	{Names: []string{"Job_Owner"}, Value: pbsJobOwner},
+	{Names: []string{"resources_used.cput"}, Value: pbsCput},
+	{Names: []string{"resources_used.energy_used"}, Value: pbsZero},
+	{Names: []string{"resources_used.mem"}, Value: pbsZeroKB},
+	{Names: []string{"resources_used.vmem"}, Value: pbsZeroKB},
+	{Names: []string{"resources_used.walltime"}, Value: pbsUsedWall},
+	{Names: []string{"job_state"}, Value: pbsJobState},
+	{Names: []string{"queue"}, Value: pbsQueue},
+	{Names: []string{"server"}, Value: pbsServer},
+	{Names: []string{"Checkpoint"}, Value: pbsConst("u")},
+	{Names: []string{"ctime"}, Value: pbsCtimeV},
+	{Names: []string{"Error_Path"}, Value: pbsErrorPath},
+	{Names: []string{"exec_host"}, Value: pbsExecHost},
+	{Names: []string{"Hold_Types"}, Value: pbsHoldTypes},
+	{Names: []string{"Join_Path"}, Value: pbsJoinPath},
+	{Names: []string{"Keep_Files"}, Value: pbsConst("n")},
+	{Names: []string{"Mail_Points"}, Value: pbsConst("a")},
+	{Names: []string{"mtime"}, Value: pbsMtime},
+	{Names: []string{"Output_Path"}, Value: pbsOutputPath},
+	{Names: []string{"Priority"}, Value: pbsConst("0")},
+	{Names: []string{"qtime"}, Value: pbsCtimeV},
+	{Names: []string{"Rerunable"}, Value: pbsRerunable},
+	{Names: []string{"Resource_List.mem"}, Value: pbsMemReq},
+	{Names: []string{"Resource_List.nodect"}, Value: pbsNodect},
+	{Names: []string{"Resource_List.nodes"}, Value: pbsNodesReq},
+	{Names: []string{"Resource_List.walltime"}, Value: pbsWalltimeReq},
+	{Names: []string{"Variable_List"}, Value: pbsVariableList},
+	{Names: []string{"euser"}, Value: pbsEuser},
+	{Names: []string{"egroup"}, Value: pbsEgroup},
+	{Names: []string{"queue_type"}, Value: pbsConst("E")},
+	{Names: []string{"etime"}, Value: pbsEtime},
+	{Names: []string{"exit_status"}, Value: pbsExit},
+	{Names: []string{"submit_args"}, Value: pbsSubmitArgs},
+	{Names: []string{"start_time"}, Value: pbsStime},
+	{Names: []string{"start_count"}, Value: pbsStartCount},
+	{Names: []string{"fault_tolerant"}, Value: pbsConst("False")},
+	{Names: []string{"comp_time"}, Value: pbsCompTime},
+	{Names: []string{"job_radix"}, Value: pbsConst("0")},
+	{Names: []string{"submit_host"}, Value: pbsSubmitHost},
+	{Names: []string{"init_work_dir"}, Value: pbsInitDir},
+})
+
+// pbsTimeUse is the "Time Use" column: CPU time, which hora does not
+// measure: 0 until the job runs, then 00:00:00 (OP prints "0" when the
+// server has no resources_used.cput yet).
+func pbsTimeUse(r *pbsRow) string {
+	if !r.started() {
+		return "0"
+	}
+	return "00:00:00"
+}
+
+// qstatOpts are qstat's options (OP GETOPT_ARGS "ainpqrstwxu:fGHJMQEBW:T1F:D:",
+// TQ "acCeE:filn1pqrstu:xGMQRBW:").
+func qstatOpts(torque bool) []sbatch.Opt {
+	spec := "ainpqrstwxu:fGHJMQEBW:T1F:D:"
+	if torque {
+		spec = "acCeE:filn1pqrstu:xGMQRBW:"
+	}
+	var o []sbatch.Opt
+	for i := 0; i < len(spec); i++ {
+		op := sbatch.Opt{Short: rune(spec[i]), Key: string(spec[i])}
+		if i+1 < len(spec) && spec[i+1] == ':' {
+			op.Arg = sbatch.RequiredArg
+			i++
+		}
+		o = append(o, op)
+	}
+	return o
+}
+
+const openpbsQstatUsage = "usage: \n" +
+	"qstat [-f] [-J] [-p] [-t] [-x] [-E] [-F format | -w] [-D delim] [ job_identifier... | destination... ]\n" +
+	"qstat [-a|-i|-r|-H|-T] [-J] [-t] [-u user] [-n] [-s] [-G|-M] [-1] [-w]\n" +
+	"\t[ job_identifier... | destination... ]\n" +
+	"qstat -Q [-f] [-F format] [-D delim] [ destination... ]\n" +
+	"qstat -q [-G|-M] [ destination... ]\n" +
+	"qstat -B [-f] [-F format] [-D delim] [ server_name... ]\n" +
+	"       qstat --version\n"
+
+const torqueQstatUsage = "usage: \n" +
+	"                          qstat [-f [-1]] [-W site_specific] [-x] [ job_identifier... | destination... ]\n" +
+	"                          qstat [-a|-i|-r|-e] [-u user] [-n [-1]] [-s] [-t] [-G|-M] [-R] [job_id... | destination...]\n" +
+	"                          qstat -Q [-f [-1]] [-W site_specific] [ destination... ]\n" +
+	"                          qstat -q [-G|-M] [ destination... ]\n" +
+	"                          qstat -B [-f [-1]] [-W site_specific] [ server_name... ]\n" +
+	"                          qstat -t\n"
+
+// qstatMain lists jobs, queues or the server as the flavour's qstat does.
+func qstatMain(ctx context.Context, env *Env, args []string) int {
+	for _, a := range args {
+		if a == "--version" {
+			fmt.Fprintln(env.Stdout, "pbs_version = "+pbsVersion)
+			return 0
+		}
+	}
+	s, code := pbsConnect(ctx, env)
+	if s == nil {
+		return code
+	}
+	torque := s.torque()
+	usage := openpbsQstatUsage
+	if torque {
+		usage = torqueQstatUsage
+	}
+	p, err := sbatch.Getopt(qstatOpts(torque), args, false)
+	if err != nil {
+		var ue *sbatch.UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(env.Stderr, "qstat: %s\n", ue.Msg)
+		}
+		fmt.Fprint(env.Stderr, usage)
+		return 2
+	}
+	has := func(k string) bool { _, ok := p.Last(k); return ok }
+	format := ""
+	if v, ok := p.Last("F"); ok {
+		format = strings.ToLower(v.Val)
+		if format != "json" && format != "dsv" {
+			fmt.Fprintf(env.Stderr, "qstat: invalid output format\n")
+			fmt.Fprint(env.Stderr, usage)
+			return 2
+		}
+	}
+	if torque && has("x") {
+		fmt.Fprintln(env.Stderr, "qstat: hora does not produce Torque's XML output (-x)")
+		return 2
+	}
+	ctx = ctxOrBackground(ctx)
+	w := bufio.NewWriterSize(env.Stdout, 64<<10)
+	defer w.Flush()
+	switch {
+	case has("Q") || has("q"):
+		return qstatQueues(ctx, env, w, s, p.Args, has("f"))
+	case has("B"):
+		return qstatServer(ctx, env, w, s, has("f"))
+	}
+
+	history := !torque && (has("x") || has("H"))
+	var users []string
+	if v, ok := p.Last("u"); ok {
+		users = splitList(v.Val)
+	}
+	// Operands: job ids (they start with a digit) or destinations.
+	var ids []int64
+	var queues []string
+	type operand struct {
+		text string
+		seq  int64
+	}
+	var named []operand
+	for _, a := range p.Args {
+		if a != "" && a[0] >= '0' && a[0] <= '9' {
+			seq, ok := parsePBSJobID(a)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "qstat: illegally formed job identifier: %s\n", a)
+				w.Flush()
+				return 1
+			}
+			ids = append(ids, seq)
+			named = append(named, operand{a, seq})
+			continue
+		}
+		q, _, _ := strings.Cut(a, "@")
+		if q != "" {
+			queues = append(queues, q)
+		}
+	}
+	filter := api.JobFilter{IDs: ids, Users: users, Partitions: queues, All: torque || history || len(ids) > 0,
+		History: history || len(ids) > 0, Full: has("f")}
+	jobs, err := s.cl.Jobs(ctx, filter)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "qstat: %s\n", apiErrText(err))
+		return 1
+	}
+	now := nowFunc()
+	c := newPBSCtx()
+	status := 0
+	// Which jobs show: active ones; finished ones under -x/-H (OpenPBS) or
+	// while remembered (Torque's C, kept keep_completed = min_job_age_s).
+	shown := func(j *api.Job) bool {
+		if has("H") && !j.State.Finished() {
+			return false
+		}
+		if has("i") && (j.State == api.StateRunning || j.State == api.StateSuspended) {
+			return false
+		}
+		if has("r") && j.State != api.StateRunning && j.State != api.StateSuspended {
+			return false
+		}
+		if !j.State.Finished() {
+			return true
+		}
+		if torque {
+			return j.EndTime == 0 || now.Unix()-j.EndTime < int64(pbsKeepCompleted)
+		}
+		return history
+	}
+	var rows []pbsRow
+	byID := map[int64]*api.Job{}
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
+	}
+	errno := 0
+	if len(named) > 0 {
+		for _, o := range named {
+			j := byID[o.seq]
+			full := s.jobID(o.seq)
+			switch {
+			case j == nil || (torque && !shown(j) && j.State.Finished()):
+				fmt.Fprint(env.Stderr, "qstat: "+pbsErrText(s.flavour, sbatch.PBSEUnkJobID)+" "+full+"\n")
+				errno = sbatch.PBSEUnkJobID
+			case !torque && j.State.Finished() && !history:
+				fmt.Fprintf(env.Stderr, "qstat: %s Job has finished, use -x or -H to obtain historical job information\n", full)
+				errno = sbatch.PBSEHistJobID
+			case shown(j):
+				rows = append(rows, pbsRow{j, s})
+			}
+		}
+	} else {
+		for i := range jobs {
+			if shown(&jobs[i]) {
+				rows = append(rows, pbsRow{&jobs[i], s})
+			}
+		}
+		slices.SortFunc(rows, func(a, b pbsRow) int { return int(a.ID - b.ID) })
+	}
+	if errno != 0 {
+		status = sbatch.PBSExit(errno)
+	}
+	alt := has("a") || has("n") || has("s") || has("i") || has("r") || has("H") || has("u") || has("G") || has("M") || has("T")
+	switch {
+	case has("f") && format == "json":
+		writeQstatJSON(w, s, rows, c, now)
+	case has("f"):
+		writeQstatFull(w, s, rows, c, format == "dsv", delimiter(p), has("w") || (torque && has("1")))
+	case alt:
+		writeQstatAlt(w, s, rows, c, has("w"), has("n"), has("s"), has("1"))
+	default:
+		writeQstatDefault(w, s, rows, c, has("w"), has("p"))
+	}
+	return status
+}
+
+// newPBSCtx is the listing context of the PBS commands: the clock and
+// PBS's HH:MM:SS durations.
+func newPBSCtx() *listing.Ctx { return listing.NewCtx(nowFunc(), "", pbsDuration) }
+
+// pbsKeepCompleted is how long Torque's qstat shows a finished job (C):
+// horad remembers finished jobs for min_job_age_s (300 s by default),
+// which plays keep_completed's part.
+var pbsKeepCompleted = 300
+
+func delimiter(p *sbatch.Parsed) string {
+	if v, ok := p.Last("D"); ok {
+		return v.Val
+	}
+	return "|"
+}
+
+// writeQstatDefault is the default table (OP display_statjob,
+// "%-17s %-16s %-16s  %8s %1s %-16s"; TQ "%-26s %-16s %-15s %8s %1s %-15s").
+func writeQstatDefault(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, wide, percent bool) {
+	var b []byte
+	if len(rows) > 0 || s.torque() {
+		if s.torque() {
+			if len(rows) > 0 {
+				b = append(b, "Job ID                    Name             User            Time Use S Queue\n"+
+					"------------------------- ---------------- --------------- -------- - -----\n"...)
+			}
+		} else {
+			switch {
+			case wide && percent:
+				b = append(b, "Job id                         Name            User             % done  S Queue\n"+
+					"-----------------------------  --------------- ---------------  -------- - ---------------\n"...)
+			case wide:
+				b = append(b, "Job id                         Name            User             Time Use S Queue\n"+
+					"-----------------------------  --------------- ---------------  -------- - ---------------\n"...)
+			case percent:
+				b = append(b, "Job id            Name             User               % done  S Queue\n"+
+					"----------------  ---------------- ----------------  -------- - -----\n"...)
+			default:
+				b = append(b, "Job id            Name             User              Time Use S Queue\n"+
+					"----------------  ---------------- ----------------  -------- - -----\n"...)
+			}
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		id := s.jobID(r.ID)
+		name := r.Spec.Name
+		timeu := pbsTimeUse(r)
+		if percent {
+			timeu = pbsPercent(r, c)
+		}
+		st := pbsState(r.Job, s.torque(), c.NowUnix)
+		if s.torque() {
+			if len(name) > 16 {
+				name = torqueShortName(name)
+			}
+			b = listing.AppendCol(b, id, listing.Column{Width: 26})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, name, listing.Column{Width: 16})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, r.User, listing.Column{Width: 15, Trunc: true})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, timeu, listing.Column{Width: 8, Right: true, Trunc: true})
+			b = append(b, ' ')
+			b = append(b, st...)
+			b = append(b, ' ')
+			b = listing.AppendCol(b, r.Spec.Partition, listing.Column{Width: 15, Trunc: true})
+			b = append(b, '\n')
+			continue
+		}
+		idW, nameW, userW, queueW := 17, 16, 16, 16
+		if wide {
+			idW, nameW, userW, queueW = 30, 15, 15, 15
+		}
+		// OP cuts the id after the first part of the server name.
+		if k := strings.IndexByte(id, '.'); k >= 0 {
+			if k2 := strings.IndexByte(id[k+1:], '.'); k2 >= 0 {
+				id = id[:k+1+k2]
+			}
+		}
+		if len(name) >= nameW {
+			name = name[:nameW-1] + "*"
+		}
+		b = listing.AppendCol(b, id, listing.Column{Width: idW, Trunc: true, Mark: '*'})
+		b = append(b, ' ')
+		b = listing.AppendCol(b, name, listing.Column{Width: nameW})
+		b = append(b, ' ')
+		b = listing.AppendCol(b, r.User, listing.Column{Width: userW, Trunc: true, Mark: '*'})
+		b = append(b, ' ', ' ')
+		b = listing.AppendCol(b, timeu, listing.Column{Width: 8, Right: true, Trunc: true, Mark: '*'})
+		b = append(b, ' ')
+		b = append(b, st...)
+		b = append(b, ' ')
+		b = listing.AppendCol(b, r.Spec.Partition, listing.Column{Width: queueW, Trunc: true, Mark: '*'})
+		b = append(b, '\n')
+	}
+	w.Write(b)
+}
+
+// torqueShortName is Torque's cut of a long job name: "..." and its tail,
+// from a '/' when there is one (TQ get_summary_attributes).
+func torqueShortName(name string) string {
+	cut := len(name) - 16 + 3
+	tail := name[cut:]
+	if k := strings.IndexByte(tail, '/'); k >= 0 {
+		tail = tail[k:]
+	}
+	out := "..." + tail
+	if len(out) > 16 {
+		out = out[:16]
+	}
+	return out
+}
+
+// pbsPercent is qstat -p: the share of the walltime used.
+func pbsPercent(r *pbsRow, c *listing.Ctx) string {
+	if !r.started() || r.Spec.TimeLimit <= 0 {
+		return "--"
+	}
+	return strconv.FormatInt(min(timeUsed(r.Job, c.NowUnix)*100/r.Spec.TimeLimit, 100), 10)
+}
+
+// writeQstatAlt is the alternate table of -a -n -s -u -i -r -H
+// (OP altdsp_statjob).
+func writeQstatAlt(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, wide, nodes, comments, oneLine bool) {
+	var b []byte
+	if s.torque() {
+		b = append(b, "\n"+s.server+": \n"...)
+		b = append(b, "                                                                                  Req'd       Req'd       Elap\n"+
+			"Job ID                  Username    Queue    Jobname          SessID  NDS   TSK   Memory      Time    S   Time\n"+
+			"----------------------- ----------- -------- ---------------- ------ ----- ------ --------- --------- - ---------\n"...)
+	} else if len(rows) > 0 {
+		b = append(b, "\n"+s.server+": \n"...)
+		if wide {
+			b = listing.AppendSpaces(b, 30+1+15+1+15+1+15+1+8+1+4+1+5+1)
+			b = append(b, "Req'd  Req'd   Elap\n"...)
+			b = append(b, "Job ID                         Username        Queue           Jobname         SessID   NDS  TSK   Memory Time  S Time\n"...)
+			b = append(b, "------------------------------ --------------- --------------- --------------- -------- ---- ----- ------ ----- - -----\n"...)
+		} else {
+			b = listing.AppendSpaces(b, 60)
+			b = append(b, "Req'd  Req'd   Elap\n"...)
+			b = append(b, "Job ID          Username Queue    Jobname    SessID NDS TSK Memory Time  S Time\n"+
+				"--------------- -------- -------- ---------- ------ --- --- ------ ----- - -----\n"...)
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		st := pbsState(r.Job, s.torque(), c.NowUnix)
+		mem := pbsMemText(r.Spec.MemMB * int64(r.nodect()))
+		if mem == "" {
+			mem = "--"
+		}
+		req := pbsWalltimeReq(c, r)
+		if req == "" {
+			req = "--"
+		}
+		elap := r.walltimeUsed(c)
+		if elap == "" {
+			elap = "--"
+		}
+		if s.torque() {
+			b = listing.AppendCol(b, s.jobID(r.ID), listing.Column{Width: 23, Trunc: true})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, r.User, listing.Column{Width: 11, Trunc: true})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, r.Spec.Partition, listing.Column{Width: 8, Trunc: true})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, r.Spec.Name, listing.Column{Width: 16, Trunc: true})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, "--", listing.Column{Width: 6, Right: true})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, strconv.Itoa(r.nodect()), listing.Column{Width: 5, Right: true, Trunc: true})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, strconv.Itoa(r.ncpus()), listing.Column{Width: 5, Right: true, Trunc: true})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, mem, listing.Column{Width: 9, Right: true, Trunc: true})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, req, listing.Column{Width: 9, Right: true, Trunc: true})
+			b = append(b, ' ')
+			b = append(b, st...)
+			b = append(b, ' ')
+			b = listing.AppendCol(b, elap, listing.Column{Width: 9, Right: true, Trunc: true})
+		} else {
+			idW, userW, queueW, nameW, sessW, ndsW, tskW := 15, 8, 8, 10, 6, 3, 3
+			if wide {
+				idW, userW, queueW, nameW, sessW, ndsW, tskW = 30, 15, 15, 15, 8, 4, 5
+			}
+			mark := listing.Column{Trunc: true, Mark: '*'}
+			col := func(v string, width int, right bool) {
+				cc := mark
+				cc.Width, cc.Right = width, right
+				// "%-*.*s": cut by printf's precision after trunc_value's mark
+				b = listing.AppendCol(b, v, cc)
+				b = append(b, ' ')
+			}
+			col(s.jobID(r.ID), idW, false)
+			col(r.User, userW, false)
+			col(r.Spec.Partition, queueW, false)
+			col(r.Spec.Name, nameW, false)
+			col("--", sessW, true)
+			col(strconv.Itoa(r.nodect()), ndsW, true)
+			col(strconv.Itoa(r.ncpus()), tskW, true)
+			b = listing.AppendCol(b, mem, listing.Column{Width: 6, Right: true, Trunc: true})
+			b = append(b, ' ')
+			b = listing.AppendCol(b, req, listing.Column{Width: 5, Right: true, Trunc: true})
+			b = append(b, ' ')
+			b = append(b, st...)
+			b = append(b, ' ')
+			b = listing.AppendCol(b, elap, listing.Column{Width: 5, Right: true, Trunc: true})
+		}
+		if oneLine && nodes {
+			b = append(b, ' ')
+		} else {
+			b = append(b, '\n')
+		}
+		if nodes {
+			hosts := pbsExecHost(c, r)
+			switch {
+			case oneLine && hosts == "":
+				b = append(b, '\n')
+			case oneLine:
+				b = append(b, hosts+"\n"...)
+			case hosts != "":
+				b = append(b, "   "+hosts+"\n"...)
+			}
+		}
+		if comments {
+			if cm := pbsComment(c, r); cm != "" {
+				b = append(b, "   "+cm+"\n"...)
+			}
+		}
+	}
+	w.Write(b)
+}
+
+// writeQstatFull is -f: "Job Id: <id>", then "    name = value" lines,
+// long values folded at commas (OP/TQ prt_attr), a blank line after each
+// job; -F dsv prints name=value pairs joined by the delimiter.
+func writeQstatFull(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, dsv bool, delim string, oneLine bool) {
+	table, limit := openpbsJobAttrs, 78
+	if s.torque() {
+		table, limit = torqueJobAttrs, 77
+	}
+	var b []byte
+	var attrs []listing.Attr
+	for i := range rows {
+		r := &rows[i]
+		attrs = table.AppendAttrs(attrs[:0], c, r)
+		if dsv {
+			b = append(b, "Job Id: "+s.jobID(r.ID)+delim...)
+			for k, a := range attrs {
+				if k > 0 {
+					b = append(b, delim...)
+				}
+				b = append(b, a.Name+"="+escapeDelim(pbsAttrValue(a), delim)...)
+			}
+			b = append(b, '\n')
+			continue
+		}
+		b = append(b, "Job Id: "+s.jobID(r.ID)+"\n"...)
+		for _, a := range attrs {
+			v := pbsAttrValue(a)
+			if oneLine {
+				b = append(b, "    "+a.Name+" = "+v+"\n"...)
+			} else {
+				b = foldAttr(b, a.Name, v, limit)
+			}
+		}
+		b = append(b, '\n')
+		if len(b) > 32<<10 {
+			w.Write(b)
+			b = b[:0]
+		}
+	}
+	w.Write(b)
+}
+
+// pbsAttrValue is an attribute's printed value.
+func pbsAttrValue(a listing.Attr) string { return a.Value }
+
+func escapeDelim(v, delim string) string {
+	if delim == "" {
+		return v
+	}
+	return strings.ReplaceAll(v, delim, "\\"+delim)
+}
+
+// foldAttr appends "    name = value", folding the value as prt_attr does:
+// comma-separated pieces are kept on the line while they fit under the
+// limit; a piece that does not fit starts a tab-indented line (unless it is
+// the first) and is itself cut every limit characters.
+func foldAttr(b []byte, name, value string, limit int) []byte {
+	b = append(b, "    "+name+" = "...)
+	start := len(name) + 7
+	first := true
+	pieces := strings.Split(value, ",")
+	// strtok skips empty pieces.
+	kept := pieces[:0]
+	for _, p := range pieces {
+		if p != "" {
+			kept = append(kept, p)
+		}
+	}
+	for i, piece := range kept {
+		if len(piece)+start < limit {
+			b = append(b, piece...)
+			start += len(piece)
+		} else {
+			if !first {
+				b = append(b, "\n\t"...)
+				start = 9
+			}
+			for k := 0; k < len(piece); k++ {
+				b = append(b, piece[k])
+				start++
+				if start > limit {
+					start = 8
+					b = append(b, "\n\t"...)
+				}
+			}
+		}
+		if i+1 < len(kept) {
+			first = false
+			b = append(b, ',')
+		}
+	}
+	return append(b, '\n')
+}
+
+// writeQstatJSON is OpenPBS's -f -F json: cJSON's formatted print of
+// {"timestamp", "pbs_version", "pbs_server", "Jobs": {id: {attributes}}},
+// resources as nested objects, numeric values as numbers.
+func writeQstatJSON(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, now time.Time) {
+	j := &cjson{}
+	j.open()
+	j.num("timestamp", strconv.FormatInt(now.Unix(), 10))
+	j.str("pbs_version", pbsVersion)
+	j.str("pbs_server", s.server)
+	if len(rows) > 0 {
+		j.key("Jobs")
+		j.open()
+		var attrs []listing.Attr
+		for i := range rows {
+			r := &rows[i]
+			attrs = openpbsJobAttrs.AppendAttrs(attrs[:0], c, r)
+			j.key(s.jobID(r.ID))
+			j.open()
+			for k := 0; k < len(attrs); k++ {
+				name, res, isRes := strings.Cut(attrs[k].Name, ".")
+				if !isRes {
+					j.parsed(name, attrs[k].Value)
+					continue
+				}
+				j.key(name)
+				j.open()
+				j.parsed(res, attrs[k].Value)
+				for k+1 < len(attrs) && strings.HasPrefix(attrs[k+1].Name, name+".") {
+					k++
+					j.parsed(strings.TrimPrefix(attrs[k].Name, name+"."), attrs[k].Value)
+				}
+				j.close()
+			}
+			j.close()
+			if len(j.b) > 32<<10 {
+				w.Write(j.b)
+				j.b = j.b[:0]
+			}
+		}
+		j.close()
+	}
+	j.close()
+	j.b = append(j.b, '\n')
+	w.Write(j.b)
+}
+
+// cjson writes JSON the way cJSON_Print formats it: "{\n", members
+// indented by tabs as "\t\"key\":\tvalue", ",\n" between them, the closing
+// brace at the parent's depth.
+type cjson struct {
+	b     []byte
+	depth int
+	count []int
+}
+
+func (j *cjson) open() {
+	j.b = append(j.b, '{')
+	j.depth++
+	j.count = append(j.count, 0)
+}
+
+func (j *cjson) close() {
+	n := j.count[len(j.count)-1]
+	j.count = j.count[:len(j.count)-1]
+	j.depth--
+	j.b = append(j.b, '\n')
+	if n == 0 {
+		j.b = j.b[:len(j.b)-1]
+		j.b = append(j.b, '\n')
+	}
+	for range j.depth {
+		j.b = append(j.b, '\t')
+	}
+	j.b = append(j.b, '}')
+}
+
+func (j *cjson) key(k string) {
+	if j.count[len(j.count)-1] > 0 {
+		j.b = append(j.b, ',')
+	}
+	j.count[len(j.count)-1]++
+	j.b = append(j.b, '\n')
+	for range j.depth {
+		j.b = append(j.b, '\t')
+	}
+	j.b = api.AppendJSONString(j.b, k)
+	j.b = append(j.b, ':', '\t')
+}
+
+func (j *cjson) str(k, v string) {
+	j.key(k)
+	j.b = api.AppendJSONString(j.b, v)
+}
+
+func (j *cjson) num(k, v string) {
+	j.key(k)
+	j.b = append(j.b, v...)
+}
+
+// parsed is pbs_json_insert_parsed: a value that reads as a number is a
+// number, anything else a string.
+func (j *cjson) parsed(k, v string) {
+	if _, err := strconv.ParseFloat(v, 64); err == nil && v != "" && v[0] != '+' && !strings.ContainsAny(v, "xXinIN_") {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			j.num(k, strconv.FormatInt(n, 10))
+			return
+		}
+		j.num(k, v)
+		return
+	}
+	j.str(k, v)
+}
+
+// qstatQueues is -Q (and -q): each hora partition is a PBS queue.
+func qstatQueues(ctx context.Context, env *Env, w *bufio.Writer, s *pbsSession, names []string, full bool) int {
+	parts, err := s.cl.Partitions(ctx)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "qstat: %s\n", apiErrText(err))
+		return 1
+	}
+	jobs, err := s.cl.Jobs(ctx, api.JobFilter{})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "qstat: %s\n", apiErrText(err))
+		return 1
+	}
+	status := 0
+	var shown []api.Partition
+	if len(names) == 0 {
+		shown = parts
+	}
+	for _, n := range names {
+		q, _, _ := strings.Cut(n, "@")
+		k := slices.IndexFunc(parts, func(p api.Partition) bool { return p.Name == q })
+		if k < 0 {
+			fmt.Fprintf(env.Stderr, "qstat: Unknown queue %s\n", n)
+			status = sbatch.PBSExit(sbatch.PBSEUnkQue)
+			continue
+		}
+		shown = append(shown, parts[k])
+	}
+	now := nowFunc().Unix()
+	count := func(p string) map[string]int {
+		m := map[string]int{}
+		for i := range jobs {
+			if jobs[i].Spec.Partition == p {
+				m[pbsState(&jobs[i], false, now)]++
+				m["tot"]++
+			}
+		}
+		return m
+	}
+	var b []byte
+	if full {
+		for _, p := range shown {
+			m := count(p.Name)
+			b = append(b, "Queue: "+p.Name+"\n"...)
+			b = append(b, "    queue_type = Execution\n"...)
+			b = append(b, fmt.Sprintf("    total_jobs = %d\n", m["tot"])...)
+			b = append(b, fmt.Sprintf("    state_count = Transit:0 Queued:%d Held:%d Waiting:%d Running:%d Exiting:%d Begun:0 \n",
+				m["Q"], m["H"], m["W"], m["R"]+m["S"], m["E"])...)
+			if p.MaxTime > 0 {
+				b = append(b, "    resources_max.walltime = "+pbsDuration(p.MaxTime)+"\n"...)
+			}
+			if p.DefaultTime > 0 {
+				b = append(b, "    resources_default.walltime = "+pbsDuration(p.DefaultTime)+"\n"...)
+			}
+			b = append(b, "    enabled = "+pyBool(p.State != "down")+"\n"...)
+			b = append(b, "    started = "+pyBool(p.State != "down")+"\n\n"...)
+		}
+		w.Write(b)
+		return status
+	}
+	yes := func(up bool) string {
+		if up {
+			return "yes"
+		}
+		return "no"
+	}
+	if s.torque() {
+		b = append(b, "Queue            Max   Tot   Ena   Str   Que   Run   Hld   Wat   Trn   Ext T   Cpt\n"+
+			"---------------- --- ---- -- -- --- --- --- --- --- --- - ---\n"...)
+		for _, p := range shown {
+			m := count(p.Name)
+			b = append(b, fmt.Sprintf("%-16s %3s %4d %3s %3s %3d %3d %3d %3d %3d %3d %-1s %3d\n",
+				p.Name, "0", m["tot"], yes(p.State != "down"), yes(p.State != "down"),
+				m["Q"], m["R"]+m["S"], m["H"], m["W"], 0, m["E"], "E", 0)...)
+		}
+	} else if len(shown) > 0 {
+		b = append(b, "Queue              Max   Tot Ena Str   Que   Run   Hld   Wat   Trn   Ext Type\n"+
+			"---------------- ----- ----- --- --- ----- ----- ----- ----- ----- ----- ----\n"...)
+		for _, p := range shown {
+			m := count(p.Name)
+			name := p.Name
+			if len(name) > 16 {
+				name = name[:15] + "*"
+			}
+			b = append(b, fmt.Sprintf("%-16s %5s %5d %3s %3s %5d %5d %5d %5d %5d %5d %-4s\n",
+				name, "0", m["tot"], yes(p.State != "down"), yes(p.State != "down"),
+				m["Q"], m["R"]+m["S"], m["H"], m["W"], 0, m["E"], "Exec")...)
+		}
+	}
+	w.Write(b)
+	return status
+}
+
+func pyBool(v bool) string {
+	if v {
+		return "True"
+	}
+	return "False"
+}
+
+// qstatServer is -B: the one server.
+func qstatServer(ctx context.Context, env *Env, w *bufio.Writer, s *pbsSession, full bool) int {
+	jobs, err := s.cl.Jobs(ctx, api.JobFilter{})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "qstat: %s\n", apiErrText(err))
+		return 1
+	}
+	now := nowFunc().Unix()
+	m := map[string]int{}
+	for i := range jobs {
+		m[pbsState(&jobs[i], false, now)]++
+	}
+	if full {
+		fmt.Fprintf(w, "Server: %s\n    server_state = Active\n    server_host = %s\n    total_jobs = %d\n"+
+			"    state_count = Transit:0 Queued:%d Held:%d Waiting:%d Running:%d Exiting:%d Begun:0 \n"+
+			"    pbs_version = %s\n\n", s.server, s.server, len(jobs), m["Q"], m["H"], m["W"], m["R"]+m["S"], m["E"], pbsVersion)
+		return 0
+	}
+	fmt.Fprint(w, "Server             Max   Tot   Que   Run   Hld   Wat   Trn   Ext Status\n"+
+		"---------------- ----- ----- ----- ----- ----- ----- ----- ----- -----------\n")
+	fmt.Fprintf(w, "%-16s %5s %5d %5d %5d %5d %5d %5d %5d %-10s\n", s.server, "0", len(jobs),
+		m["Q"], m["R"]+m["S"], m["H"], m["W"], 0, m["E"], "Active")
+	return 0
+}
+
+// qselectMain prints the ids of the jobs that match (OP qselect.1B): -u
+// users, -s states, -N name, -q queue, -l resource comparisons, -x for
+// finished ones; one id a line.
+func qselectMain(ctx context.Context, env *Env, args []string) int {
+	opts := []sbatch.Opt{{Short: 'u', Arg: sbatch.RequiredArg, Key: "u"}, {Short: 's', Arg: sbatch.RequiredArg, Key: "s"},
+		{Short: 'N', Arg: sbatch.RequiredArg, Key: "N"}, {Short: 'q', Arg: sbatch.RequiredArg, Key: "q"},
+		{Short: 'l', Arg: sbatch.RequiredArg, Key: "l"}, {Short: 'x', Key: "x"}, {Short: 'H', Key: "H"},
+		{Short: 'A', Arg: sbatch.RequiredArg, Key: "A"}, {Short: 'h', Arg: sbatch.RequiredArg, Key: "h"},
+		{Short: 'T', Key: "T"}, {Short: 'J', Key: "J"}, {Short: 't', Key: "t"}, {Short: 'r', Arg: sbatch.RequiredArg, Key: "r"}}
+	for _, a := range args {
+		if a == "--version" {
+			fmt.Fprintln(env.Stdout, "pbs_version = "+pbsVersion)
+			return 0
+		}
+	}
+	p, err := sbatch.Getopt(opts, args, false)
+	usage := "usage: qselect [-a [op]date_time] [-A account_string] [-c [op]interval] [-h hold_list]\n" +
+		"\t[-H] [-J] [-l resource_list] [-N name] [-p [op]priority] [-q destination]\n" +
+		"\t[-r y|n] [-s states] [-t [op]date_time] [-T] [-u user_name] [-x]\n" +
+		"       qselect --version\n"
+	if err != nil || len(p.Args) > 0 {
+		var ue *sbatch.UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(env.Stderr, "qselect: %s\n", ue.Msg)
+		}
+		fmt.Fprint(env.Stderr, usage)
+		return 2
+	}
+	states := ""
+	if v, ok := p.Last("s"); ok {
+		for _, ch := range v.Val {
+			if !strings.ContainsRune("BEFHMQRSTUWXC", ch) {
+				fmt.Fprintln(env.Stderr, "qselect: illegal -s value")
+				fmt.Fprint(env.Stderr, usage)
+				return 2
+			}
+		}
+		states = v.Val
+	}
+	var lims []resLimit
+	if v, ok := p.Last("l"); ok {
+		l, ok := parseSelectResources(v.Val)
+		if !ok {
+			fmt.Fprintln(env.Stderr, "qselect: illegal -l value")
+			fmt.Fprint(env.Stderr, usage)
+			return 2
+		}
+		lims = l
+	}
+	s, code := pbsConnect(ctx, env)
+	if s == nil {
+		return code
+	}
+	f := api.JobFilter{}
+	if v, ok := p.Last("u"); ok {
+		f.Users = splitList(v.Val)
+	}
+	if v, ok := p.Last("N"); ok {
+		f.Names = []string{v.Val}
+	}
+	if v, ok := p.Last("q"); ok {
+		q, _, _ := strings.Cut(v.Val, "@")
+		f.Partitions = []string{q}
+	}
+	_, hist := p.Last("x")
+	if _, ok := p.Last("H"); ok {
+		hist = true
+	}
+	f.All, f.History = hist || s.torque(), hist
+	jobs, err := s.cl.Jobs(ctxOrBackground(ctx), f)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "qselect: %s\n", apiErrText(err))
+		return 1
+	}
+	return writeQselect(env.Stdout, s, jobs, states, lims, hist, p, nowFunc())
+}
+
+// writeQselect filters and prints; split out for the benchmark.
+func writeQselect(out io.Writer, s *pbsSession, jobs []api.Job, states string, lims []resLimit, hist bool, p *sbatch.Parsed, now time.Time) int {
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer w.Flush()
+	torque := s.torque()
+	acct, hasAcct := "", false
+	if p != nil {
+		if v, ok := p.Last("A"); ok {
+			acct, hasAcct = v.Val, true
+		}
+	}
+	c := listing.NewCtx(now, "", pbsDuration)
+	nowU := now.Unix()
+	var b []byte
+	suffix := "." + s.server
+	for i := range jobs {
+		j := &jobs[i]
+		st := pbsState(j, torque, nowU)
+		if j.State.Finished() && !hist && !(torque && nowU-j.EndTime < int64(pbsKeepCompleted)) {
+			continue
+		}
+		if states != "" && !strings.Contains(states, st) {
+			continue
+		}
+		if hasAcct && j.Spec.Account != acct {
+			continue
+		}
+		if !matchLimits(&pbsRow{j, s}, c, lims) {
+			continue
+		}
+		b = strconv.AppendInt(b, j.ID, 10)
+		b = append(b, suffix...)
+		b = append(b, '\n')
+		if len(b) > 32<<10 {
+			w.Write(b)
+			b = b[:0]
+		}
+	}
+	w.Write(b)
+	return 0
+}
+
+// resLimit is one qselect -l comparison: resource.op.value with op one of
+// eq ne lt le gt ge (OP qselect.1B).
+type resLimit struct {
+	name, op string
+	val      int64
+}
+
+func parseSelectResources(s string) ([]resLimit, bool) {
+	var out []resLimit
+	for _, item := range strings.Split(s, ",") {
+		parts := strings.SplitN(item, ".", 3)
+		if len(parts) != 3 {
+			return nil, false
+		}
+		switch parts[1] {
+		case "eq", "ne", "lt", "le", "gt", "ge":
+		default:
+			return nil, false
+		}
+		var v int64
+		var err error
+		switch parts[0] {
+		case "walltime", "cput":
+			v, err = sbatch.ParsePBSDuration(parts[2])
+		case "ncpus", "nodect":
+			v, err = strconv.ParseInt(parts[2], 10, 64)
+		default:
+			return nil, false
+		}
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, resLimit{parts[0], parts[1], v})
+	}
+	return out, true
+}
+
+func matchLimits(r *pbsRow, c *listing.Ctx, lims []resLimit) bool {
+	for _, l := range lims {
+		var have int64
+		switch l.name {
+		case "walltime", "cput":
+			have = r.Spec.TimeLimit
+		case "ncpus":
+			have = int64(r.ncpus())
+		case "nodect":
+			have = int64(r.nodect())
+		}
+		ok := false
+		switch l.op {
+		case "eq":
+			ok = have == l.val
+		case "ne":
+			ok = have != l.val
+		case "lt":
+			ok = have < l.val
+		case "le":
+			ok = have <= l.val
+		case "gt":
+			ok = have > l.val
+		case "ge":
+			ok = have >= l.val
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
