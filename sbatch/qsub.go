@@ -262,7 +262,8 @@ func BuildQsubSpec(in QsubInput) (*api.JobSpec, *QsubFlags, error) {
 	spec.Script = string(script)
 	spec.Name = name
 
-	st := &qsubState{in: in, fl: fl, spec: spec, flags: flags, res: map[string]string{}, env: envMap}
+	st := &qsubState{in: in, fl: fl, spec: spec, flags: flags, res: map[string]string{}, env: envMap,
+		reg: &state{cmd: Sbatch, spec: spec, flags: &Flags{}}}
 	for _, s := range all {
 		if err := st.apply(s); err != nil {
 			return nil, nil, err
@@ -426,6 +427,10 @@ type qsubState struct {
 	flags *QsubFlags
 	env   map[string]string
 
+	// reg is the registry's state over the same spec: the qsub options
+	// whose value reads as the Slurm option's go through its setter.
+	reg *state
+
 	res      map[string]string // -l name → value, the later winning
 	resOrder []string
 	vars     []string // -v VAR[=val], in order
@@ -449,22 +454,21 @@ func (st *qsubState) apply(s qsubSetting) *PBSError {
 		if v == "" {
 			return st.illegal("N")
 		}
-		sp.Name = v
+		return st.viaRegistry("-N", v)
 	case "q":
 		q, _, _ := strings.Cut(v, "@")
-		sp.Partition, sp.PBS.Queue = q, q
+		sp.PBS.Queue = q
+		return st.viaRegistry("-q", q)
 	case "A":
-		sp.Account = v
+		return st.viaRegistry("-A", v)
 	case "h":
-		sp.Hold = true
+		return st.viaRegistry("-h", "")
 	case "z":
 		st.flags.NoID = true
 	case "r":
 		switch v {
-		case "y":
-			sp.Requeue, sp.NoRequeue = true, false
-		case "n":
-			sp.Requeue, sp.NoRequeue = false, true
+		case "y", "n":
+			return st.viaRegistry("-r "+v, "")
 		default:
 			return st.illegal("r")
 		}
@@ -558,6 +562,31 @@ func (st *qsubState) apply(s qsubSetting) *PBSError {
 		st.initdir = v
 	case "w":
 		st.workdir = v
+	}
+	return nil
+}
+
+// viaRegistry applies a qsub option through the registry record that
+// carries its PBS spelling (sbatch/options.go, Option.PBS), with the
+// record's own setter: qsub and sbatch set the job the same way.
+func (st *qsubState) viaRegistry(pbs, val string) *PBSError {
+	o := OptionByPBS(pbs)
+	if o == nil || o.Set == nil {
+		return &PBSError{Text: "qsub: internal error: no option record for " + pbs + "\n", Exit: 1}
+	}
+	if err := o.Set(st.reg, o, val); err != nil {
+		return &PBSError{Text: "qsub: illegal " + pbs + " value\n", Exit: 2}
+	}
+	return nil
+}
+
+// OptionByPBS returns the registry record whose PBS spelling is pbs
+// ("-N", "-l walltime", "-r n").
+func OptionByPBS(pbs string) *Option {
+	for i := range Options {
+		if Options[i].PBS == pbs {
+			return &Options[i]
+		}
 	}
 	return nil
 }

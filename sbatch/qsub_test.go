@@ -173,3 +173,46 @@ func FuzzQsubDirectives(f *testing.F) {
 		}
 	})
 }
+
+// TestQsubKnowsEveryPBSSpelling walks the option registry: every record
+// that names a PBS spelling must be an option (and, for -l and -W, a
+// resource or attribute) that qsub reads, in one flavour at least.
+func TestQsubKnowsEveryPBSSpelling(t *testing.T) {
+	n := 0
+	for _, o := range Options {
+		if o.PBS == "" {
+			continue
+		}
+		n++
+		f := strings.Fields(o.PBS)
+		if len(f[0]) != 2 || f[0][0] != '-' {
+			t.Errorf("--%s: PBS spelling %q is not -X [what]", o.Long, o.PBS)
+			continue
+		}
+		letter := rune(f[0][1])
+		if !strings.ContainsRune(qsubOptionLetters[FlavourOpenPBS], letter) && !strings.ContainsRune(qsubOptionLetters[FlavourTorque], letter) {
+			t.Errorf("--%s: qsub has no option %s", o.Long, f[0])
+		}
+		if len(f) < 2 {
+			continue
+		}
+		switch letter {
+		case 'l':
+			if !pbsResourceNames[f[1]] && f[1] != "ppn" {
+				t.Errorf("--%s: qsub -l does not know %s", o.Long, f[1])
+			}
+		case 'r':
+			if _, _, err := BuildQsubSpec(qsubIn(FlavourOpenPBS, "#!/bin/sh\n", "-r", f[1], "job.sh")); err != nil {
+				t.Errorf("--%s: qsub -r %s: %v", o.Long, f[1], err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no record has a PBS spelling")
+	}
+	for _, pbs := range []string{"-N", "-q", "-A", "-h", "-r y", "-r n"} {
+		if o := OptionByPBS(pbs); o == nil || o.Set == nil {
+			t.Errorf("qsub routes %s through the registry, which has no settable record for it", pbs)
+		}
+	}
+}
