@@ -8,6 +8,8 @@ command -v scontrol >/dev/null || need+=(slurm-client)
 command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ip >/dev/null || need+=(iproute2)
 command -v mandoc >/dev/null || need+=(mandoc)
+# toil (Debian's, for /usr/bin/python3): cmd/horad TestToilTorqueEndToEnd
+/usr/bin/python3 -c 'import toil.batchSystems.torque' 2>/dev/null || need+=(toil)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "deps: missing packages: ${need[*]}; install them (as root: apt-get install ${need[*]})" >&2
