@@ -397,3 +397,14 @@ const (
 // failures (SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT), which its commands print
 // when slurmctld does not answer within MessageTimeout.
 const MsgSocketTimeout = "Socket timed out on send/recv operation"
+
+// BriefJob is the part of a job that a brief listing (JobFilter.Brief)
+// carries: what selects a job (owner, state, queue, name, account,
+// resources, times), none of its paths, command, script or environment.
+func BriefJob(j *Job) Job {
+	return Job{ID: j.ID, UID: j.UID, GID: j.GID, User: j.User, State: j.State, Reason: j.Reason,
+		SubmitTime: j.SubmitTime, EligibleTime: j.EligibleTime, StartTime: j.StartTime, EndTime: j.EndTime,
+		CancelledBy: j.CancelledBy, Nodes: j.Nodes,
+		Spec: JobSpec{Name: j.Spec.Name, Partition: j.Spec.Partition, Account: j.Spec.Account, TimeLimit: j.Spec.TimeLimit,
+			Begin: j.Spec.Begin, Nodes: j.Spec.Nodes, NTasks: j.Spec.NTasks, CPUsPerTask: j.Spec.CPUsPerTask, MemMB: j.Spec.MemMB}}
+}

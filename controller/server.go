@@ -211,6 +211,15 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	}
 	parts, names := q["partition"], q["name"]
 	all, full, history := q.Get("all") == "1", q.Get("full") == "1", q.Get("history") == "1"
+	brief := q.Get("brief") == "1"
+	// show is one job of the answer: presented (pending reason, planned
+	// start, owner-only fields), or only what selects it (qselect).
+	show := func(j *api.Job) api.Job {
+		if brief {
+			return api.BriefJob(j)
+		}
+		return c.present(who, *j, full)
+	}
 	keep := func(j *api.Job) bool {
 		if len(ids) > 0 && !slices.Contains(ids, j.ID) {
 			return false
@@ -247,7 +256,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 				*j = live.Job // memory is ahead of the store by at most in-flight starts
 			}
 			if keep(j) {
-				out.Jobs = append(out.Jobs, c.present(who, *j, full))
+				out.Jobs = append(out.Jobs, show(j))
 			}
 		}
 		c.mu.Unlock()
@@ -261,7 +270,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	for _, id := range c.ids {
 		j := c.jobs[id]
 		if keep(&j.Job) {
-			out.Jobs = append(out.Jobs, c.present(who, j.Job, full))
+			out.Jobs = append(out.Jobs, show(&j.Job))
 		}
 	}
 	return out, nil

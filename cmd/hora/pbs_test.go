@@ -47,6 +47,9 @@ func TestPBSGolden(t *testing.T) {
 		{"qdel_malformed", commands["qdel"], "qdel", []string{"abc"}, nil},
 		{"qdel_ok", commands["qdel"], "qdel", []string{"101.srv", "103"}, nil},
 		{"qhold_finished", commands["qhold"], "qhold", []string{"104"}, nil},
+		{"qalter_hold", commands["qalter"], "qalter", []string{"-h", "u", "103"}, nil},
+		{"qalter_walltime", commands["qalter"], "qalter", []string{"-l", "walltime=1:00:00", "103"}, nil},
+		{"qalter_other_user", commands["qalter"], "qalter", []string{"-h", "n", "107"}, nil},
 		{"pbsnodes_all", pbsnodesMain, "pbsnodes", []string{"-a"}, nil},
 		{"pbsnodes_list", pbsnodesMain, "pbsnodes", []string{"-l"}, nil},
 	}

@@ -41,7 +41,7 @@ func buildBinaries(t testing.TB, dir string) string {
 		}
 	}
 	for _, c := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct",
-		"qsub", "qstat", "qdel", "qhold", "qrls", "qsig", "qselect", "qrerun", "pbsnodes"} {
+		"qsub", "qstat", "qdel", "qhold", "qrls", "qsig", "qselect", "qrerun", "qalter", "pbsnodes"} {
 		if err := os.Symlink("hora", filepath.Join(bin, c)); err != nil {
 			t.Fatal(err)
 		}
