@@ -36,6 +36,7 @@ const (
 	PBSEBadState  = 15016
 	PBSEUnkQue    = 15018
 	PBSEUnkResc   = 15035
+	PBSEExcQResc  = 15036
 	PBSEHistJobID = 15139
 )
 
@@ -506,7 +507,7 @@ func (st *qsubState) apply(s qsubSetting) *PBSError {
 	case "S":
 		sp.PBS.Shell = v
 	case "a":
-		t, ok := parsePBSDateTime(v, st.in.Now)
+		t, ok := ParsePBSDateTime(v, st.in.Now)
 		if !ok {
 			return st.illegal("a")
 		}
@@ -910,10 +911,10 @@ func (st *qsubState) resources() *PBSError {
 	return nil
 }
 
-// parsePBSDateTime reads qsub -a [[[[CC]YY]MM]DD]hhmm[.SS] in local time.
+// ParsePBSDateTime reads qsub -a [[[[CC]YY]MM]DD]hhmm[.SS] in local time.
 // Fields left out are taken from now; a time that has passed today, with
 // no day given, is tomorrow's (OP:src/lib/Libcmds/parse_at.c cvtdate).
-func parsePBSDateTime(s string, now time.Time) (time.Time, bool) {
+func ParsePBSDateTime(s string, now time.Time) (time.Time, bool) {
 	main, sec, hasSec := strings.Cut(s, ".")
 	if hasSec && (len(sec) != 2 || !allDigits(sec)) || !allDigits(main) {
 		return time.Time{}, false

@@ -251,6 +251,11 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		reply(api.CancelResponse{Results: res})
+	case api.PathAlter:
+		var req api.AlterRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.controls = append(f.controls, fmt.Sprintf("%s %d", r.URL.Path, req.ID))
+		reply(api.CancelResponse{Results: []api.JobResult{f.result(req.ID)}})
 	case api.PathHold, api.PathRelease:
 		var req api.ControlRequest
 		json.NewDecoder(r.Body).Decode(&req)

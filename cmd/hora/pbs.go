@@ -196,11 +196,6 @@ func qsubSubmitError(s *pbsSession, err error) string {
 // each acted on in turn; a failure is reported per id and the exit status
 // is the last PBS error number (truncated), as the PBS clients do.
 func pbsControl(ctx context.Context, env *Env, args []string, prog string) int {
-	return pbsControlAs(ctx, env, args, prog, prog)
-}
-
-// pbsControlAs is pbsControl acting as prog, naming itself shown in messages.
-func pbsControlAs(ctx context.Context, env *Env, args []string, prog, shown string) int {
 	var opts []sbatch.Opt
 	switch prog {
 	case "qdel":
@@ -224,10 +219,10 @@ func pbsControlAs(ctx context.Context, env *Env, args []string, prog, shown stri
 		if err != nil {
 			var ue *sbatch.UsageError
 			if errors.As(err, &ue) {
-				fmt.Fprintf(env.Stderr, "%s: %s\n", shown, ue.Msg)
+				fmt.Fprintf(env.Stderr, "%s: %s\n", prog, ue.Msg)
 			}
 		}
-		fmt.Fprint(env.Stderr, pbsControlUsage[shown])
+		fmt.Fprint(env.Stderr, pbsControlUsage[prog])
 		return 2
 	}
 	sig := 0
@@ -235,8 +230,8 @@ func pbsControlAs(ctx context.Context, env *Env, args []string, prog, shown stri
 	if v, ok := p.Last("h"); ok {
 		for _, c := range v.Val {
 			if !strings.ContainsRune("uosn", c) {
-				fmt.Fprintf(env.Stderr, "%s: illegal -h value\n", shown)
-				fmt.Fprint(env.Stderr, pbsControlUsage[shown])
+				fmt.Fprintf(env.Stderr, "%s: illegal -h value\n", prog)
+				fmt.Fprint(env.Stderr, pbsControlUsage[prog])
 				return 2
 			}
 		}
@@ -265,7 +260,7 @@ func pbsControlAs(ctx context.Context, env *Env, args []string, prog, shown stri
 	if v, ok := p.Last("W"); ok && prog == "qdel" {
 		if v.Val != "force" && v.Val != "suppress_email" && !allDigitsStr(v.Val) {
 			fmt.Fprintln(env.Stderr, "qdel: illegal -W value")
-			fmt.Fprint(env.Stderr, pbsControlUsage[shown])
+			fmt.Fprint(env.Stderr, pbsControlUsage[prog])
 			return 2
 		}
 	}
@@ -278,7 +273,7 @@ func pbsControlAs(ctx context.Context, env *Env, args []string, prog, shown stri
 	for _, id := range p.Args {
 		seq, ok := parsePBSJobID(id)
 		if !ok {
-			fmt.Fprintf(env.Stderr, "%s: illegally formed job identifier: %s\n", shown, id)
+			fmt.Fprintf(env.Stderr, "%s: illegally formed job identifier: %s\n", prog, id)
 			if s.torque() || prog == "qdel" {
 				// OP qdel and Torque stop at once (exit(1)); OpenPBS's
 				// other commands go on with the next id.
@@ -311,7 +306,7 @@ func pbsControlAs(ctx context.Context, env *Env, args []string, prog, shown stri
 			resp, err = s.cl.Requeue(ctx, ids)
 		}
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "%s: %s %s\n", shown, apiErrText(err), full)
+			fmt.Fprintf(env.Stderr, "%s: %s %s\n", prog, apiErrText(err), full)
 			status = sbatch.PBSExit(pbsErrno(err))
 			continue
 		}
@@ -326,7 +321,7 @@ func pbsControlAs(ctx context.Context, env *Env, args []string, prog, shown stri
 			case api.CodeAccessDenied:
 				errno = sbatch.PBSEPerm
 			}
-			fmt.Fprint(env.Stderr, pbsJobError(s, shown, errno, id, full))
+			fmt.Fprint(env.Stderr, pbsJobError(s, prog, errno, id, full))
 			status = sbatch.PBSExit(errno)
 		}
 	}
@@ -361,6 +356,11 @@ func pbsErrText(flavour string, errno int) string {
 		return "Unknown queue"
 	case sbatch.PBSEHistJobID:
 		return "Job has finished"
+	case sbatch.PBSEExcQResc:
+		return "Job violates queue and/or server resource limits"
+	}
+	if torque {
+		return "Illegal attribute or resource value for"
 	}
 	return "Illegal attribute or resource value"
 }
@@ -403,15 +403,13 @@ var pbsControlUsage = map[string]string{
 	"qrls":   "usage: qrls [-h hold_list] job_identifier...\n       qrls --version\n",
 	"qsig":   "usage: qsig [-s signal] job_identifier...\n       qsig --version\n",
 	"qrerun": "usage: qrerun [-W force] job_identifier...\n       qrerun --version\n",
-	"qalter": "usage: qalter [-h hold_list] job_identifier...\n       qalter --version\n",
 }
 
 func init() { register("qalter", qalterMain) }
 
-// qalterMain changes a queued job (OP qalter.1B). hora can change its
-// holds (-h u|o|s set them, -h n releases); the other attributes (-l, -N,
-// -a, ...) need horad to alter a queued job's spec, which it cannot yet:
-// they are refused by name with PBS's "illegal" wording and change nothing.
+// qalterMain changes queued jobs (OP qalter.1B): -N name, -l walltime,
+// -a eligible time through horad's alter, -h holds through hold/release.
+// Other attributes are refused by name and change nothing.
 func qalterMain(ctx context.Context, env *Env, args []string) int {
 	for _, a := range args {
 		if a == "--version" {
@@ -420,9 +418,10 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 		}
 	}
 	const usage = "usage: qalter [-a date_time] [-A account_string] [-c interval] [-e path]\n" +
-		"\t[-h hold_list] [-j oe|eo|n] [-k keep] [-l resource_list] [-m mail_options]\n" +
-		"\t[-M user_list] [-N jobname] [-o path] [-p priority] [-P project] [-r y|n] [-S path]\n" +
-		"\t[-u user_list] [-W dependency_list] job_identifier...\n" +
+		"\t[-h hold_list] [-j y|n] [-k keep] [-l resource_list]\n" +
+		"\t[-m mail_options] [-M user_list] [-N jobname] [-o path] [-p priority]\n" +
+		"\t[-R o|e|oe] [-r y|n] [-S path] [-u user_list] [-W dependency_list]\n" +
+		"\t[-P project_name] job_identifier...\n" +
 		"       qalter --version\n"
 	var opts []sbatch.Opt
 	for _, c := range "aAceEhjklmMNoprRSuWP" {
@@ -437,31 +436,132 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprint(env.Stderr, usage)
 		return 2
 	}
-	hold := ""
-	for _, v := range p.Values {
-		if v.Key != "h" {
-			fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -%s of a queued job yet; only its holds (-h)\n", v.Key)
-			return 2
-		}
-		for _, c := range v.Val {
-			if !strings.ContainsRune("uosn", c) {
-				fmt.Fprintln(env.Stderr, "qalter: illegal -h value")
-				fmt.Fprint(env.Stderr, usage)
-				return 2
-			}
-		}
-		hold = v.Val
-	}
-	if hold == "" {
+	illegal := func(opt string) int {
+		fmt.Fprintf(env.Stderr, "qalter: illegal -%s value\n", opt)
 		fmt.Fprint(env.Stderr, usage)
 		return 2
 	}
-	prog := "qhold"
-	if hold == "n" {
-		prog = "qrls"
+	var req api.AlterRequest
+	hold := ""
+	badWall := false
+	for _, v := range p.Values {
+		switch v.Key {
+		case "N":
+			if v.Val == "" {
+				return illegal("N")
+			}
+			name := v.Val
+			req.Name = &name
+		case "a":
+			t, ok := sbatch.ParsePBSDateTime(v.Val, time.Now())
+			if !ok {
+				return illegal("a")
+			}
+			u := t.Unix()
+			req.Begin = &u
+		case "h":
+			for _, c := range v.Val {
+				if !strings.ContainsRune("uosn", c) {
+					return illegal("h")
+				}
+			}
+			hold = v.Val
+		case "l":
+			for _, r := range strings.Split(v.Val, ",") {
+				name, val, ok := strings.Cut(r, "=")
+				if !ok || name == "" {
+					return illegal("l")
+				}
+				if name != "walltime" {
+					fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -l %s of a queued job; only walltime\n", name)
+					return 2
+				}
+				secs, err := sbatch.ParsePBSDuration(val)
+				if err != nil {
+					badWall = true
+					continue
+				}
+				req.TimeLimit = &secs
+			}
+		default:
+			fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -%s of a queued job; only -N, -l walltime, -a and -h\n", v.Key)
+			return 2
+		}
 	}
-	// The hold change is qhold's or qrls's, with qalter's name in messages.
-	env2 := *env
-	env2.Prog = "qalter"
-	return pbsControlAs(ctx, &env2, append([]string{"-h", hold}, p.Args...), prog, "qalter")
+	s, code := pbsConnect(ctx, env)
+	if s == nil {
+		return code
+	}
+	ctx = ctxOrBackground(ctx)
+	status := 0
+	for _, id := range p.Args {
+		seq, ok := parsePBSJobID(id)
+		if !ok {
+			fmt.Fprintf(env.Stderr, "qalter: illegally formed job identifier: %s\n", id)
+			status = 1
+			continue
+		}
+		full := s.jobID(seq)
+		if badWall {
+			// OP: the client library refuses the value (ecl), naming the job.
+			text := pbsErrText(s.flavour, sbatch.PBSEBadAtVal)
+			if s.torque() {
+				text += " Resource_List.walltime"
+			}
+			fmt.Fprintf(env.Stderr, "qalter: %s %s\n", text, full)
+			return sbatch.PBSExit(sbatch.PBSEBadAtVal)
+		}
+		var results []api.JobResult
+		if req.Name != nil || req.TimeLimit != nil || req.Begin != nil {
+			r := req
+			r.ID = seq
+			resp, err := s.cl.Alter(ctx, r)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "qalter: %s %s\n", apiErrText(err), full)
+				status = sbatch.PBSExit(pbsErrno(err))
+				continue
+			}
+			results = resp.Results
+		}
+		if hold != "" && !hasError(results) {
+			var resp *api.CancelResponse
+			if hold == "n" {
+				resp, err = s.cl.Release(ctx, []int64{seq})
+			} else {
+				resp, err = s.cl.Hold(ctx, []int64{seq})
+			}
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "qalter: %s %s\n", apiErrText(err), full)
+				status = sbatch.PBSExit(pbsErrno(err))
+				continue
+			}
+			results = resp.Results
+		}
+		for _, r := range results {
+			if r.Error == "" {
+				continue
+			}
+			errno := sbatch.PBSEBadState
+			switch r.Code {
+			case api.CodeInvalidJobID:
+				errno = sbatch.PBSEUnkJobID
+			case api.CodeAccessDenied:
+				errno = sbatch.PBSEPerm
+			case api.CodeInvalidTimeLimit:
+				errno = sbatch.PBSEExcQResc
+			}
+			fmt.Fprint(env.Stderr, pbsJobError(s, "qalter", errno, id, full))
+			status = sbatch.PBSExit(errno)
+		}
+	}
+	return status
+}
+
+func hasError(rs []api.JobResult) bool {
+	for _, r := range rs {
+		if r.Error != "" {
+			return true
+		}
+	}
+	return false
 }

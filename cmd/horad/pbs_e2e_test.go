@@ -121,6 +121,27 @@ func pbsEndToEnd(t *testing.T, flavour string) {
 	c.waitState(qid, "CANCELLED")
 	c.waitState(sid, "CANCELLED")
 
+	// qalter: a held job gets a new name, limit and begin time, which
+	// survive a kill -9 of horad; another user's qalter changes nothing.
+	r = c.run(0, work, "qsub", "-h", "-N", "before", "--", "/bin/true")
+	aid := strings.TrimSuffix(strings.TrimSpace(r.stdout), ".headnode")
+	if r = c.run(65534, "/", "qalter", "-N", "stolen", aid); r.code != 159 {
+		t.Errorf("qalter as nobody: %+v", r)
+	}
+	if r = c.run(0, work, "qalter", "-N", "after", "-l", "walltime=00:10:00", "-a", "203001011200", aid); r.code != 0 || r.stderr != "" {
+		t.Errorf("qalter: %+v", r)
+	}
+	c.kill9()
+	c.start()
+	r = c.run(0, work, "squeue", "-h", "-j", aid, "-o", "%j %l %T %r")
+	if r.stdout != "after 10:00 PENDING JobHeldUser\n" {
+		t.Errorf("altered job after a restart: %+v", r)
+	}
+	if r = c.run(0, work, "qalter", "-h", "n", "-a", "0001010000", aid); r.code != 0 {
+		t.Errorf("qalter -h n: %+v", r)
+	}
+	c.waitState(aid, "COMPLETED")
+
 	// Bad input: the flavour's text and exit status, and no job.
 	before := c.run(0, work, "squeue", "-h", "-t", "all", "-o", "%i").stdout
 	bad := []struct {
