@@ -18,6 +18,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/hora ./cmd/hora
 	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/horad ./cmd/horad
+	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/hora-sim ./cmd/hora-sim
 	@for c in $(CLIENTS); do ln -sf hora $(BIN)/$$c; done
 
 # Installs what the tests need on a fresh Debian machine (slurm-client as an

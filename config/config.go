@@ -34,7 +34,7 @@ type Config struct {
 	Operators   []string `toml:"operators"`     // users (names or uids) who may act on any job
 	KillWaitS   int      `toml:"kill_wait_s"`   // grace between TERM and KILL (Slurm KillWait)
 	MinJobAgeS  int      `toml:"min_job_age_s"` // finished jobs stay in squeue -t all this long
-	Executor    string   `toml:"executor"`      // "local" (default) or "ssh"
+	Executor    string   `toml:"executor"`      // "local" (default), "ssh", or "emulated" (benchmarks: no processes)
 	// ReservationAccess says who may create, update and delete advance
 	// reservations: "operators" (default: root and Operators, as Slurm's
 	// root/SlurmUser) or "users" (also any user, for reservations whose only
@@ -398,8 +398,8 @@ func (c *Config) Validate() error {
 		// read as destination or array syntax.
 		ps = append(ps, c.problem("pbs.server", "must be a host name, got %q", c.PBS.Server))
 	}
-	if c.Executor != "local" && c.Executor != "ssh" {
-		ps = append(ps, c.problem("executor", "must be \"local\" or \"ssh\", got %q", c.Executor))
+	if c.Executor != "local" && c.Executor != "ssh" && c.Executor != "emulated" {
+		ps = append(ps, c.problem("executor", "must be \"local\", \"ssh\" or \"emulated\", got %q", c.Executor))
 	}
 	if c.Executor == "ssh" {
 		if c.SSH.KnownHosts == "" {
