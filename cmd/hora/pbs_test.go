@@ -54,6 +54,7 @@ func TestPBSGolden(t *testing.T) {
 		{"qalter_bad_attribute", commands["qalter"], "qalter", []string{"-o", "/tmp/x", "103"}, nil},
 		{"qalter_other_user", commands["qalter"], "qalter", []string{"-h", "n", "107"}, nil},
 		{"pbsnodes_all", pbsnodesMain, "pbsnodes", []string{"-a"}, nil},
+		{"pbsnodes_json", pbsnodesMain, "pbsnodes", []string{"-a", "-F", "json", "n1", "n5"}, nil},
 		{"pbsnodes_list", pbsnodesMain, "pbsnodes", []string{"-l"}, nil},
 	}
 	for _, fl := range []string{sbatch.FlavourOpenPBS, sbatch.FlavourTorque} {

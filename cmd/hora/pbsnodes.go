@@ -237,6 +237,42 @@ func pbsnodesMain(ctx context.Context, env *Env, args []string) int {
 	}
 	c := listing.NewCtx(nowFunc(), "", pbsDuration)
 	var attrs []listing.Attr
+	if v, ok := p.Last("F"); ok && strings.EqualFold(v.Val, "json") && !s.torque() {
+		// OP pbsnodes -F json: {"timestamp", "pbs_version", "pbs_server",
+		// "nodes": {name: {attributes, resources nested, jobs an array}}}.
+		j := &listing.CJSON{}
+		j.Open()
+		j.Num("timestamp", strconv.FormatInt(c.NowUnix, 10))
+		j.Str("pbs_version", pbsVersion)
+		j.Str("pbs_server", s.server)
+		j.Key("nodes")
+		j.Open()
+		for _, n := range sel {
+			attrs = table.AppendAttrs(attrs[:0], c, &pbsNodeRow{n, s, jobs})
+			j.Key(n.Name)
+			j.Open()
+			var plain []listing.Attr
+			for _, a := range attrs {
+				if a.Name != "jobs" {
+					plain = append(plain, a)
+				}
+			}
+			j.Members(plain)
+			if len(n.Jobs) > 0 {
+				var ids []string
+				for _, id := range n.Jobs {
+					ids = append(ids, s.jobID(id)+"/0")
+				}
+				j.Strs("jobs", ids)
+			}
+			j.Close()
+		}
+		j.Close()
+		j.Close()
+		j.B = append(j.B, '\n')
+		w.Write(j.B)
+		return status
+	}
 	for _, n := range sel {
 		attrs = table.AppendAttrs(attrs[:0], c, &pbsNodeRow{n, s, jobs})
 		fmt.Fprintln(w, n.Name)

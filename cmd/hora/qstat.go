@@ -977,117 +977,33 @@ func foldAttr(b []byte, name, value string, limit int) []byte {
 	return append(b, '\n')
 }
 
-// writeQstatJSON is OpenPBS's -f -F json: cJSON's formatted print of
-// {"timestamp", "pbs_version", "pbs_server", "Jobs": {id: {attributes}}},
-// resources as nested objects, numeric values as numbers.
+// writeQstatJSON is OpenPBS's -f -F json: {"timestamp", "pbs_version",
+// "pbs_server", "Jobs": {id: {attributes}}}, in cJSON's layout.
 func writeQstatJSON(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, now time.Time) {
-	j := &cjson{}
-	j.open()
-	j.num("timestamp", strconv.FormatInt(now.Unix(), 10))
-	j.str("pbs_version", pbsVersion)
-	j.str("pbs_server", s.server)
+	j := &listing.CJSON{}
+	j.Open()
+	j.Num("timestamp", strconv.FormatInt(now.Unix(), 10))
+	j.Str("pbs_version", pbsVersion)
+	j.Str("pbs_server", s.server)
 	if len(rows) > 0 {
-		j.key("Jobs")
-		j.open()
+		j.Key("Jobs")
+		j.Open()
 		var attrs []listing.Attr
 		for i := range rows {
 			r := &rows[i]
 			attrs = openpbsJobAttrs.AppendAttrs(attrs[:0], c, r)
-			j.key(s.jobID(r.ID))
-			j.open()
-			for k := 0; k < len(attrs); k++ {
-				name, res, isRes := strings.Cut(attrs[k].Name, ".")
-				if !isRes {
-					j.parsed(name, attrs[k].Value)
-					continue
-				}
-				j.key(name)
-				j.open()
-				j.parsed(res, attrs[k].Value)
-				for k+1 < len(attrs) && strings.HasPrefix(attrs[k+1].Name, name+".") {
-					k++
-					j.parsed(strings.TrimPrefix(attrs[k].Name, name+"."), attrs[k].Value)
-				}
-				j.close()
-			}
-			j.close()
-			if len(j.b) > 32<<10 {
-				w.Write(j.b)
-				j.b = j.b[:0]
+			j.Key(s.jobID(r.ID))
+			j.Attrs(attrs)
+			if len(j.B) > 32<<10 {
+				w.Write(j.B)
+				j.B = j.B[:0]
 			}
 		}
-		j.close()
+		j.Close()
 	}
-	j.close()
-	j.b = append(j.b, '\n')
-	w.Write(j.b)
-}
-
-// cjson writes JSON the way cJSON_Print formats it: "{\n", members
-// indented by tabs as "\t\"key\":\tvalue", ",\n" between them, the closing
-// brace at the parent's depth.
-type cjson struct {
-	b     []byte
-	depth int
-	count []int
-}
-
-func (j *cjson) open() {
-	j.b = append(j.b, '{')
-	j.depth++
-	j.count = append(j.count, 0)
-}
-
-func (j *cjson) close() {
-	n := j.count[len(j.count)-1]
-	j.count = j.count[:len(j.count)-1]
-	j.depth--
-	j.b = append(j.b, '\n')
-	if n == 0 {
-		j.b = j.b[:len(j.b)-1]
-		j.b = append(j.b, '\n')
-	}
-	for range j.depth {
-		j.b = append(j.b, '\t')
-	}
-	j.b = append(j.b, '}')
-}
-
-func (j *cjson) key(k string) {
-	if j.count[len(j.count)-1] > 0 {
-		j.b = append(j.b, ',')
-	}
-	j.count[len(j.count)-1]++
-	j.b = append(j.b, '\n')
-	for range j.depth {
-		j.b = append(j.b, '\t')
-	}
-	j.b = api.AppendJSONString(j.b, k)
-	j.b = append(j.b, ':', '\t')
-}
-
-func (j *cjson) str(k, v string) {
-	j.key(k)
-	j.b = api.AppendJSONString(j.b, v)
-}
-
-func (j *cjson) num(k, v string) {
-	j.key(k)
-	j.b = append(j.b, v...)
-}
-
-// parsed is pbs_json_insert_parsed: a value that reads as a number is a
-// number, anything else a string.
-func (j *cjson) parsed(k, v string) {
-	if _, err := strconv.ParseFloat(v, 64); err == nil && v != "" && v[0] != '+' && !strings.ContainsAny(v, "xXinIN_") {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			j.num(k, strconv.FormatInt(n, 10))
-			return
-		}
-		j.num(k, v)
-		return
-	}
-	j.str(k, v)
+	j.Close()
+	j.B = append(j.B, '\n')
+	w.Write(j.B)
 }
 
 // qstatQueues is -Q (and -q): each hora partition is a PBS queue.

@@ -78,3 +78,21 @@ func TestDuplicateNamePanics(t *testing.T) {
 	}()
 	NewTable([]Field[row]{{Names: []string{"a"}}, {Names: []string{"A"}}})
 }
+
+func TestCJSON(t *testing.T) {
+	j := &CJSON{}
+	j.Open()
+	j.Num("n", "1")
+	j.Key("empty")
+	j.Open()
+	j.Close()
+	j.Key("o")
+	j.Attrs([]Attr{{"a", "x\"y"}, {"R.walltime", "01:00:00"}, {"R.ncpus", "2"}, {"b", "007"}})
+	j.Strs("l", []string{"p", "q"})
+	j.Close()
+	want := "{\n\t\"n\":\t1,\n\t\"empty\":\t{\n\t},\n\t\"o\":\t{\n\t\t\"a\":\t\"x\\\"y\",\n\t\t\"R\":\t{\n\t\t\t\"walltime\":\t\"01:00:00\",\n" +
+		"\t\t\t\"ncpus\":\t2\n\t\t},\n\t\t\"b\":\t7\n\t},\n\t\"l\":\t[\"p\", \"q\"]\n}"
+	if string(j.B) != want {
+		t.Errorf("got\n%s\nwant\n%s", j.B, want)
+	}
+}
