@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -213,6 +214,13 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	parts, names := q["partition"], q["name"]
 	all, full, history := q.Get("all") == "1", q.Get("full") == "1", q.Get("history") == "1"
 	brief := q.Get("brief") == "1"
+	// ids_only (qselect): the answer is the ids alone, optionally of the
+	// jobs whose PBS state letter is in pbs_state.
+	idsOnly, pbsStates, torque := q.Get("ids_only") == "1", q.Get("pbs_state"), q.Get("pbs_torque") == "1"
+	if !api.ValidPBSStates(pbsStates) {
+		return nil, &api.Error{Message: "pbs_state: invalid state letters " + strconv.Quote(pbsStates), Code: api.CodeBadRequest}
+	}
+	nowU := c.now().Unix()
 	// show is one job of the answer: presented (pending reason, planned
 	// start, owner-only fields), or only what selects it (qselect).
 	show := func(j *api.Job) api.Job {
@@ -241,7 +249,21 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		if len(names) > 0 && !slices.Contains(names, j.Spec.Name) {
 			return false
 		}
+		if pbsStates != "" && !strings.Contains(pbsStates, api.PBSState(j, torque, nowU)) {
+			return false
+		}
 		return true
+	}
+	if idsOnly && !history {
+		out := &api.JobIDsResponse{IDs: []int64{}}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, id := range c.ids {
+			if keep(&c.jobs[id].Job) {
+				out.IDs = append(out.IDs, id)
+			}
+		}
+		return out, nil
 	}
 	out := &api.JobsResponse{Jobs: []api.Job{}}
 	if history {
@@ -261,6 +283,13 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			}
 		}
 		c.mu.Unlock()
+		if idsOnly {
+			ids := &api.JobIDsResponse{IDs: make([]int64, 0, len(out.Jobs))}
+			for i := range out.Jobs {
+				ids.IDs = append(ids.IDs, out.Jobs[i].ID)
+			}
+			return ids, nil
+		}
 		return out, nil
 	}
 	c.mu.Lock()

@@ -231,7 +231,18 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if ns := q["name"]; len(ns) > 0 && !slices.Contains(ns, j.Spec.Name) {
 				continue
 			}
+			if ps := q.Get("pbs_state"); ps != "" && !strings.Contains(ps, api.PBSState(&j, q.Get("pbs_torque") == "1", testNow.Unix())) {
+				continue
+			}
 			out = append(out, j)
+		}
+		if q.Get("ids_only") == "1" {
+			ids := []int64{}
+			for _, j := range out {
+				ids = append(ids, j.ID)
+			}
+			reply(api.JobIDsResponse{IDs: ids})
+			return
 		}
 		reply(api.JobsResponse{Jobs: out})
 	case api.PathCancel:

@@ -32,31 +32,9 @@ type pbsRow struct {
 	s *pbsSession
 }
 
-// pbsState is the job's state letter (OP qstat.1B "Job states"): Q queued,
-// H held, W waiting for its -a time, R running, S suspended, E exiting,
-// and once finished F (OpenPBS) or C (Torque).
-func pbsState(j *api.Job, torque bool, now int64) string {
-	switch j.State {
-	case api.StatePending:
-		switch {
-		case j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin":
-			return "H"
-		case j.Spec.Begin > now || j.Reason == "BeginTime":
-			return "W"
-		}
-		return "Q"
-	case api.StateRunning:
-		return "R"
-	case api.StateSuspended:
-		return "S"
-	case api.StateCompleting:
-		return "E"
-	}
-	if torque {
-		return "C"
-	}
-	return "F"
-}
+// pbsState is the job's PBS state letter (api.PBSState, which horad also
+// filters by for qselect).
+func pbsState(j *api.Job, torque bool, now int64) string { return api.PBSState(j, torque, now) }
 
 // pbsDuration prints [H]H:MM:SS as PBS does ("%02ld:%02ld:%02ld").
 func pbsDuration(secs int64) string {
@@ -1198,45 +1176,49 @@ func qselectMain(ctx context.Context, env *Env, args []string) int {
 	if _, ok := p.Last("H"); ok {
 		hist = true
 	}
-	f.All, f.History, f.Brief = hist || s.torque(), hist, true
-	// The states asked for, as horad's: fewer jobs cross the socket.
-	if states != "" {
-		seen := map[api.JobState]bool{}
-		for _, ch := range states {
-			var st []api.JobState
-			switch ch {
-			case 'Q', 'H', 'W':
-				st = []api.JobState{api.StatePending}
-			case 'R':
-				st = []api.JobState{api.StateRunning}
-			case 'S':
-				st = []api.JobState{api.StateSuspended}
-			case 'E':
-				st = []api.JobState{api.StateCompleting}
-			default:
-				st, f.All = nil, true
-				seen = nil
-			}
-			if seen == nil {
-				break
-			}
-			for _, x := range st {
-				if !seen[x] {
-					seen[x] = true
-					f.States = append(f.States, x)
-				}
-			}
+	f.All, f.History = hist || s.torque(), hist
+	_, byAccount := p.Last("A")
+	if len(lims) == 0 && !byAccount && !hist {
+		// The common case: horad selects by owner, queue, name and PBS
+		// state and answers with the ids alone (100,000 jobs: a list of
+		// numbers, not of jobs).
+		if states == "" && s.torque() {
+			states = "QHWRSEC" // finished jobs only while Torque keeps them
 		}
-		if seen == nil {
-			f.States = nil
+		f.All = s.torque()
+		ids, err := s.cl.JobIDs(ctxOrBackground(ctx), f, states, s.torque())
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "qselect: %s\n", apiErrText(err))
+			return 1
 		}
+		return writeQselectIDs(env.Stdout, s, ids)
 	}
+	f.Brief = true
 	jobs, err := s.cl.Jobs(ctxOrBackground(ctx), f)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "qselect: %s\n", apiErrText(err))
 		return 1
 	}
 	return writeQselect(env.Stdout, s, jobs, states, lims, hist, p, nowFunc())
+}
+
+// writeQselectIDs prints ids one a line, <seq>.<server>.
+func writeQselectIDs(out io.Writer, s *pbsSession, ids []int64) int {
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer w.Flush()
+	suffix := "." + s.server
+	var b []byte
+	for _, id := range ids {
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, suffix...)
+		b = append(b, '\n')
+		if len(b) > 32<<10 {
+			w.Write(b)
+			b = b[:0]
+		}
+	}
+	w.Write(b)
+	return 0
 }
 
 // writeQselect filters and prints; split out for the benchmark.
