@@ -96,3 +96,16 @@ func TestCJSON(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", j.B, want)
 	}
 }
+
+func TestAutoWidthOnlyWhereAllowed(t *testing.T) {
+	f, bad := testTable.ParsePercent("%#.5n")
+	if len(bad) != 1 || bad[0] != "#" || len(f) != 1 || f[0].Text != ".5n" {
+		t.Errorf("without AllowAuto: %v %v", f, bad)
+	}
+	at := NewTable(testTable.Fields)
+	at.AllowAuto = true
+	f, bad = at.ParsePercent("%#.5n|")
+	if len(bad) != 0 || len(f) != 1 || !f[0].Auto || !f[0].Col.Right || f[0].Col.Width != 5 || f[0].Suffix != "|" {
+		t.Errorf("with AllowAuto: %+v %v", f, bad)
+	}
+}
