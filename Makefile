@@ -10,7 +10,7 @@ TAGS    ?= urfave_cli_no_docs
 CLIENTS := sbatch squeue scancel sinfo scontrol sacct qsub qstat qdel qhold qrls qsig qselect qrerun qalter pbsnodes
 export CGO_ENABLED ?= 0
 
-.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean
+.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean man
 
 all: build
 
@@ -62,6 +62,12 @@ soak: build
 
 clean:
 	rm -rf $(BIN)
+
+# Regenerates man/*.1 and contrib/completions/ from the option tables
+# (sbatch/options.go and the commands' tables); TestGeneratedDocsUpToDate
+# fails until the result is committed.
+man:
+	$(GO) run ./cmd/hora gendoc .
 
 # Regenerates docs/reproductions/ from fixed seeds (a few minutes on 2 cores).
 .PHONY: reproduce

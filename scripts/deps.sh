@@ -10,6 +10,9 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v mandoc >/dev/null || need+=(mandoc)
 # toil (Debian's, for /usr/bin/python3): cmd/horad TestToilTorqueEndToEnd
 /usr/bin/python3 -c 'import toil.batchSystems.torque' 2>/dev/null || need+=(toil)
+# The shell completions are tested in the real shells.
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "deps: missing packages: ${need[*]}; install them (as root: apt-get install ${need[*]})" >&2
