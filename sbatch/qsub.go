@@ -790,7 +790,9 @@ func (st *qsubState) resources() *PBSError {
 			if err != nil {
 				return bad(name, false)
 			}
-			sp.TimeLimit = secs
+			if err := st.viaRegistry("-l walltime", FormatLongDuration(secs)); err != nil {
+				return err
+			}
 		case "cput", "pcput":
 			if _, err := ParsePBSDuration(v); err != nil {
 				return bad(name, false)
@@ -810,7 +812,9 @@ func (st *qsubState) resources() *PBSError {
 			}
 			switch name {
 			case "ncpus":
-				sp.CPUsPerTask = max(n, 1)
+				if err := st.viaRegistry("-l ncpus", strconv.Itoa(max(n, 1))); err != nil {
+					return err
+				}
 			case "procs":
 				sp.NTasks = n
 			case "ngpus", "gpus":
@@ -906,7 +910,9 @@ func (st *qsubState) resources() *PBSError {
 	if memMB > 0 {
 		// PBS's mem is the job's; Slurm's --mem (api MemMB) is per node.
 		n := int64(max(sp.Nodes, 1))
-		sp.MemMB = (memMB + n - 1) / n
+		if err := st.viaRegistry("-l mem", strconv.FormatInt((memMB+n-1)/n, 10)+"M"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

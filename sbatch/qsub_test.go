@@ -210,7 +210,7 @@ func TestQsubKnowsEveryPBSSpelling(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no record has a PBS spelling")
 	}
-	for _, pbs := range []string{"-N", "-q", "-A", "-h", "-r y", "-r n"} {
+	for _, pbs := range []string{"-N", "-q", "-A", "-h", "-r y", "-r n", "-l walltime", "-l ncpus", "-l mem"} {
 		if o := OptionByPBS(pbs); o == nil || o.Set == nil {
 			t.Errorf("qsub routes %s through the registry, which has no settable record for it", pbs)
 		}
