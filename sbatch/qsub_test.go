@@ -108,6 +108,22 @@ func TestQsubForms(t *testing.T) {
 	if time.Unix(sp.Begin, 0).UTC() != time.Date(2026, 11, 23, 11, 30, 0, 0, time.UTC) {
 		t.Errorf("-a 1130: %v", time.Unix(sp.Begin, 0).UTC())
 	}
+	// Torque -d (initial directory) and -w (PBS_O_WORKDIR).
+	sp, _, err = BuildQsubSpec(qsubIn(FlavourTorque, "#!/bin/sh\n", "-d", "run", "-w", "/elsewhere", "job.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := envOf(sp, "PBS_O_WORKDIR"); sp.WorkDir != "/work/sub/run" || v != "/elsewhere" {
+		t.Errorf("-d/-w: workdir %q, PBS_O_WORKDIR %q", sp.WorkDir, v)
+	}
+	if v, _ := envOf(sp, "PBS_O_INITDIR"); v != "/work/sub/run" {
+		t.Errorf("PBS_O_INITDIR %q", v)
+	}
+	// -z and -W block=true are the command's, not the job's.
+	_, fl, _ := BuildQsubSpec(qsubIn(FlavourOpenPBS, "#!/bin/sh\n", "-z", "-W", "block=true", "job.sh"))
+	if !fl.NoID || !fl.Block {
+		t.Errorf("flags %+v", fl)
+	}
 	// -o directory, -e path, Torque's $PBS_JOBID.
 	in := qsubIn(FlavourTorque, "#!/bin/sh\n#PBS -o /logs/out_${PBS_JOBID}.log\n", "-e", "err/", "job.sh")
 	sp, _, err = BuildQsubSpec(in)

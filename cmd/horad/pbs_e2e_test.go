@@ -79,6 +79,12 @@ func pbsEndToEnd(t *testing.T, flavour string) {
 		}
 	}
 
+	// -W block=true: qsub waits and exits with the job's exit status.
+	r = c.run(0, work, "qsub", "-W", "block=true", "-N", "blocker", "--", "/bin/sh", "-c", "exit 3")
+	if r.code != 3 || !strings.HasSuffix(r.stdout, ".headnode\n") {
+		t.Errorf("qsub -W block=true: %+v", r)
+	}
+
 	// A qsub job and an sbatch job, both running: qstat and squeue list both.
 	r = c.run(0, work, "qsub", "-N", "pbssleep", "--", "/bin/sleep", "300")
 	qid := strings.TrimSuffix(strings.TrimSpace(r.stdout), ".headnode")
