@@ -106,19 +106,32 @@ func qsubMain(ctx context.Context, env *Env, args []string) int {
 			break
 		}
 	}
-	s, code := pbsConnect(ctx, env)
-	if s == nil {
-		return code
+	// The ping (flavour and server name, needed before the options can be
+	// read) travels while this process looks up its user and directory:
+	// it is the one round trip qsub has more than sbatch.
+	type connected struct {
+		s    *pbsSession
+		code int
 	}
-	cwd, err := env.Getwd()
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "qsub: unable to get the current directory: %v\n", err)
-		return 1
-	}
+	ping := make(chan connected, 1)
+	go func() {
+		s, code := pbsConnect(ctx, env)
+		ping <- connected{s, code}
+	}()
+	cwd, cwdErr := env.Getwd()
 	host, _ := os.Hostname()
 	home, uname := env.Getenv("HOME"), env.Getenv("USER")
 	if u, err := user.Current(); err == nil {
 		home, uname = u.HomeDir, u.Username
+	}
+	conn := <-ping
+	s := conn.s
+	if s == nil {
+		return conn.code
+	}
+	if cwdErr != nil {
+		fmt.Fprintf(env.Stderr, "qsub: unable to get the current directory: %v\n", cwdErr)
+		return 1
 	}
 	spec, flags, err := sbatch.BuildQsubSpec(sbatch.QsubInput{
 		Argv: args, Env: env.Environ(), Cwd: cwd, Stdin: env.Stdin,
