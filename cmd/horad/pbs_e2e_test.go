@@ -160,6 +160,12 @@ func pbsEndToEnd(t *testing.T, flavour string) {
 		{[]string{writeScript(t, work, "dir.sh", "#!/bin/sh\n#PBS -Y\n")}, map[string]string{"openpbs": "qsub: invalid option -- 'Y'\nqsub: directive error: -Y \n",
 			"torque": "qsub: invalid option -- 'Y'\n[exiting]\n"}[flavour], map[string]int{"openpbs": 1, "torque": 2}[flavour]},
 	}
+	bad = append(bad, struct {
+		args []string
+		text string
+		code int
+	}{[]string{"-q", "nosuch", script}, map[string]string{"openpbs": "qsub: Unknown queue\n",
+		"torque": "qsub: submit error (Unknown queue)\n"}[flavour], 170})
 	if flavour == "openpbs" {
 		bad = append(bad, struct {
 			args []string
