@@ -592,6 +592,34 @@ func OptionByPBS(pbs string) *Option {
 	return nil
 }
 
+// pbsDependency turns PBS's depend=type:id[:id...][,type:...] into Slurm's
+// --dependency: the same types (after, afterok, afternotok, afterany) with
+// the ids' server parts dropped. PBS's before* and on: have no Slurm form.
+func pbsDependency(v string) (string, bool) {
+	var out []string
+	for _, cond := range strings.Split(v, ",") {
+		parts := strings.Split(cond, ":")
+		switch parts[0] {
+		case "after", "afterok", "afternotok", "afterany":
+		default:
+			return "", false
+		}
+		if len(parts) < 2 {
+			return "", false
+		}
+		ids := []string{parts[0]}
+		for _, id := range parts[1:] {
+			seq, _, _ := strings.Cut(id, ".")
+			if seq == "" || !allDigits(strings.TrimSuffix(seq, "[]")) {
+				return "", false
+			}
+			ids = append(ids, seq)
+		}
+		out = append(out, strings.Join(ids, ":"))
+	}
+	return strings.Join(out, ","), true
+}
+
 // splitResources splits a -l or -W list on commas outside quotes.
 func splitResources(s string) []string {
 	var out []string
@@ -635,11 +663,29 @@ func splitVarList(s string) []string {
 // environment.
 func (st *qsubState) finish() *PBSError {
 	sp, fl := st.spec, st.fl
+	// Arrays and dependencies go through the registry's --array and
+	// --dependency setters (PBS spellings -J and -W depend; Torque's -t
+	// has --array's syntax too). While those setters only note the value
+	// for a refusal, qsub refuses as sbatch does.
 	if st.array != "" {
-		return &PBSError{Text: "qsub: hora does not support job arrays yet (" + st.array + ")\n", Exit: 2}
+		if err := st.viaRegistry("-J", st.array[3:]); err != nil {
+			return err
+		}
+		if st.reg.unsupportedArray != "" {
+			return &PBSError{Text: "qsub: hora does not support job arrays yet (" + st.array + ")\n", Exit: 2}
+		}
 	}
 	if st.depend != "" {
-		return &PBSError{Text: "qsub: hora does not support job dependencies yet (-W depend=" + st.depend + ")\n", Exit: 2}
+		dep, ok := pbsDependency(st.depend)
+		if !ok {
+			return st.illegal("W")
+		}
+		if err := st.viaRegistry("-W depend", dep); err != nil {
+			return err
+		}
+		if st.reg.dependency != "" {
+			return &PBSError{Text: "qsub: hora does not support job dependencies yet (-W depend=" + st.depend + ")\n", Exit: 2}
+		}
 	}
 	if err := st.resources(); err != nil {
 		return err

@@ -153,6 +153,9 @@ func TestQsubBadInput(t *testing.T) {
 		{FlavourOpenPBS, "#!/bin/sh\n", []string{"-Y", "job.sh"}, "qsub: invalid option -- 'Y'\nusage: qsub", 2},
 		{FlavourOpenPBS, "#!/bin/sh\n", []string{"nothere.sh"}, "qsub: script file:: No such file or directory\n", 1},
 		{FlavourOpenPBS, "#!/bin/sh\n", []string{"-J", "1-10", "job.sh"}, "qsub: hora does not support job arrays yet (-J 1-10)\n", 2},
+		{FlavourTorque, "#!/bin/sh\n", []string{"-t", "1-10,15%5", "job.sh"}, "qsub: hora does not support job arrays yet (-t 1-10,15%5)\n", 2},
+		{FlavourOpenPBS, "#!/bin/sh\n", []string{"-W", "depend=afterok:12.srv:13", "job.sh"}, "qsub: hora does not support job dependencies yet (-W depend=afterok:12.srv:13)\n", 2},
+		{FlavourOpenPBS, "#!/bin/sh\n", []string{"-W", "depend=beforeok:12", "job.sh"}, "qsub: illegal -W value\nusage: qsub", 2},
 		{FlavourTorque, "#!/bin/sh\n#PBS -Y\n", []string{"job.sh"}, "qsub: invalid option -- 'Y'\n[exiting]\n\nusage: qsub", 2},
 		{FlavourTorque, "#!/bin/sh\n", []string{"-l", "walltime=banana", "job.sh"}, "qsub: submit error (Illegal attribute or resource value for Resource_List.walltime)\n", 166},
 		{FlavourTorque, "#!/bin/sh\n", []string{"-l", "bogus=1", "job.sh"}, "qsub: submit error (Unknown resource type  Resource_List.bogus)\n", 187},
@@ -229,6 +232,18 @@ func TestQsubKnowsEveryPBSSpelling(t *testing.T) {
 	for _, pbs := range []string{"-N", "-q", "-A", "-h", "-r y", "-r n", "-l walltime", "-l ncpus", "-l mem"} {
 		if o := OptionByPBS(pbs); o == nil || o.Set == nil {
 			t.Errorf("qsub routes %s through the registry, which has no settable record for it", pbs)
+		}
+	}
+}
+
+func TestPBSDependency(t *testing.T) {
+	for in, want := range map[string]string{
+		"afterok:12.srv:13": "afterok:12:13", "after:5,afterany:6.h.example.org": "after:5,afterany:6",
+		"afternotok:7[].srv": "afternotok:7[]", "beforeok:1": "", "on:2": "", "afterok": "", "afterok:x": "",
+	} {
+		got, ok := pbsDependency(in)
+		if ok != (want != "") || got != want {
+			t.Errorf("pbsDependency(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 	}
 }
