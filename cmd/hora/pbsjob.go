@@ -143,6 +143,7 @@ func rv(f func(r *pbsRow) string) func(*listing.Ctx, *pbsRow) string {
 	return func(_ *listing.Ctx, r *pbsRow) string { return f(r) }
 }
 
+// rvc is rv for values that need the context (clock, memoised durations).
 func rvc(f func(c *listing.Ctx, r *pbsRow) string) func(*listing.Ctx, *pbsRow) string { return f }
 
 func ifStarted(f func(c *listing.Ctx, r *pbsRow) string) func(*listing.Ctx, *pbsRow) string {

@@ -468,14 +468,14 @@ func writeQstatFull(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, d
 				if k > 0 {
 					b = append(b, delim...)
 				}
-				b = append(b, a.Name+"="+escapeDelim(pbsAttrValue(a), delim)...)
+				b = append(b, a.Name+"="+escapeDelim(a.Value, delim)...)
 			}
 			b = append(b, '\n')
 			continue
 		}
 		b = append(b, "Job Id: "+s.jobID(r.ID)+"\n"...)
 		for _, a := range attrs {
-			v := pbsAttrValue(a)
+			v := a.Value
 			if oneLine {
 				b = append(b, "    "+a.Name+" = "+v+"\n"...)
 			} else {
@@ -491,8 +491,6 @@ func writeQstatFull(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, d
 	w.Write(b)
 }
 
-// pbsAttrValue is an attribute's printed value.
-func pbsAttrValue(a listing.Attr) string { return a.Value }
 
 func escapeDelim(v, delim string) string {
 	if delim == "" {
