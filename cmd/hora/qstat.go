@@ -491,7 +491,6 @@ func writeQstatFull(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, d
 	w.Write(b)
 }
 
-
 func escapeDelim(v, delim string) string {
 	if delim == "" {
 		return v
