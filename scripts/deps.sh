@@ -10,6 +10,8 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v mandoc >/dev/null || need+=(mandoc)
 # snakemake 7 drives horad with --slurm in cmd/horad's end-to-end test.
 command -v snakemake >/dev/null || need+=(snakemake)
+# toil (Debian's, for /usr/bin/python3): cmd/horad TestToilTorqueEndToEnd
+/usr/bin/python3 -c 'import toil.batchSystems.torque' 2>/dev/null || need+=(toil)
 # The shell completions are tested in the real shells.
 command -v zsh >/dev/null || need+=(zsh)
 command -v fish >/dev/null || need+=(fish)
