@@ -7,10 +7,11 @@ LDFLAGS := -X hora/controller.Version=$(VERSION) -X main.version=$(VERSION)
 # urfave/cli's man-page and Markdown generators (unused) drag in blackfriday,
 # whose init costs every client process ~0.35 ms (docs/benchmarks.md).
 TAGS    ?= urfave_cli_no_docs
-CLIENTS := sbatch squeue scancel sinfo scontrol sacct
+# The client's command names, from the one list the packages use too.
+CLIENTS := $(shell sed -e '/^\#/d' -e '/^$$/d' packaging/commands)
 export CGO_ENABLED ?= 0
 
-.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean
+.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean deb rpm package-test
 
 all: build
 
@@ -55,7 +56,17 @@ soak: build
 	$(GO) test -count=1 -run Soak -timeout 60m -tags soak ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist
+
+# Packages (docs/operations.md): hora-client, hora-server and hora-node as
+# .deb and .rpm in dist/ (git-ignored), built by packaging/build with nfpm.
+# Reproducible: SOURCE_DATE_EPOCH defaults to the commit's time.
+deb:
+	$(GO) run ./packaging/build -out dist deb
+
+rpm:
+	$(GO) run ./packaging/build -out dist rpm
+
 
 # Regenerates docs/reproductions/ from fixed seeds (a few minutes on 2 cores).
 .PHONY: reproduce

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "state-dir", Usage: "keep hora.db and local node state in `DIR` (overrides state_dir)"},
 			&cli.StringFlag{Name: "socket", Usage: "listen on the Unix socket `PATH` (overrides socket)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			&cli.BoolFlag{Name: "check-config", Usage: "read and validate the configuration, print every problem with file:line, and exit: 0 if it is valid"},
 		},
 		Action: serve,
 	}
@@ -80,6 +82,11 @@ func serve(cc *cli.Context) error {
 		if cfg, err = config.Load(p); err != nil {
 			return err
 		}
+	}
+	if cc.Bool("check-config") {
+		fmt.Fprintf(cc.App.Writer, "%s: configuration OK (%d nodes, %d partitions)\n",
+			cmp.Or(cfg.Path(), "(default config)"), len(cfg.NodeNames()), len(cfg.Partitions))
+		return nil
 	}
 	if d := cc.String("state-dir"); d != "" {
 		if cc.String("socket") == "" && (cfg.Path() == "" || cfg.Socket == filepath.Join(cfg.StateDir, "horad.sock")) {
