@@ -11,13 +11,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/urfave/cli/v2"
 
@@ -88,15 +91,18 @@ func serve(cc *cli.Context) error {
 			cmp.Or(cfg.Path(), "(default config)"), len(cfg.NodeNames()), len(cfg.Partitions))
 		return nil
 	}
-	if d := cc.String("state-dir"); d != "" {
-		if cc.String("socket") == "" && (cfg.Path() == "" || cfg.Socket == filepath.Join(cfg.StateDir, "horad.sock")) {
-			cfg.Socket = filepath.Join(d, "horad.sock")
+	overrides := func(cfg *config.Config) {
+		if d := cc.String("state-dir"); d != "" {
+			if cc.String("socket") == "" && (cfg.Path() == "" || cfg.Socket == filepath.Join(cfg.StateDir, "horad.sock")) {
+				cfg.Socket = filepath.Join(d, "horad.sock")
+			}
+			cfg.StateDir = d
 		}
-		cfg.StateDir = d
+		if s := cc.String("socket"); s != "" {
+			cfg.Socket = s
+		}
 	}
-	if s := cc.String("socket"); s != "" {
-		cfg.Socket = s
-	}
+	overrides(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -116,14 +122,20 @@ func serve(cc *cli.Context) error {
 	}
 	defer exec.Close()
 
-	ctl, err := controller.New(ctx, controller.Options{Config: cfg, Logger: log, Store: st, Executor: exec,
-		Heartbeat: watchdog()})
+	// Under horad.socket systemd holds the listening socket: clients that
+	// connect while horad starts and recovers wait in its backlog, and are
+	// answered once recovery is done.
+	ln, activated, err := listener(cfg.Socket)
 	if err != nil {
 		return err
 	}
-	ln, err := controller.Listen(cfg.Socket)
+	defer ln.Close()
+	var ctl *controller.Controller
+	hb := heartbeat(func() string { return ctl.Stats().String() })
+	ctl, err = controller.New(ctx, controller.Options{Config: cfg, Logger: log, Store: st, Executor: exec,
+		Heartbeat: hb})
 	if err != nil {
-		return fmt.Errorf("socket %s: %w", cfg.Socket, err)
+		return err
 	}
 	srv := ctl.Server()
 	serveErr := make(chan error, 1)
@@ -131,24 +143,88 @@ func serve(cc *cli.Context) error {
 	runDone := make(chan error, 1)
 	go func() { runDone <- ctl.Run(ctx) }()
 
-	log.Info("horad ready", "socket", cfg.Socket, "db", dbPath, "nodes", len(cfg.NodeNames()), "config", cfg.Path())
-	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
+	log.Info("horad ready", "socket", cfg.Socket, "activated", activated, "db", dbPath, "nodes", len(cfg.NodeNames()), "config", cfg.Path())
+	// READY=1 only now: the state is recovered and the socket is served.
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady+"\nSTATUS="+ctl.Stats().String())
 
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		if !errors.Is(err, http.ErrServerClosed) {
-			log.Error("socket server failed", "err", err)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-hup:
+			reload(ctx, log, ctl, cc.String("config"), overrides)
+		case err := <-serveErr:
+			if !errors.Is(err, http.ErrServerClosed) {
+				log.Error("socket server failed", "err", err)
+			}
+			stop()
+			break loop
 		}
-		stop()
 	}
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 	log.Info("horad stopping; running jobs keep running")
 	shCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shCtx)
-	_ = os.Remove(cfg.Socket)
+	if !activated {
+		_ = os.Remove(cfg.Socket)
+	}
 	return <-runDone
+}
+
+// listener returns the socket systemd passed (horad.socket), or listens on
+// path itself.
+func listener(path string) (ln net.Listener, activated bool, err error) {
+	lns, err := activation.Listeners()
+	if err != nil {
+		return nil, false, fmt.Errorf("socket activation: %w", err)
+	}
+	for _, l := range lns {
+		if l != nil {
+			for _, extra := range lns {
+				if extra != nil && extra != l {
+					extra.Close()
+				}
+			}
+			return l, true, nil
+		}
+	}
+	ln, err = controller.Listen(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("socket %s: %w", path, err)
+	}
+	return ln, false, nil
+}
+
+// reload re-reads the configuration file on SIGHUP. A file with errors is
+// refused with every problem at file:line, and horad keeps serving on the
+// configuration it runs.
+func reload(ctx context.Context, log *slog.Logger, ctl *controller.Controller, path string, overrides func(*config.Config)) {
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyReloading)
+	defer func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyReady+"\nSTATUS="+ctl.Stats().String()) }()
+	if path == "" {
+		log.Warn("SIGHUP: no --config file to re-read; nothing changes")
+		return
+	}
+	nc, err := config.Load(path)
+	if err == nil {
+		overrides(nc) // --state-dir and --socket win over the file, as at start
+		err = ctl.Reload(ctx, nc)
+	}
+	if err != nil {
+		var probs config.Problems
+		if errors.As(err, &probs) {
+			for _, p := range probs {
+				log.Error("reload refused, the running configuration stays", "file", p.File, "line", p.Line, "key", p.Key, "err", p.Msg, "at", p.String())
+			}
+			return
+		}
+		log.Error("reload refused, the running configuration stays", "err", err)
+	}
 }
 
 // newExecutor builds the executor the config names: local processes on
@@ -176,19 +252,33 @@ func newExecutor(cfg *config.Config, log *slog.Logger) (nodes.Executor, error) {
 	})
 }
 
-// watchdog returns the controller's heartbeat: a systemd watchdog ping,
-// rate-limited to half the WatchdogSec interval; nil when no watchdog is set.
-// It is called from the scheduling loop itself, so a wedged loop stops the pings.
-func watchdog() func() {
-	every, err := daemon.SdWatchdogEnabled(false)
-	if err != nil || every == 0 {
+// heartbeat returns the controller's heartbeat, called from the scheduling
+// loop itself (so a wedged loop stops it): a systemd watchdog ping,
+// rate-limited to half the WatchdogSec interval, and a STATUS= line (jobs,
+// nodes, last scheduling pass) every statusEvery. nil outside systemd.
+func heartbeat(status func() string) func() {
+	if os.Getenv("NOTIFY_SOCKET") == "" {
 		return nil
 	}
-	var last time.Time
+	every, err := daemon.SdWatchdogEnabled(false)
+	if err != nil {
+		every = 0
+	}
+	const statusEvery = 5 * time.Second
+	var lastPing, lastStatus time.Time
 	return func() {
-		if time.Since(last) >= every/2 {
-			last = time.Now()
-			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+		now := time.Now()
+		var msg []string
+		if every > 0 && now.Sub(lastPing) >= every/2 {
+			lastPing = now
+			msg = append(msg, daemon.SdNotifyWatchdog)
+		}
+		if now.Sub(lastStatus) >= statusEvery {
+			lastStatus = now
+			msg = append(msg, "STATUS="+status())
+		}
+		if len(msg) > 0 {
+			_, _ = daemon.SdNotify(false, strings.Join(msg, "\n"))
 		}
 	}
 }
