@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -249,7 +250,28 @@ func newExecutor(cfg *config.Config, log *slog.Logger) (nodes.Executor, error) {
 	return local.New(local.Config{
 		StateDir:     filepath.Join(cfg.StateDir, "nodes"),
 		ShepherdArgv: []string{self, local.ShepherdCommand},
+		SystemdRun:   systemdRun(log),
 	})
+}
+
+// systemdRun returns the path of systemd-run when horad runs as a systemd
+// service (INVOCATION_ID is set by systemd, /run/systemd/system exists when
+// it is PID 1): local jobs then run in transient services of their own,
+// outside horad.service's cgroup and sandbox. "" otherwise (a horad started
+// by hand or by the tests keeps its shepherds as children).
+func systemdRun(log *slog.Logger) string {
+	if os.Getenv("INVOCATION_ID") == "" {
+		return ""
+	}
+	if _, err := os.Stat("/run/systemd/system"); err != nil {
+		return ""
+	}
+	p, err := exec.LookPath("systemd-run")
+	if err != nil {
+		log.Warn("systemd-run not found: local jobs run inside horad.service", "err", err)
+		return ""
+	}
+	return p
 }
 
 // heartbeat returns the controller's heartbeat, called from the scheduling
