@@ -11,7 +11,7 @@ TAGS    ?= urfave_cli_no_docs
 CLIENTS := $(shell sed -e '/^\#/d' -e '/^$$/d' packaging/commands)
 export CGO_ENABLED ?= 0
 
-.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean deb rpm package-test
+.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean deb rpm package-test man-server
 
 all: build
 
@@ -66,6 +66,18 @@ deb:
 
 rpm:
 	$(GO) run ./packaging/build -out dist rpm
+
+# Regenerates the two pages not generated from the client option table:
+# hora.toml.5 from config.Keys, horad.8 from horad's flags (tests fail when
+# they are stale). `make man` (the client pages) should depend on it.
+man-server:
+	$(GO) test -count=1 -run '^TestManPage$$' ./config ./cmd/horad -update
+
+# Installs the packages into a clean Debian root booted with systemd and
+# runs an admin's life cycle on them (scripts/package-test.sh). Slow, needs
+# root and, the first time, Debian's mirror (debootstrap); not in make test.
+package-test:
+	@scripts/package-test.sh
 
 
 # Regenerates docs/reproductions/ from fixed seeds (a few minutes on 2 cores).

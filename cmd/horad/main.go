@@ -57,7 +57,7 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "config", Usage: "read `FILE` (hora.toml(5)); strict: unknown keys are errors"},
 			&cli.StringFlag{Name: "state-dir", Usage: "keep hora.db and local node state in `DIR` (overrides state_dir)"},
 			&cli.StringFlag{Name: "socket", Usage: "listen on the Unix socket `PATH` (overrides socket)"},
-			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL`: debug, info, warn or error"},
 			&cli.BoolFlag{Name: "check-config", Usage: "read and validate the configuration, print every problem with file:line, and exit: 0 if it is valid"},
 		},
 		Action: serve,
