@@ -68,6 +68,7 @@ type Controller struct {
 	lastPass     time.Time
 	lastPassTook time.Duration
 	lastReload   time.Time
+	started      time.Time
 }
 
 // job is the in-memory projection of one job plus what only the live
@@ -115,7 +116,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
 		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
-		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{},
+		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, started: o.Now(),
 	}
 	for _, p := range o.Config.Partitions {
 		if p.Policy == "dlt" {
