@@ -19,6 +19,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/hora ./cmd/hora
 	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/horad ./cmd/horad
+	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/hora-sim ./cmd/hora-sim
 	@for c in $(CLIENTS); do ln -sf hora $(BIN)/$$c; done
 
 # Installs what the tests need on a fresh Debian machine (slurm-client as an
@@ -52,7 +53,12 @@ fuzz:
 	@for f in FuzzParseSlurmDuration FuzzParseSlurmTime FuzzHostlist FuzzScanDirectives; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 60s ./sbatch/ || exit 1; done
 
+# The fault harness (cmd/horad TestFaultHarness) for SOAK_DURATION, plus
+# any test named Soak. `make test` runs the harness for 20 s.
+SOAK_DURATION ?= 1h
 soak: build
+	HORA_FAULT_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -run 'Soak|TestFaultHarness' -timeout 0 -v ./cmd/horad/ \
+		| grep -v '^\s*time='
 	$(GO) test -count=1 -run Soak -timeout 60m -tags soak ./...
 
 clean:
