@@ -55,6 +55,7 @@ type Options struct {
 	Commit  string    // for the changelog entry
 	Epoch   time.Time // every timestamp inside the packages
 	Hora    string    // built client binary
+	HoraSim string    // built simulator (hora replay/compare exec it)
 	Horad   string    // built daemon binary
 	Formats []string  // "deb", "rpm"
 }
@@ -135,21 +136,24 @@ func GitVersion(root string) (version, commit string, epoch time.Time, err error
 	return Version(desc, n), commit, time.Unix(sec, 0).UTC(), nil
 }
 
-// BuildBinaries builds hora and horad for packaging: static, stripped,
-// without paths or build ids that differ between machines.
-func BuildBinaries(root, dir, version string) (hora, horad string, err error) {
+// Binaries are the three programs the packages hold.
+type Binaries struct{ Hora, HoraSim, Horad string }
+
+// BuildBinaries builds hora, hora-sim and horad for packaging: static,
+// stripped, without paths or build ids that differ between machines.
+func BuildBinaries(root, dir, version string) (Binaries, error) {
 	ldflags := "-s -w -buildid= -X hora/controller.Version=" + version + " -X main.version=" + version
-	for _, b := range []struct{ out, pkg string }{{"hora", "./cmd/hora"}, {"horad", "./cmd/horad"}} {
+	for _, b := range []string{"hora", "hora-sim", "horad"} {
 		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-tags", "urfave_cli_no_docs",
-			"-ldflags", ldflags, "-o", filepath.Join(dir, b.out), b.pkg)
+			"-ldflags", ldflags, "-o", filepath.Join(dir, b), "./cmd/"+b)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
-			return "", "", fmt.Errorf("go build %s: %w", b.pkg, err)
+			return Binaries{}, fmt.Errorf("go build ./cmd/%s: %w", b, err)
 		}
 	}
-	return filepath.Join(dir, "hora"), filepath.Join(dir, "horad"), nil
+	return Binaries{filepath.Join(dir, "hora"), filepath.Join(dir, "hora-sim"), filepath.Join(dir, "horad")}, nil
 }
 
 // Build writes one package per format and package into o.Out and returns
@@ -268,7 +272,8 @@ func describe(o Options, stage string) ([]*nfpm.Info, error) {
 	}
 
 	// hora-client
-	client := []*files.Content{file(o.Hora, "/usr/bin/hora", 0o755)}
+	// hora replay/compare exec hora-sim from /usr/libexec/hora (cmd/hora/replay.go).
+	client := []*files.Content{file(o.Hora, "/usr/bin/hora", 0o755), file(o.HoraSim, "/usr/libexec/hora/hora-sim", 0o755)}
 	for _, c := range cmds {
 		client = append(client, link("hora", "/usr/bin/"+c))
 	}

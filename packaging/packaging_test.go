@@ -45,12 +45,12 @@ func build(t *testing.T, dir string, formats ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hora, horad, err := BuildBinaries(root, dir, "1.0.0+test")
+	b, err := BuildBinaries(root, dir, "1.0.0+test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	paths, err := Build(Options{Root: root, Out: dir, Version: "1.0.0+test", Commit: "0123456789ab",
-		Epoch: time.Unix(1700000000, 0), Hora: hora, Horad: horad, Formats: formats})
+		Epoch: time.Unix(1700000000, 0), Hora: b.Hora, HoraSim: b.HoraSim, Horad: b.Horad, Formats: formats})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +122,11 @@ func TestDebContents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(listing, "-rwxr-xr-x root/root") || !strings.Contains(listing, " ./usr/bin/hora\n") {
-		t.Errorf("hora-client lacks an executable /usr/bin/hora:\n%s", listing)
+	for _, bin := range []string{" ./usr/bin/hora\n", " ./usr/libexec/hora/hora-sim\n"} {
+		i := strings.Index(listing, bin)
+		if i < 0 || !strings.Contains(listing[strings.LastIndex(listing[:i], "\n")+1:i], "-rwxr-xr-x root/root") {
+			t.Errorf("hora-client lacks an executable %s:\n%s", strings.TrimSpace(bin), listing)
+		}
 	}
 	for _, c := range cmds {
 		if !strings.Contains(listing, "./usr/bin/"+c+" -> hora\n") {

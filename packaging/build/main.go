@@ -55,12 +55,12 @@ func run(root, out, version string, formats []string) error {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return err
 	}
-	hora, horad, err := packaging.BuildBinaries(root, bin, v)
+	b, err := packaging.BuildBinaries(root, bin, v)
 	if err != nil {
 		return err
 	}
 	paths, err := packaging.Build(packaging.Options{Root: root, Out: out, Version: v, Commit: commit,
-		Epoch: epoch, Hora: hora, Horad: horad, Formats: formats})
+		Epoch: epoch, Hora: b.Hora, HoraSim: b.HoraSim, Horad: b.Horad, Formats: formats})
 	if err != nil {
 		return err
 	}
