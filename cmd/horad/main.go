@@ -267,7 +267,9 @@ func newExecutor(cfg *config.Config, log *slog.Logger) (nodes.Executor, error) {
 // outside horad.service's cgroup and sandbox. "" otherwise (a horad started
 // by hand or by the tests keeps its shepherds as children).
 func systemdRun(log *slog.Logger) string {
-	if os.Getenv("INVOCATION_ID") == "" {
+	// Only the system manager runs units as other users: a horad under a
+	// user manager (not root) keeps its shepherds as children.
+	if os.Getenv("INVOCATION_ID") == "" || os.Geteuid() != 0 {
 		return ""
 	}
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
