@@ -218,3 +218,47 @@ func TestRPMContents(t *testing.T) {
 		t.Errorf("hora-client.rpm conflicts = %q", c)
 	}
 }
+
+// TestCompletionsLayout: completion files land where each shell loads them,
+// and a bash completion written for hora is linked under every command
+// name that has none of its own.
+func TestCompletionsLayout(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"bash/hora", "bash/squeue", "zsh/_hora", "fish/hora.fish", "README"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := completions(dir, []string{"sbatch", "squeue", "qsub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, c := range got {
+		src := c.link
+		if src == "" {
+			src, _ = filepath.Rel(dir, c.src)
+		} else {
+			src = "-> " + src
+		}
+		lines = append(lines, c.dst+" "+src)
+	}
+	want := []string{
+		"/usr/share/bash-completion/completions/hora bash/hora",
+		"/usr/share/bash-completion/completions/qsub -> hora",
+		"/usr/share/bash-completion/completions/sbatch -> hora",
+		"/usr/share/bash-completion/completions/squeue bash/squeue",
+		"/usr/share/fish/vendor_completions.d/hora.fish fish/hora.fish",
+		"/usr/share/zsh/vendor-completions/_hora zsh/_hora",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("completions:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if got, err := completions(filepath.Join(dir, "none"), nil); err != nil || len(got) != 0 {
+		t.Errorf("no completions directory: %v %v", got, err)
+	}
+}
