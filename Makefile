@@ -11,7 +11,7 @@ TAGS    ?= urfave_cli_no_docs
 CLIENTS := $(shell sed -e '/^\#/d' -e '/^$$/d' packaging/commands)
 export CGO_ENABLED ?= 0
 
-.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean deb rpm package-test man-server
+.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean man deb rpm package-test man-server
 
 all: build
 
@@ -75,7 +75,7 @@ rpm:
 
 # Regenerates the two pages not generated from the client option table:
 # hora.toml.5 from config.Keys, horad.8 from horad's flags (tests fail when
-# they are stale). `make man` (the client pages) should depend on it.
+# they are stale). `make man` runs it too.
 man-server:
 	$(GO) test -count=1 -run '^TestManPage$$' ./config ./cmd/horad -update
 
@@ -85,6 +85,12 @@ man-server:
 package-test:
 	@scripts/package-test.sh
 
+
+# Regenerates man/*.1 and contrib/completions/ from the option tables
+# (sbatch/options.go and the commands' tables); TestGeneratedDocsUpToDate
+# fails until the result is committed. man-server adds hora.toml.5 and horad.8.
+man: man-server
+	$(GO) run ./cmd/hora gendoc .
 
 # Regenerates docs/reproductions/ from fixed seeds (a few minutes on 2 cores).
 .PHONY: reproduce

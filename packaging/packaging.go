@@ -430,9 +430,9 @@ func manPages(dir, stage string) ([]manPage, error) {
 type completion struct{ src, link, dst string }
 
 // completions maps contrib/completions/ onto the directories each shell
-// loads from: bash by command name (a completion written for hora is linked
-// under every command name it serves), zsh's vendor-completions, fish's
-// vendor_completions.d. Files are recognised by their directory (bash/,
+// loads from: bash and fish by command name (a completion written for hora
+// is linked under every command name), zsh's vendor-completions (its
+// #compdef line names the commands). Files are recognised by their directory (bash/,
 // zsh/, fish/) or their extension (.bash, .zsh or a leading _, .fish).
 func completions(dir string, cmds []string) ([]completion, error) {
 	var out []completion
@@ -476,7 +476,17 @@ func completions(dir string, cmds []string) ([]completion, error) {
 		case "zsh":
 			out = append(out, completion{src: p, dst: "/usr/share/zsh/vendor-completions/_" + name})
 		case "fish":
+			// fish autoloads <command>.fish: a file for hora is linked
+			// under every command name, as for bash.
 			out = append(out, completion{src: p, dst: "/usr/share/fish/vendor_completions.d/" + name + ".fish"})
+			if name == "hora" {
+				for _, c := range cmds {
+					if _, err := os.Stat(filepath.Join(filepath.Dir(p), c+".fish")); err == nil {
+						continue
+					}
+					out = append(out, completion{link: "hora.fish", dst: "/usr/share/fish/vendor_completions.d/" + c + ".fish"})
+				}
+			}
 		}
 		return nil
 	})

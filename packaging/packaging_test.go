@@ -253,6 +253,9 @@ func TestCompletionsLayout(t *testing.T) {
 		"/usr/share/bash-completion/completions/sbatch -> hora",
 		"/usr/share/bash-completion/completions/squeue bash/squeue",
 		"/usr/share/fish/vendor_completions.d/hora.fish fish/hora.fish",
+		"/usr/share/fish/vendor_completions.d/qsub.fish -> hora.fish",
+		"/usr/share/fish/vendor_completions.d/sbatch.fish -> hora.fish",
+		"/usr/share/fish/vendor_completions.d/squeue.fish -> hora.fish",
 		"/usr/share/zsh/vendor-completions/_hora zsh/_hora",
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {

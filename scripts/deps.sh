@@ -11,6 +11,9 @@ command -v mandoc >/dev/null || need+=(mandoc)
 # packaging/ tests: lintian checks the .debs, rpm reads the .rpms.
 command -v lintian >/dev/null || need+=(lintian)
 command -v rpm >/dev/null || need+=(rpm)
+# The shell completions are tested in the real shells.
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "deps: missing packages: ${need[*]}; install them (as root: apt-get install ${need[*]})" >&2
