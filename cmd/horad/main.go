@@ -132,10 +132,17 @@ func serve(cc *cli.Context) error {
 		return err
 	}
 	defer ln.Close()
+	// SIGHUP is caught from here on: one that arrives during recovery is
+	// served as a reload once horad runs, instead of ending it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var ctl *controller.Controller
 	hb := heartbeat(func() string { return ctl.Stats().String() })
+	stopExtending := extendStartTimeout()
 	ctl, err = controller.New(ctx, controller.Options{Config: cfg, Logger: log, Store: st, Executor: exec,
 		Heartbeat: hb})
+	stopExtending()
 	if err != nil {
 		return err
 	}
@@ -149,9 +156,6 @@ func serve(cc *cli.Context) error {
 	// READY=1 only now: the state is recovered and the socket is served.
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady+"\nSTATUS="+ctl.Stats().String())
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 loop:
 	for {
 		select {
@@ -281,6 +285,31 @@ func systemdRun(log *slog.Logger) string {
 		return ""
 	}
 	return p
+}
+
+// extendStartTimeout tells systemd, while horad recovers, that start-up is
+// progressing (STATUS=recovering, EXTEND_TIMEOUT_USEC every 10 s), so that a
+// large state on a loaded machine is not killed by TimeoutStartSec. The
+// returned function stops it; READY=1 follows.
+func extendStartTimeout() func() {
+	if os.Getenv("NOTIFY_SOCKET") == "" {
+		return func() {}
+	}
+	_, _ = daemon.SdNotify(false, "STATUS=recovering the state")
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_, _ = daemon.SdNotify(false, "EXTEND_TIMEOUT_USEC=30000000")
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // heartbeat returns the controller's heartbeat, called from the scheduling
