@@ -21,6 +21,10 @@ bench_jobs=${HORA_PKGTEST_BENCH_JOBS:-100000}
 say() { printf 'package-test: %s\n' "$*" >&2; }
 fail() {
 	printf 'package-test: FAIL: %s\n' "$*" >&2
+	if [ -n "${HORA_PKGTEST_DEBUG:-}" ] && [ -n "${init:-}" ]; then
+		say "HORA_PKGTEST_DEBUG: the booted root stays up for $HORA_PKGTEST_DEBUG s: nsenter -t $init -m -p -n -u -i -C -r -w"
+		sleep "$HORA_PKGTEST_DEBUG"
+	fi
 	exit 1
 }
 [ "$(id -u)" = 0 ] || fail "needs root (namespaces, chroot, debootstrap)"
@@ -157,6 +161,7 @@ done
 grep -q "hello from alice in /system.slice/hora-step-" "$root/home/alice/slurm-$id1.out" ||
 	fail "job $id1 output: $(cat "$root/home/alice/slurm-$id1.out" 2>&1); horad: $(ct journalctl -u horad --no-pager | tail -5)"
 say "  ok: job ran as alice in its own unit: $(head -1 "$root/home/alice/slurm-$id1.out")"
+[ "${HORA_PKGTEST_STOP_AFTER:-}" = job1 ] && fail "stopping after job 1 (HORA_PKGTEST_STOP_AFTER)"
 sq=$(ctu squeue -t all -h -o "%i %u %T")
 grep -q "^$id1 alice" <<<"$sq" || fail "squeue as alice does not list job $id1: $sq"
 
@@ -183,14 +188,31 @@ sub=$(ctu sbatch job.sh 20) || fail "sbatch: $sub"
 id2=${sub##* }
 for _ in $(seq 300); do [ "$(ctu squeue -h -j "$id2" -o %T)" = RUNNING ] && break; sleep 0.1; done
 [ "$(ctu squeue -h -j "$id2" -o %T)" = RUNNING ] || fail "job $id2 did not start"
-units=$(ct systemctl list-units --all --plain --no-legend 'hora-step-*')
-unit=$(awk -v s="-$id2.batch.service" 'index($1, s) {print $1}' <<<"$units" | head -1)
+# RUNNING is recorded before the launch: the unit may take a moment to appear.
+for _ in $(seq 300); do
+	units=$(ct systemctl list-units --all --plain --no-legend 'hora-step-*')
+	unit=$(awk -v s="-$id2.batch.service" 'index($1, s) {print $1}' <<<"$units" | head -1)
+	[ -n "$unit" ] && break
+	sleep 0.1
+done
 [ -n "$unit" ] || fail "no hora-step unit for job $id2: $units"
 start_before=$(ctu squeue -h -j "$id2" -o %S)
 ct systemctl restart horad
 [ "$(ctu squeue -h -j "$id2" -o '%T %S')" = "RUNNING $start_before" ] || fail "job $id2 after restart: $(ctu squeue -h -j "$id2" -o '%T %S')"
 ct systemctl is-active --quiet "$unit" || fail "$unit died with the restart: $(ct systemctl status "$unit" --no-pager 2>&1 | head -20)"
 say "  ok: job $id2 ($unit) kept running through systemctl restart horad"
+
+# --- scancel reaches a job in its own unit ---------------------------------------------
+sub=$(ctu sbatch job.sh 300) || fail "sbatch: $sub"
+id3=${sub##* }
+for _ in $(seq 300); do [ "$(ctu squeue -h -j "$id3" -o %T)" = RUNNING ] && break; sleep 0.1; done
+ctu scancel "$id3" || fail "scancel $id3"
+for _ in $(seq 300); do [ "$(ctu squeue -h -t all -j "$id3" -o %T)" = CANCELLED ] && break; sleep 0.1; done
+[ "$(ctu squeue -h -t all -j "$id3" -o %T)" = CANCELLED ] || fail "job $id3 after scancel: $(ctu squeue -h -t all -j "$id3" -o %T)"
+for _ in $(seq 100); do ct systemctl list-units --plain --no-legend "hora-step-*-$id3.batch.service" | grep -q . || break; sleep 0.1; done
+left=$(ct systemctl list-units --plain --no-legend "hora-step-*-$id3.batch.service")
+[ -z "$left" ] || fail "job $id3's unit is still there after scancel: $left"
+say "  ok: scancel ended job $id3 and its unit"
 
 # --- upgrade, keeping state and the edited conffile ------------------------------------
 cp "$work"/v2/hora-client_*.deb "$work"/v2/hora-server_*.deb "$root/var/tmp/"
