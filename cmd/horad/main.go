@@ -118,11 +118,20 @@ func serve(cc *cli.Context) error {
 	}
 	defer st.Close()
 
-	exec, err := newExecutor(cfg, log)
+	mixer, err := newMixEnforcer(cfg, log)
+	if err != nil {
+		return err
+	}
+	exec, err := newExecutor(cfg, log, mixer)
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
 	}
 	defer exec.Close()
+	if mixer != nil {
+		mixDone := make(chan struct{})
+		go func() { mixer.run(ctx); close(mixDone) }()
+		defer func() { stop(); <-mixDone }() // thaws both classes before horad exits
+	}
 
 	// Under horad.socket systemd holds the listening socket: clients that
 	// connect while horad starts and recovers wait in its backlog, and are
@@ -235,7 +244,7 @@ func reload(ctx context.Context, log *slog.Logger, ctl *controller.Controller, p
 
 // newExecutor builds the executor the config names: local processes on
 // this machine (the embedded default) or ordinary hosts over SSH.
-func newExecutor(cfg *config.Config, log *slog.Logger) (nodes.Executor, error) {
+func newExecutor(cfg *config.Config, log *slog.Logger, mixer *mixEnforcer) (nodes.Executor, error) {
 	if cfg.Executor == "emulated" {
 		if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 			return nil, err
@@ -258,11 +267,20 @@ func newExecutor(cfg *config.Config, log *slog.Logger) (nodes.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return local.New(local.Config{
+	lc := local.Config{
 		StateDir:     filepath.Join(cfg.StateDir, "nodes"),
 		ShepherdArgv: []string{self, local.ShepherdCommand},
-		SystemdRun:   systemdRun(log),
-	})
+	}
+	if mixer != nil {
+		// [mix] moves each shepherd into its class's cgroup before it gets
+		// its spec, which needs the shepherd as horad's child: with [mix]
+		// local steps are not started in units of their own (and
+		// horad.service needs ProtectControlGroups=no, docs/operations.md).
+		lc.Place = mixer.place(cfg)
+	} else {
+		lc.SystemdRun = systemdRun(log)
+	}
+	return local.New(lc)
 }
 
 // systemdRun returns the path of systemd-run when horad runs as a systemd
