@@ -17,6 +17,7 @@ var docSections = []struct{ Title, Prefix, Intro string }{
 	{"NODES", "node", "Each [[node]] table declares one node, or several alike when name is a hostlist."},
 	{"PARTITIONS", "partition", "Each [[partition]] table declares a partition and its scheduling policy."},
 	{"SSH", "ssh", "The [ssh] table holds the defaults of nodes reached over SSH (executor = \"ssh\")."},
+	{"MIX", "mix", "The [mix] table sets the fairness ratio between real-time jobs (partitions with policy dlt or reserve) and best-effort jobs (the others), and how nodes enforce it. Without the table, real-time work owns the nodes (1:0) and nothing is enforced."},
 }
 
 // Keys is every key of hora.toml.
@@ -60,4 +61,11 @@ var Keys = []KeyDoc{
 	{"ssh.launcher", "string", `"auto"`, "How a step is started on a node: \"systemd\" (in a transient scope unit), \"setsid\" (in a session of its own) or \"auto\" (systemd where it runs as PID 1)."},
 	{"ssh.probe_interval_s", "integer", `5`, "Seconds between two health probes of a node."},
 	{"ssh.probe_misses", "integer", `3`, "Failed probes in a row after which a node is declared DOWN."},
+
+	{"mix", "table", "", "The fairness ratio between the real-time and best-effort classes."},
+	{"mix.ratio", "string", `"1:0"`, "x:y: on every node the real-time class is guaranteed the share x/(x+y) of the node's time while both classes have work, and either class may use all of it when the other is idle. Real-time admission plans with that share. \"1:0\": real-time work owns the nodes, best-effort work fills what it leaves."},
+	{"mix.mode", "string", `"ps"`, "How a node enforces the ratio: \"ps\" (proportional share: the classes' cgroups get CPU weights x and y), \"tdm\" (time division: every period the real-time class runs for its share, then the best-effort class), \"gang\" (an Ousterhout matrix rotated every quantum; replay only)."},
+	{"mix.period", "float", `3.0`, "tdm: the period in seconds that is divided between the classes."},
+	{"mix.quantum", "float", `0.5`, "gang: the time slice in seconds."},
+	{"mix.rows", "integer", `6`, "gang: the rows of the matrix, split between the classes by the ratio."},
 }
