@@ -133,14 +133,6 @@ func serve(cc *cli.Context) error {
 		defer func() { stop(); <-mixDone }() // thaws both classes before horad exits
 	}
 
-	// Under horad.socket systemd holds the listening socket: clients that
-	// connect while horad starts and recovers wait in its backlog, and are
-	// answered once recovery is done.
-	ln, activated, err := listener(cfg.Socket)
-	if err != nil {
-		return err
-	}
-	defer ln.Close()
 	// SIGHUP is caught from here on: one that arrives during recovery is
 	// served as a reload once horad runs, instead of ending it.
 	hup := make(chan os.Signal, 1)
@@ -155,6 +147,15 @@ func serve(cc *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Under horad.socket systemd has held the listening socket all along:
+	// clients that connected while horad started and recovered wait in its
+	// backlog and are answered now. Without it the socket appears only
+	// now, so that a socket that answers means a recovered horad.
+	ln, activated, err := listener(cfg.Socket)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	srv := ctl.Server()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
