@@ -191,7 +191,7 @@ for _ in $(seq 300); do [ "$(ctu squeue -h -j "$id2" -o %T)" = RUNNING ] && brea
 # RUNNING is recorded before the launch: the unit may take a moment to appear.
 for _ in $(seq 300); do
 	units=$(ct systemctl list-units --all --plain --no-legend 'hora-step-*')
-	unit=$(awk -v s="-$id2.batch.service" 'index($1, s) {print $1}' <<<"$units" | head -1)
+	unit=$(awk -v s="-$id2.batch." 'index($1, s) {print $1}' <<<"$units" | head -1)
 	[ -n "$unit" ] && break
 	sleep 0.1
 done
@@ -209,8 +209,8 @@ for _ in $(seq 300); do [ "$(ctu squeue -h -j "$id3" -o %T)" = RUNNING ] && brea
 ctu scancel "$id3" || fail "scancel $id3"
 for _ in $(seq 300); do [ "$(ctu squeue -h -t all -j "$id3" -o %T)" = CANCELLED ] && break; sleep 0.1; done
 [ "$(ctu squeue -h -t all -j "$id3" -o %T)" = CANCELLED ] || fail "job $id3 after scancel: $(ctu squeue -h -t all -j "$id3" -o %T)"
-for _ in $(seq 100); do ct systemctl list-units --plain --no-legend "hora-step-*-$id3.batch.service" | grep -q . || break; sleep 0.1; done
-left=$(ct systemctl list-units --plain --no-legend "hora-step-*-$id3.batch.service")
+for _ in $(seq 100); do ct systemctl list-units --plain --no-legend "hora-step-*-$id3.batch*" | grep -q . || break; sleep 0.1; done
+left=$(ct systemctl list-units --plain --no-legend "hora-step-*-$id3.batch*")
 [ -z "$left" ] || fail "job $id3's unit is still there after scancel: $left"
 say "  ok: scancel ended job $id3 and its unit"
 

@@ -84,7 +84,7 @@ func manPage(a *cli.App) []byte {
 		"scheduling loop (WatchdogSec=), so a wedged loop is restarted.")
 	p(".PP")
 	text("Under systemd every job step on the local executor runs in a transient service of its own, " +
-		"hora-step-NODE-JOB.STEP.service, as its owner, outside horad's cgroup and sandbox: systemctl restart " +
+		"hora-step-NODE-STEP.service (e.g. hora-step-local1-42.batch.r0.service), as its owner, outside horad's cgroup and sandbox: systemctl restart " +
 		"horad does not touch running jobs.")
 	p(".SH SIGNALS")
 	p(".TP")

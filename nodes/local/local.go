@@ -44,7 +44,7 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// SystemdRun, when set (horad running under systemd sets it to the path
 	// of systemd-run), starts each shepherd as a transient service of its
-	// own, hora-step-<node>-<job>.<step>.service, instead of as horad's
+	// own, hora-step-<node>-<step key>.service (hora-step-local1-42.batch.r0.service), instead of as horad's
 	// child: the step then lives outside horad's cgroup and sandbox
 	// (horad.service's ProtectSystem=strict, PrivateTmp and bounded
 	// capabilities), with the full rights of its owner, and a restart of
@@ -766,7 +766,7 @@ func (e *Executor) Close() error {
 }
 
 // unitName is the transient service a step runs in under SystemdRun:
-// hora-step-<node>-<job>.<step>.service, with any character systemd does
+// hora-step-<node>-<step key>.service (hora-step-local1-42.batch.r0.service), with any character systemd does
 // not allow in a unit name replaced by '_'.
 func unitName(id stepID) string {
 	clean := strings.Map(func(r rune) rune {
