@@ -342,9 +342,6 @@ type state struct {
 
 	export           string
 	exportSet        bool
-	memSet           bool   // --mem given (beats --mem-per-cpu given earlier)
-	memPerCPU        int64  // MiB, from --mem-per-cpu
-	ntasksPerNode    int    // --ntasks-per-node
 	input            string // --input, kept for --load
 	exit             int    // exit status of the error apply reported, 0 = exitOption
 	unsupportedArray string
@@ -429,7 +426,7 @@ func (st *state) apply(s setting) string {
 			return msg
 		}
 		sp.Nodes, sp.NodesMax = lo, hi
-	case "ntasks", "cpus-per-task", "ntasks-per-node":
+	case "ntasks", "cpus-per-task", "ntasks-per-node", "mincpus", "cpus-per-gpu":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			st.exit = exitFile // Slurm's parse_int exits with 1
@@ -440,21 +437,93 @@ func (st *state) apply(s setting) string {
 			sp.NTasks = n
 		case "cpus-per-task":
 			sp.CPUsPerTask = n
+		case "mincpus":
+			sp.MinCPUs = n
+		case "cpus-per-gpu":
+			sp.CPUsPerGPU = n
 		default:
-			st.ntasksPerNode = n
+			sp.NTasksPerNode = n
 		}
-	case "mem":
+	case "mem", "mem-per-cpu", "mem-per-gpu":
 		mb, err := ParseMemMB(v)
 		if err != nil {
-			return "Invalid --mem specification"
+			return "Invalid --" + s.key + " specification"
 		}
-		sp.MemMB, st.memSet, st.memPerCPU = mb, true, 0
-	case "mem-per-cpu":
-		mb, err := ParseMemMB(v)
+		// The three are mutually exclusive in Slurm; the last given wins,
+		// as the last of one option does.
+		sp.MemMB, sp.MemAll, sp.MemPerCPU, sp.MemPerGPU = 0, false, 0, 0
+		switch {
+		case s.key == "mem" && mb == 0:
+			sp.MemAll = true
+		case s.key == "mem":
+			sp.MemMB = mb
+		case s.key == "mem-per-cpu":
+			sp.MemPerCPU = mb
+		default:
+			sp.MemPerGPU = mb
+		}
+	case "gres":
+		gs, err := ParseGres(v)
 		if err != nil {
-			return "Invalid --mem-per-cpu specification"
+			st.exit = exitFile
+			return "Batch job submission failed: " + MsgInvalidGres
 		}
-		st.memPerCPU, st.memSet = mb, false
+		sp.Gres = FormatGres(gs)
+	case "gpus", "gpus-per-node", "gpus-per-task":
+		if _, _, err := ParseTypedCount(v); err != nil {
+			st.exit = exitFile
+			return "Batch job submission failed: " + MsgInvalidGres
+		}
+		switch s.key {
+		case "gpus":
+			sp.GPUs = v
+		case "gpus-per-node":
+			sp.GPUsPerNode = v
+		default:
+			sp.GPUsPerTask = v
+		}
+	case "exclusive":
+		// Slurm's arg_set_exclusive.
+		switch strings.ToLower(v) {
+		case "", "exclusive":
+			sp.Exclusive = "node"
+		case "user":
+			sp.Exclusive = "user"
+		case "oversubscribe":
+			sp.Exclusive, sp.Oversubscribe = "", true
+		default:
+			return "Invalid --exclusive specification"
+		}
+	case "oversubscribe":
+		sp.Oversubscribe = true
+		if sp.Exclusive == "node" {
+			sp.Exclusive = ""
+		}
+	case "nodelist", "exclude":
+		names, err := ExpandHostlist(v)
+		if err != nil || len(names) == 0 {
+			return fmt.Sprintf("Invalid hostlist: %s", v)
+		}
+		if s.key == "nodelist" {
+			sp.NodeList = CompressHostlist(names)
+		} else {
+			sp.Exclude = CompressHostlist(names)
+		}
+	case "constraint":
+		if _, _, err := ParseConstraint(v); err != nil {
+			st.exit = exitFile
+			return "Batch job submission failed: Invalid feature specification"
+		}
+		sp.Constraint = v
+	case "hint":
+		switch strings.ToLower(v) {
+		case "nomultithread":
+			sp.NoMultithread = true
+		case "multithread", "compute_bound", "memory_bound":
+			sp.NoMultithread = false
+		default:
+			return fmt.Sprintf("unrecognized --hint argument \"%s\", see --hint=help", v)
+		}
 	case "export":
 		st.export, st.exportSet = v, true
 	case "load":
@@ -489,17 +558,8 @@ func (st *state) finish() error {
 	if st.dependency != "" {
 		return &Error{Msg: "error: hora does not support job dependencies (--dependency=" + st.dependency + ")", Exit: exitOption}
 	}
-	if st.ntasksPerNode > 0 && sp.NTasks == 0 {
-		sp.NTasks = st.ntasksPerNode * max(sp.Nodes, 1)
-	}
-	if st.memPerCPU > 0 && !st.memSet {
-		// Per node: CPUs per task times the tasks that share a node.
-		tasksPerNode := 1
-		if sp.NTasks > 0 {
-			n := max(sp.Nodes, 1)
-			tasksPerNode = (sp.NTasks + n - 1) / n
-		}
-		sp.MemMB = st.memPerCPU * int64(max(sp.CPUsPerTask, 1)) * int64(tasksPerNode)
+	if sp.NTasksPerNode > 0 && sp.NTasks == 0 {
+		sp.NTasks = sp.NTasksPerNode * max(sp.Nodes, 1)
 	}
 	if sp.Load > 0 && st.input != "" {
 		// hora's divisible jobs read their load from --input (DESIGN.md
