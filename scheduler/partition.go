@@ -58,6 +58,9 @@ type Partition struct {
 
 	// bookerParts are the distinct partitions in bookers.
 	bookerParts []*Partition
+
+	nshared int          // nodes holding shares (tres.go)
+	tbuf    []layoutCand // scratch of PlaceNow
 }
 
 // Spec is the partition's configuration, with defaults applied (Policy set,

@@ -204,6 +204,12 @@ func (e *Engine) setExpect(r *jobRec, k int, expect float64) {
 		return
 	}
 	s.expect = expect
+	if s.shared {
+		for _, g := range s.nodes {
+			e.moveShare(g, r.job.ID, s.step, expect)
+		}
+		return
+	}
 	for _, g := range s.nodes {
 		n := &e.nodes[g]
 		if !n.busy || n.job != r.job.ID || n.step != s.step {
