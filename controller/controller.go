@@ -232,7 +232,7 @@ func (c *Controller) recover(ctx context.Context) error {
 					started += max(0, now-float64(aj.SuspendTime))
 				}
 				c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true,
-					Nodes: aj.Nodes, Started: started})
+					Nodes: aj.Nodes, Started: started, Alloc: schedAlloc(aj.Alloc)})
 				if aj.State == api.StateSuspended {
 					suspended = append(suspended, aj.ID)
 				}
@@ -328,11 +328,14 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 	if n < 1 {
 		n = 1
 	}
+	// A spec that cannot be read was refused at submit (checkSpec): a
+	// stored one always reads.
+	req, _ := requestOf(&j.Spec)
 	return scheduler.Job{
 		ID: scheduler.JobID(j.ID), Partition: j.Spec.Partition, User: j.UID, Nodes: n,
 		TimeLimit: limit, Submit: float64(j.SubmitTime), Begin: float64(j.Spec.Begin),
 		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
-		Reservation: j.Spec.Reservation,
+		Reservation: j.Spec.Reservation, Req: req,
 	}
 }
 
@@ -353,10 +356,11 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 				continue
 			}
 			j.State, j.Nodes, j.StartTime, j.Reason = api.StateRunning, a.Nodes, c.now().Unix(), "None"
+			j.Alloc = apiAlloc(a.Alloc)
 			j.StdoutPath, j.StderrPath = outputPaths(&j.Job)
 			spec := c.launchSpec(j, scheduler.BatchStep, a.Nodes[0])
 			ev := store.Event{JobID: j.ID, Time: j.StartTime, Kind: store.KindStart, Nodes: a.Nodes,
-				StdoutPath: j.StdoutPath, StderrPath: j.StderrPath}
+				Alloc: j.Alloc, StdoutPath: j.StdoutPath, StderrPath: j.StderrPath}
 			c.work.push(func(ctx context.Context) { c.launch(ctx, spec, ev) })
 		case scheduler.End:
 			j := c.jobs[int64(a.ID)]

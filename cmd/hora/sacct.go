@@ -182,6 +182,7 @@ var sacctFields = []saField{
 	{"Account", 10, func(r *saRow) string { return r.job.Spec.Account }},
 	{"AllocCPUS", 10, func(r *saRow) string { return strconv.Itoa(r.cpus()) }},
 	{"AllocNodes", 10, func(r *saRow) string { return strconv.Itoa(r.nodes()) }},
+	{"AllocTRES", 10, func(r *saRow) string { return allocTRES(r.job) }},
 	{"State", 10, (*saRow).state},
 	{"ExitCode", 8, (*saRow).exitCode},
 	{"DerivedExitCode", 10, func(r *saRow) string { return r.jobOnly(r.exitCode()) }},
@@ -213,7 +214,7 @@ var sacctFields = []saField{
 		return "1"
 	}},
 	{"ReqCPUS", 8, func(r *saRow) string { return strconv.Itoa(jobCPUs(r.job)) }},
-	{"ReqMem", 10, func(r *saRow) string { return memText(r.job.Spec.MemMB) }},
+	{"ReqMem", 10, func(r *saRow) string { return reqMem(r.job, "0") }},
 	{"ReqNodes", 8, func(r *saRow) string { return strconv.Itoa(max(r.job.Spec.Nodes, 1)) }},
 	{"Timelimit", 10, func(r *saRow) string { return r.jobOnly(timeLimitText(r.job.Spec.TimeLimit, true)) }},
 	{"TimelimitRaw", 10, func(r *saRow) string {

@@ -168,29 +168,44 @@ func memText(mb int64) string {
 func nodeRecord(n *api.Node, now time.Time) *record {
 	r := &record{}
 	st := nodeStateLong(n)
-	alloc := 0
-	switch strings.ToLower(n.State) {
-	case "allocated", "draining":
-		alloc = n.CPUs
+	alloc, allocMem := n.AllocCPUs, n.AllocMemMB
+	if alloc == 0 && n.AllocMemMB == 0 {
+		// An older horad reports no counts: a busy node is held whole.
+		switch strings.ToLower(n.State) {
+		case "allocated", "draining":
+			alloc = n.CPUs
+		}
 	}
-	// TODO(api): Node has no allocated CPU/memory counts nor topology.
-	r.add("NodeName="+n.Name, "Arch=x86_64", "CoresPerSocket=1")
-	r.add("CPUAlloc="+strconv.Itoa(alloc), "CPUEfctv="+strconv.Itoa(n.CPUs), "CPUTot="+strconv.Itoa(n.CPUs), "CPULoad=N/A")
-	r.add("AvailableFeatures=(null)")
-	r.add("ActiveFeatures=(null)")
-	r.add("Gres=(null)")
+	sockets, cores, threads := n.Sockets, n.CoresPerSocket, max(n.ThreadsPerCore, 1)
+	if sockets == 0 {
+		sockets, cores = n.CPUs, 1
+	}
+	load, freeMem := "N/A", "N/A"
+	if n.FreeMemMB > 0 {
+		load, freeMem = strconv.FormatFloat(n.CPULoad, 'f', 2, 64), strconv.FormatInt(n.FreeMemMB, 10)
+	}
+	feats := orNull(strings.Join(n.Features, ","))
+	r.add("NodeName="+n.Name, "Arch=x86_64", "CoresPerSocket="+strconv.Itoa(cores))
+	r.add("CPUAlloc="+strconv.Itoa(alloc), "CPUEfctv="+strconv.Itoa(n.CPUs), "CPUTot="+strconv.Itoa(n.CPUs), "CPULoad="+load)
+	r.add("AvailableFeatures=" + feats)
+	r.add("ActiveFeatures=" + feats)
+	r.add("Gres=" + orNull(n.Gres))
 	addr := n.Address
 	if addr == "" {
 		addr = n.Name
 	}
 	r.add("NodeAddr="+addr, "NodeHostName="+n.Name)
-	r.add("RealMemory="+strconv.FormatInt(n.MemoryMB, 10), "AllocMem=0", "FreeMem=N/A",
-		"Sockets="+strconv.Itoa(n.CPUs), "Boards=1")
-	r.add("State="+st, "ThreadsPerCore=1", "TmpDisk=0", "Weight=1", "Owner=N/A", "MCS_label=N/A")
+	r.add("RealMemory="+strconv.FormatInt(n.MemoryMB, 10), "AllocMem="+strconv.FormatInt(allocMem, 10), "FreeMem="+freeMem,
+		"Sockets="+strconv.Itoa(sockets), "Boards=1")
+	r.add("State="+st, "ThreadsPerCore="+strconv.Itoa(threads), "TmpDisk=0", "Weight=1", "Owner=N/A", "MCS_label=N/A")
 	r.add("Partitions=" + strings.Join(n.Partitions, ","))
 	r.add("BootTime=None", "SlurmdStartTime=None")
-	r.add(fmt.Sprintf("CfgTRES=cpu=%d,mem=%dM,billing=%d", n.CPUs, n.MemoryMB, n.CPUs))
-	r.add("AllocTRES=")
+	r.add("CfgTRES=" + tresText(n.CPUs, n.MemoryMB, n.Gres, n.CPUs))
+	if alloc > 0 || allocMem > 0 {
+		r.add("AllocTRES=" + tresText(alloc, allocMem, n.AllocGres, 0))
+	} else {
+		r.add("AllocTRES=")
+	}
 	r.add("CapWatts=n/a")
 	r.add("CurrentWatts=0", "AveWatts=0")
 	r.add("ExtSensorsJoules=n/s", "ExtSensorsWatts=0", "ExtSensorsTemp=n/s")

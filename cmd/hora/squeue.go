@@ -76,7 +76,7 @@ var squeueHeaders = map[byte]string{
 	'N': "NODELIST", 'P': "PARTITION", 'S': "START_TIME", 'e': "END_TIME",
 	'V': "SUBMIT_TIME", 'Q': "PRIORITY", 'p': "PRIORITY", 'q': "QOS",
 	'a': "ACCOUNT", 'v': "RESERVATION", 'Z': "WORK_DIR", 'E': "DEPENDENCY",
-	'o': "COMMAND", 'k': "COMMENT", 'm': "MIN_MEMORY", 'c': "MIN_CPUS",
+	'o': "COMMAND", 'k': "COMMENT", 'm': "MIN_MEMORY", 'c': "MIN_CPUS", 'b': "TRES_PER_NODE",
 	'd': "MIN_TMP_DISK", 'f': "FEATURES", 'B': "EXEC_HOST", 'Y': "SCHEDNODES",
 	'y': "NICE", 'x': "EXC_NODES", 'n': "REQ_NODES", 'w': "WCKEY", 'W': "LICENSES",
 	sqDeadline: "DEADLINE", sqStdout: "STDOUT", sqStderr: "STDERR", sqStdin: "STDIN",
@@ -344,7 +344,9 @@ func (c *sqCtx) appendValue(b []byte, f *sqField, j *api.Job) []byte {
 	case 'k':
 		s = orNull(j.Spec.Comment)
 	case 'm':
-		s = strconv.FormatInt(j.Spec.MemMB, 10) + "M"
+		s = reqMem(j, "0M")
+	case 'b':
+		s = tresPerNode(j)
 	case 'c', sqCPUsPerTask:
 		s = strconv.Itoa(max(j.Spec.CPUsPerTask, 1))
 	case sqNumTasks:
