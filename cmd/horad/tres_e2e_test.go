@@ -1,0 +1,135 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// soloNode is one local node of 4 CPUs and 4000 MiB in one partition.
+const soloNode = `
+[[node]]
+name = "solo"
+cpus = 4
+memory_mb = 4000
+
+[[partition]]
+name = "batch"
+nodes = "solo"
+default = true
+`
+
+// Consumable resources through the real daemon and clients (issue 11):
+// eight one-CPU jobs on one 4-CPU node run four at a time (counted from the
+// jobs' own start/end log, not from timing), each with its own CPU and
+// Slurm's variables; the node shows as allocated then mixed; a request no
+// node could ever satisfy is refused at submit with Slurm's text, exit 1,
+// and nothing stored.
+func TestConsumableResourcesEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, soloNode)
+	work := c.workDir()
+	logf := filepath.Join(work, "runs.log")
+	gate := filepath.Join(work, "gate")
+	var ids []string
+	for k := 0; k < 8; k++ {
+		ids = append(ids, c.submit(work, "-n", "1", "--mem=100M", "-o", filepath.Join(work, "out-%j"), "--wrap",
+			"echo start $SLURM_JOB_ID >> "+logf+"; echo $SLURM_CPUS_ON_NODE $SLURM_JOB_CPUS_PER_NODE $SLURM_NTASKS $SLURM_MEM_PER_NODE; "+
+				"while [ ! -e "+gate+" ]; do sleep 0.05; done; echo end $SLURM_JOB_ID >> "+logf))
+	}
+	starts := func() int {
+		b, _ := os.ReadFile(logf)
+		return strings.Count(string(b), "start ")
+	}
+	waitFor(t, "four jobs running", func() bool { return starts() == 4 })
+	// Four run and hold the gate: the others must be pending, for
+	// Resources (the first) and Priority.
+	waitFor(t, "squeue agrees", func() bool {
+		r := c.run(0, work, "squeue", "-h", "-o", "%t %r %C %m")
+		return strings.Count(r.stdout, "R None 1 100M") == 4 && strings.Count(r.stdout, "PD ") == 4
+	})
+	if r := c.run(0, work, "squeue", "-h", "-t", "PD", "-o", "%r"); !strings.Contains(r.stdout, "Resources") {
+		t.Errorf("pending reasons %q", r.stdout)
+	}
+	node := c.run(0, work, "scontrol", "show", "node", "solo").stdout
+	for _, w := range []string{"CPUAlloc=4 ", "CPUTot=4 ", "RealMemory=4000 AllocMem=400 ", "State=ALLOCATED ", "AllocTRES=cpu=4,mem=400M"} {
+		if !strings.Contains(node, w) {
+			t.Errorf("scontrol show node lacks %q:\n%s", w, node)
+		}
+	}
+	if starts() != 4 {
+		t.Fatalf("%d jobs started while four held all CPUs", starts())
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		c.waitState(id, "COMPLETED")
+	}
+	// Overlap accounting: never more than four between a start and its end.
+	b, _ := os.ReadFile(logf)
+	running, most := 0, 0
+	for _, ln := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		switch {
+		case strings.HasPrefix(ln, "start "):
+			running++
+		case strings.HasPrefix(ln, "end "):
+			running--
+		}
+		most = max(most, running)
+	}
+	if most != 4 || strings.Count(string(b), "end ") != 8 {
+		t.Fatalf("at most %d ran at once (want 4):\n%s", most, b)
+	}
+	for _, id := range ids {
+		out, _ := os.ReadFile(filepath.Join(work, "out-"+id))
+		if strings.TrimSpace(string(out)) != "1 1 1 100" {
+			t.Errorf("job %s environment %q, want \"1 1 1 100\"", id, out)
+		}
+	}
+	r := c.run(0, work, "sacct", "-j", ids[0], "-X", "-P", "-n", "-o", "AllocCPUS,ReqMem,AllocTRES")
+	if got := strings.TrimSpace(r.stdout); got != "1|100M|billing=1,cpu=1,mem=100M,node=1" {
+		t.Errorf("sacct %q", got)
+	}
+
+	// A 1-CPU job and a 2-CPU job share the node: mixed, 3 of 4 CPUs.
+	gate2 := filepath.Join(work, "gate2")
+	hold := "while [ ! -e " + gate2 + " ]; do sleep 0.05; done"
+	a := c.submit(work, "-c", "1", "-o", "/dev/null", "--wrap", hold)
+	bb := c.submit(work, "-c", "2", "-o", "/dev/null", "--wrap", hold)
+	c.waitState(a, "RUNNING")
+	c.waitState(bb, "RUNNING")
+	if r := c.run(0, work, "sinfo", "-h", "-o", "%t %C"); strings.TrimSpace(r.stdout) != "mix 3/1/0/4" {
+		t.Errorf("sinfo %q, want \"mix 3/1/0/4\"", r.stdout)
+	}
+	os.WriteFile(gate2, nil, 0o644)
+	c.waitState(a, "COMPLETED")
+	c.waitState(bb, "COMPLETED")
+
+	// Never satisfiable: refused, exit 1, nothing stored.
+	before := c.run(0, work, "sacct", "-a", "-X", "-n", "-P", "-o", "JobID", "-S", "2000-01-01").stdout
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--mem=1T"}, "Memory required by task is not available"},
+		{[]string{"-n", "5", "-N", "1"}, "Requested node configuration is not available"},
+		{[]string{"--gres=gpu:1"}, "Invalid generic resource (gres) specification"},
+	} {
+		r := c.run(0, work, "sbatch", append(tc.args, "--wrap", "true")...)
+		want := "sbatch: error: Batch job submission failed: " + tc.msg + "\n"
+		if r.code != 1 || r.stderr != want || r.stdout != "" {
+			t.Errorf("sbatch %q: exit %d stdout %q stderr %q, want exit 1 and %q", tc.args, r.code, r.stdout, r.stderr, want)
+		}
+	}
+	if after := c.run(0, work, "sacct", "-a", "-X", "-n", "-P", "-o", "JobID", "-S", "2000-01-01").stdout; after != before {
+		t.Errorf("a refused job was stored: before %q after %q", before, after)
+	}
+	// The next job gets the next id: refusals consumed none.
+	next := c.submit(work, "-o", "/dev/null", "--wrap", "true")
+	if n, _ := strconv.Atoi(next); n != 11 {
+		t.Errorf("next job id %s, want 11", next)
+	}
+}
