@@ -550,6 +550,10 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		return c.requeueLocked(ctx, j, "scontrol requeue")
 	case s.TimedOut:
 		st, reason = api.StateTimeout, "TimeLimit"
+	case s.OOM:
+		// Slurm: OUT_OF_MEMORY, ExitCode 0:125 (sacct), squeue OOM.
+		st, reason = api.StateOOM, "OutOfMemory"
+		s.ExitCode, s.Signal = 0, 125
 	case s.State == nodes.StepLost || j.nodeFailed:
 		st, reason = api.StateNodeFail, "NodeDown"
 	case s.Err != "":

@@ -366,13 +366,18 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 	if stdin != "" {
 		stdin = expand(&j.Job, stdin)
 	}
-	return nodes.LaunchSpec{
+	ls := nodes.LaunchSpec{
 		Key: nodes.StepKey{Job: j.ID, Step: step}, Node: node,
 		Script: []byte(j.Spec.Script), Args: j.Spec.Args, WorkDir: j.Spec.WorkDir,
 		Stdout: j.StdoutPath, Stderr: errPathIfSeparate(&j.Job), Stdin: stdin, Append: j.Spec.OpenAppend,
 		Env: c.jobEnv(j, node), UID: j.UID, GID: j.GID, User: j.User,
 		TimeLimit: secondsDur(limit), KillWait: kill,
 	}
+	if a := allocOn(&j.Job, node); a != nil {
+		// What the Engine gave the job here, for the node to enforce.
+		ls.CPUs, ls.MemMB = a.CPUs, a.MemMB
+	}
+	return ls
 }
 
 func errPathIfSeparate(j *api.Job) string {

@@ -41,6 +41,15 @@ type LaunchSpec struct {
 	// 0 = no limit.
 	TimeLimit time.Duration
 	KillWait  time.Duration
+	// CPUs (the node's CPU ids) and MemMB (0 = no limit) are the step's
+	// allocation, which the executor enforces (cgroups locally, the
+	// systemd scope's AllowedCPUs/MemoryMax over SSH); none for a job that
+	// holds its nodes whole.
+	CPUs  []int `json:"cpus,omitempty"`
+	MemMB int64 `json:"mem_mb,omitempty"`
+	// MemCgroup is set by the local executor for its shepherd: the memory
+	// cgroup whose oom_kill count tells an OOM end.
+	MemCgroup string `json:"mem_cgroup,omitempty"`
 }
 
 // StepState is what the node-side state says about a step.
@@ -61,6 +70,7 @@ type Status struct {
 	Signal   int  // terminating signal, 0 if none
 	TimedOut bool // killed by the shepherd at the time limit
 	Pid      int  // process group leader of the step; 0 for a lost step whose job process never started
+	OOM      bool // the kernel killed some of its processes for exceeding its memory
 	Started  time.Time
 	Ended    time.Time
 	Err      string // launch failure text (e.g. cannot open output file)

@@ -133,3 +133,47 @@ func TestConsumableResourcesEndToEnd(t *testing.T) {
 		t.Errorf("next job id %s, want 11", next)
 	}
 }
+
+// Enforcement on a real local node (cgroup v1 cpuset and memory): a job
+// sees only its CPUs; one that touches more memory than --mem is killed by
+// the kernel and ends OUT_OF_MEMORY (squeue OOM, sacct 0:125) with
+// slurmstepd's line in its error file; its cgroups are gone afterwards.
+func TestResourceEnforcementEndToEnd(t *testing.T) {
+	requireRoot(t)
+	for _, c := range []string{"cpuset", "memory"} {
+		if _, err := os.Stat("/sys/fs/cgroup/" + c + "/cgroup.procs"); err != nil {
+			t.Fatalf("this test needs the cgroup v1 %s hierarchy at /sys/fs/cgroup/%s (CI mounts it): %v", c, c, err)
+		}
+	}
+	c := newClusterWith(t, soloNode)
+	work := c.workDir()
+	cpus := c.submit(work, "-c", "1", "-o", filepath.Join(work, "cpus.out"), "--wrap",
+		"grep Cpus_allowed_list /proc/self/status; cat /proc/self/cgroup | grep -c hora-")
+	c.waitState(cpus, "COMPLETED")
+	out, _ := os.ReadFile(filepath.Join(work, "cpus.out"))
+	lines := strings.Fields(string(out))
+	if len(lines) != 3 || lines[0] != "Cpus_allowed_list:" || strings.ContainsAny(lines[1], ",-") || lines[2] != "1" {
+		t.Errorf("a 1-CPU job sees %q, want one CPU and one hora cgroup (cpuset; no memory limit asked)", out)
+	}
+
+	oom := c.submit(work, "--mem=40M", "-o", filepath.Join(work, "oom.out"), "-e", filepath.Join(work, "oom.err"),
+		"--wrap", "head -c 400M /dev/zero | tail > /dev/null; echo survived")
+	c.waitState(oom, "OUT_OF_MEMORY")
+	if r := c.run(0, work, "squeue", "-h", "-t", "all", "-j", oom, "-o", "%t %r"); strings.TrimSpace(r.stdout) != "OOM OutOfMemory" {
+		t.Errorf("squeue %q", r.stdout)
+	}
+	r := c.run(0, work, "sacct", "-j", oom, "-X", "-P", "-n", "-o", "State,ExitCode")
+	if got := strings.TrimSpace(r.stdout); got != "OUT_OF_MEMORY|0:125" {
+		t.Errorf("sacct %q", got)
+	}
+	errb, _ := os.ReadFile(filepath.Join(work, "oom.err"))
+	want := "slurmstepd: error: Detected 1 oom_kill event in StepId=" + oom + ".batch. Some of the step tasks have been OOM Killed.\n"
+	if !strings.HasSuffix(string(errb), want) {
+		t.Errorf("error file %q lacks %q", errb, want)
+	}
+	waitFor(t, "the step's cgroups removed", func() bool {
+		m, _ := filepath.Glob("/sys/fs/cgroup/memory/hora-*/solo/" + oom + ".batch")
+		p, _ := filepath.Glob("/sys/fs/cgroup/cpuset/hora-*/solo/" + cpus + ".batch")
+		return len(m) == 0 && len(p) == 0
+	})
+}

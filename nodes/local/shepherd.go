@@ -156,6 +156,12 @@ func (sh *shepherd) run() int {
 	// The step ends with its batch script, as in Slurm: whatever the script
 	// left behind in its process group goes too.
 	_ = unix.Kill(-sh.pgid, unix.SIGKILL)
+	if sh.spec.MemCgroup != "" {
+		if n := oomKills(sh.spec.MemCgroup); n > 0 {
+			rec.OOM = true
+			sh.tellErr(oomMessage(n, sh.spec.Key))
+		}
+	}
 	rec.Ended = time.Now()
 	if err := writeJSONAtomic(filepath.Join(sh.userDir, statusFile), rec, 0o644, true); err != nil {
 		return 1
@@ -292,4 +298,22 @@ func (sh *shepherd) movedLimit() (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(n), true
+}
+
+// tellErr appends a line to the job's error file (its output file when
+// there is none), as slurmstepd writes its errors there.
+func (sh *shepherd) tellErr(msg string) {
+	p := sh.spec.Stderr
+	if p == "" {
+		p = sh.spec.Stdout
+	}
+	if p == "" {
+		return
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(msg)
+	_ = f.Close()
 }

@@ -48,6 +48,7 @@ type statusRecord struct {
 	ExitCode int       `json:"exit_code"`
 	Signal   int       `json:"signal"`
 	TimedOut bool      `json:"timed_out"`
+	OOM      bool      `json:"oom,omitempty"`
 	Pid      int       `json:"pid"`
 	Started  time.Time `json:"started"`
 	Ended    time.Time `json:"ended"`
