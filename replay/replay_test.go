@@ -141,6 +141,24 @@ func TestScheduleSmall(t *testing.T) {
 	}
 }
 
+// --per-cpu: jobs take processors on shared nodes, through the Engine's
+// resource arithmetic; EASY backfills a short job next to running ones
+// while a job wanting every processor waits for them.
+func TestSchedulePerCPU(t *testing.T) {
+	jobs := []Job{job(1, 0, 10, 10, 1), job(2, 0, 10, 10, 1), job(3, 0, 10, 10, 1), job(4, 0, 10, 10, 4), job(5, 1, 5, 5, 1)}
+	got := starts(t, jobs, Options{CoresPerNode: 2, PerCPU: true, Policy: "easy"})
+	if want := []float64{0, 10, 0, 10, 0, 10, 10, 20, 1, 6}; !equal(got, want) {
+		t.Errorf("per-cpu: start/end %v, want %v", got, want)
+	}
+	got = starts(t, jobs, Options{CoresPerNode: 2, Policy: "easy"})
+	if equal(got, []float64{0, 10, 0, 10, 0, 10, 10, 20, 1, 6}) {
+		t.Errorf("whole nodes scheduled like per-cpu: %v", got)
+	}
+	if _, err := Simulate(t.Context(), &Workload{Name: "t", Procs: 4, Jobs: jobs}, Options{Engine: "reference", PerCPU: true}); err == nil {
+		t.Error("the reference engine accepted --per-cpu")
+	}
+}
+
 func equal(a, b []float64) bool {
 	if len(a) != len(b) {
 		return false
