@@ -380,7 +380,7 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		start float64
 		gen   int32
 	}
-	busy := make([]int32, nnodes) // job index + 1 on each node, 0 = idle
+	busy := make([]int32, nnodes)  // job index + 1 on each node, 0 = idle
 	usedCPU := make([]int, nnodes) // CPUs held by steps on shared nodes
 	steps := map[stepKey]*stepRec{}
 	jobSteps := make([]int32, len(w.Jobs))  // running steps per job
