@@ -59,8 +59,9 @@ type Partition struct {
 	// bookerParts are the distinct partitions in bookers.
 	bookerParts []*Partition
 
-	nshared int          // nodes holding shares (tres.go)
-	tbuf    []layoutCand // scratch of PlaceNow
+	nshared int               // nodes holding shares (tres.go)
+	tbuf    []layoutCand      // scratch of PlaceNow
+	never   map[string]string // resolveRequest's verdicts by request shape
 }
 
 // Spec is the partition's configuration, with defaults applied (Policy set,

@@ -679,17 +679,30 @@ func wholeRequest(n int) *Request {
 // placeAt lays the request out on the nodes of p as view says they are.
 // It returns the slots (partition indices and tasks), or nil. ok(i)
 // filters nodes (bookings ahead); nil accepts all.
-func (p *Partition) placeAt(j *Job, q *Request, view func(i int) *avail, ok func(i int) bool, buf []layoutCand, dst []slot) ([]slot, []layoutCand) {
+func (p *Partition) placeAt(j *Job, q *Request, view func(i int) *avail, ok func(i int) bool, among []int, buf []layoutCand, dst []slot) ([]slot, []layoutCand) {
 	e := p.eng
 	lo, hi := q.nodeRange(j.Nodes)
 	buf = buf[:0]
-	for i, g := range p.nodes {
-		s := &e.nodes[g].spec
-		if !q.matches(s) || ok != nil && !ok(i) {
+	// The fewest CPUs one task needs anywhere: nodes with fewer free are
+	// skipped before any arithmetic (most nodes of a busy cluster).
+	least := max(q.CPUsPerTask, q.MinCPUs, 1)
+	plain := len(q.Exclude) == 0 && len(q.Features) == 0
+	n := len(p.nodes)
+	if among != nil {
+		n = len(among)
+	}
+	for k := 0; k < n; k++ {
+		i := k
+		if among != nil {
+			i = among[k]
+		}
+		g := p.nodes[i]
+		a := view(i)
+		if a.cpus < least && !q.Exclusive {
 			continue
 		}
-		a := view(i)
-		if a.cpus == 0 && !a.idle {
+		s := &e.nodes[g].spec
+		if !plain && !q.matches(s) || ok != nil && !ok(i) {
 			continue
 		}
 		c := q.maxTasks(s, a, q.NTasks)
@@ -756,7 +769,11 @@ type TresExtra struct {
 // PlaceNow lays j out on what is free now (and, when extra is not nil,
 // also within extra); ok filters nodes (nil = all). The plan is nil when j
 // does not fit.
-func (p *Partition) PlaceNow(j *Job, extra *TresExtra, ok func(i int) bool) *TresPlan {
+//
+// among, when not nil, lists the only nodes worth a look (partition
+// indices): a policy that knows the others have too little free passes it
+// to skip them (ByFree).
+func (p *Partition) PlaceNow(j *Job, extra *TresExtra, ok func(i int) bool, among []int) *TresPlan {
 	q, whole := request(j)
 	var tmp avail
 	view := func(i int) *avail {
@@ -772,7 +789,7 @@ func (p *Partition) PlaceNow(j *Job, extra *TresExtra, ok func(i int) bool) *Tre
 		}
 		return a
 	}
-	slots, buf := p.placeAt(j, q, view, ok, p.tbuf, nil)
+	slots, buf := p.placeAt(j, q, view, ok, among, p.tbuf, nil)
 	p.tbuf = buf
 	if slots == nil {
 		return nil
@@ -905,7 +922,7 @@ func (p *Partition) Reserve(j *Job, now float64, ok func(i int) bool) (float64, 
 	})
 	get := func(i int) *avail { return &view[i] }
 	try := func(t float64) (float64, *TresExtra) {
-		slots, _ := p.placeAt(j, q, get, ok, nil, nil)
+		slots, _ := p.placeAt(j, q, get, ok, nil, nil, nil)
 		if slots == nil {
 			return Inf, nil
 		}
@@ -1002,16 +1019,62 @@ func chargeGres(s *NodeSpec, free []int, name, typ string, n int) {
 // its whole-node arithmetic.
 func (p *Partition) SharedNodes() int { return p.nshared }
 
-// FreeCPUs is the partition's free CPUs on up nodes not held whole.
-func (p *Partition) FreeCPUs() int {
-	n := 0
+// FreeCPUs is the partition's free CPUs on up nodes not held whole, and
+// the most any one node has free: a job whose task needs more fits nowhere.
+func (p *Partition) FreeCPUs() (total, most int) {
 	for _, g := range p.nodes {
 		r := &p.eng.nodes[g]
 		if !r.down && !(r.busy && len(r.res.shares) == 0) {
-			n += r.res.fcpu
+			total += r.res.fcpu
+			most = max(most, r.res.fcpu)
 		}
 	}
-	return n
+	return total, most
+}
+
+// ByFree lists the up nodes not held whole by their free CPUs, most first
+// (indices into idx, counts into free, both reused). Free CPUs only fall
+// during a pass, so the nodes that may fit a task of c CPUs stay among
+// the first Among(free, c).
+func (p *Partition) ByFree(idx, free []int) ([]int, []int) {
+	idx, free = idx[:0], free[:0]
+	for i, g := range p.nodes {
+		r := &p.eng.nodes[g]
+		if !r.down && !(r.busy && len(r.res.shares) == 0) && r.res.fcpu > 0 {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		fa, fb := p.eng.nodes[p.nodes[a]].res.fcpu, p.eng.nodes[p.nodes[b]].res.fcpu
+		if fa != fb {
+			return fb - fa
+		}
+		return a - b
+	})
+	for _, i := range idx {
+		free = append(free, p.eng.nodes[p.nodes[i]].res.fcpu)
+	}
+	return idx, free
+}
+
+// Among is how many of ByFree's nodes had at least c CPUs free.
+func Among(free []int, c int) int {
+	k, _ := slices.BinarySearchFunc(free, c, func(f, c int) int {
+		if f >= c {
+			return -1
+		}
+		return 1
+	})
+	return k
+}
+
+// TaskCPUs is the fewest CPUs one task of j needs on a node (a whole-node
+// job: 1), a bound for skipping it when no node has as many free.
+func TaskCPUs(j *Job) int {
+	if j.Req == nil || j.Req.Exclusive {
+		return 1
+	}
+	return max(j.Req.CPUsPerTask, j.Req.MinCPUs, 1)
 }
 
 // addShare puts a share (already charged to the node's res) on node g. The
@@ -1126,7 +1189,20 @@ func (e *Engine) resolveRequest(p *Partition, j *Job) *AdmissionError {
 	for i, g := range p.nodes {
 		specs[i] = &e.nodes[g].spec
 	}
-	if msg := q.never(specs, j.Nodes, p.spec.MaxMemPerNode); msg != "" {
+	// Nodes never change: one verdict per request shape (a queue holds
+	// few shapes, and the check walks every node of the partition).
+	key := fmt.Sprintf("%d %+v", j.Nodes, *q)
+	msg, seen := p.never[key]
+	if !seen {
+		msg = q.never(specs, j.Nodes, p.spec.MaxMemPerNode)
+		if len(p.never) < 4096 {
+			if p.never == nil {
+				p.never = map[string]string{}
+			}
+			p.never[key] = msg
+		}
+	}
+	if msg != "" {
 		code := "InvalidNodeCount"
 		switch msg {
 		case msgTaskMemory:

@@ -58,6 +58,9 @@ type Policy struct {
 	nreq   int
 	failed map[shapeKey]bool
 	shadow float64 // the head's reservation in the last pass on resources
+	// byFree and freeOf: the nodes by free CPUs at the start of a pass on
+	// resources (scheduler.Partition.ByFree).
+	byFree, freeOf []int
 }
 
 // New builds the policy for a partition; Backfill must be "", "easy" or "fcfs".

@@ -61,7 +61,9 @@ func (b *Policy) scanTres(now float64) {
 	}
 	var extra *scheduler.TresExtra
 	shadow := math.Inf(1)
-	free := b.p.FreeCPUs()
+	free, most := b.p.FreeCPUs()
+	idle := b.p.FreeCount()
+	b.byFree, b.freeOf = b.p.ByFree(b.byFree, b.freeOf)
 	if b.failed == nil {
 		b.failed = map[shapeKey]bool{}
 	}
@@ -92,8 +94,16 @@ func (b *Policy) scanTres(now float64) {
 		var pl *scheduler.TresPlan
 		key, memo := shapeOf(j, ex != nil)
 		memo = memo && !shared
-		if minCPUs(j) <= free && !(memo && b.failed[key]) {
-			pl = b.p.PlaceNow(j, ex, ok)
+		// Cheap bounds first: CPUs left in the partition, CPUs free on the
+		// best node (a task fits on one node), idle nodes for whole-node
+		// jobs, shapes that already failed in this pass.
+		fits := minCPUs(j) <= free && scheduler.TaskCPUs(j) <= most &&
+			!(j.Req == nil && j.Nodes > idle) && !(memo && b.failed[key])
+		if fits {
+			// Only the nodes that had a task's CPUs free at the start of
+			// the pass can take one now.
+			among := b.byFree[:scheduler.Among(b.freeOf, scheduler.TaskCPUs(j))]
+			pl = b.p.PlaceNow(j, ex, ok, among)
 		}
 		if pl == nil {
 			if memo {
@@ -122,6 +132,9 @@ func (b *Policy) scanTres(now float64) {
 			b.nreq--
 		}
 		free -= pl.CPUs()
+		if j.Req == nil {
+			idle -= pl.Nodes()
+		}
 	}
 	if w < i {
 		n := copy(b.queue[w:], b.queue[i:])
