@@ -34,7 +34,7 @@ type Config struct {
 	Operators   []string `toml:"operators"`     // users (names or uids) who may act on any job
 	KillWaitS   int      `toml:"kill_wait_s"`   // grace between TERM and KILL (Slurm KillWait)
 	MinJobAgeS  int      `toml:"min_job_age_s"` // finished jobs stay in squeue -t all this long
-	Executor    string   `toml:"executor"`      // "local" (default) or "ssh"
+	Executor    string   `toml:"executor"`      // "local" (default), "ssh", or "emulated" (benchmarks: no processes)
 	// ReservationAccess says who may create, update and delete advance
 	// reservations: "operators" (default: root and Operators, as Slurm's
 	// root/SlurmUser) or "users" (also any user, for reservations whose only
@@ -396,8 +396,8 @@ func (c *Config) Validate() error {
 	if v := c.JobRequeue; v != nil && *v != 0 && *v != 1 {
 		ps = append(ps, c.problem("job_requeue", "must be 0 or 1 (Slurm's JobRequeue), got %d", *v))
 	}
-	if c.Executor != "local" && c.Executor != "ssh" {
-		ps = append(ps, c.problem("executor", "must be \"local\" or \"ssh\", got %q", c.Executor))
+	if c.Executor != "local" && c.Executor != "ssh" && c.Executor != "emulated" {
+		ps = append(ps, c.problem("executor", "must be \"local\", \"ssh\" or \"emulated\", got %q", c.Executor))
 	}
 	if c.Executor == "ssh" {
 		if c.SSH.KnownHosts == "" {
@@ -524,7 +524,7 @@ func (c *Config) NodeNames() []string {
 // ExpandedNodes returns one Node per node name, with CPUs filled in and,
 // for local nodes, memory and GPUs probed on this machine.
 func (c *Config) ExpandedNodes() []Node {
-	local := c.Executor != "ssh"
+	local := c.Executor == "local"
 	var out []Node
 	for _, n := range c.Nodes {
 		names, _ := sbatch.ExpandHostlist(n.Name)
@@ -534,7 +534,9 @@ func (c *Config) ExpandedNodes() []Node {
 			if m.CPUs == 0 {
 				m.CPUs = n.layout()
 			}
-			if m.CPUs == 0 && local {
+			if m.CPUs == 0 {
+				// As before resources: this machine's count, also for SSH
+				// and emulated nodes that declare none.
 				m.CPUs = runtime.NumCPU()
 			}
 			if m.MemoryMB == 0 && local {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -62,8 +63,33 @@ const (
 	exitOption = 255
 )
 
-func usageError(msg string) *Error {
-	return &Error{Msg: msg + "\nTry \"sbatch --help\" for more information", Exit: exitOption}
+// ParseCommandLine parses the command line of command c (sbatch, srun,
+// salloc) with its table from the registry; parsing stops at the first
+// argument that is not an option (the script or program). A getopt error
+// is an *Error with glibc's line, Slurm's "Try ..." hint and exit 255;
+// --help, --usage and --version anywhere give ErrHelp, ErrUsage and
+// ErrVersion, which the command answers with Help(c), Usage(c) and its
+// version line, exit 0.
+func ParseCommandLine(c Command, argv []string) (*Parsed, error) {
+	p, err := Getopt(GetoptTable(c), argv, true)
+	if err != nil {
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			return nil, &Error{Msg: UsageErrorText(c, ue.Msg), Exit: exitOption}
+		}
+		return nil, err
+	}
+	for _, v := range p.Values {
+		switch v.Key {
+		case "help":
+			return nil, ErrHelp
+		case "usage":
+			return nil, ErrUsage
+		case "version":
+			return nil, ErrVersion
+		}
+	}
+	return p, nil
 }
 
 // wrapHeader is the script sbatch writes around --wrap (COMPAT.md §1.1).
@@ -82,23 +108,9 @@ type setting struct {
 // environment < command line (COMPAT.md §1.2). Errors are *Error values
 // with Slurm's text and exit status.
 func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
-	p, err := Getopt(SbatchOptions, in.Argv, true)
+	p, err := ParseCommandLine(Sbatch, in.Argv)
 	if err != nil {
-		var ue *UsageError
-		if errors.As(err, &ue) {
-			return nil, nil, usageError(ue.Msg)
-		}
 		return nil, nil, err
-	}
-	for _, v := range p.Values {
-		switch v.Key {
-		case "help":
-			return nil, nil, ErrHelp
-		case "usage":
-			return nil, nil, ErrUsage
-		case "version":
-			return nil, nil, ErrVersion
-		}
 	}
 	envMap := map[string]string{}
 	for _, kv := range in.Env {
@@ -162,7 +174,7 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 				return nil, nil, &Error{Msg: fmt.Sprintf("error: %s:%d: hora does not support heterogeneous jobs (#SBATCH %s)", file, d.Line, w), Exit: exitOption}
 			}
 		}
-		dp, err := Getopt(SbatchOptions, d.Words, false)
+		dp, err := Getopt(GetoptTable(Sbatch), d.Words, false)
 		if err != nil || len(dp.Args) > 0 {
 			return nil, nil, &Error{Msg: "error: Invalid directive found in batch script: " + badWord(d.Words, dp), Exit: exitOption}
 		}
@@ -181,20 +193,7 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 	if _, ok := envMap["SBATCH_IGNORE_PBS"]; ok {
 		ignorePBS = true
 	}
-	var envSettings []setting
-	for _, e := range sbatchEnv {
-		val, ok := envMap[e.Var]
-		if !ok {
-			continue
-		}
-		if e.Flag {
-			if !envFlagSet(val) {
-				continue
-			}
-			val = ""
-		}
-		envSettings = append(envSettings, setting{e.Key, "--" + e.Key, val, "environment variable " + e.Var})
-	}
+	envSettings := envSettingsFor(Sbatch, envMap)
 	if _, ok := p.Last("ignore-pbs"); ok {
 		ignorePBS = true
 	}
@@ -204,7 +203,7 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 			return nil, nil, err
 		}
 		for _, d := range pbs {
-			dp, err := Getopt(SbatchOptions, d.Words, false)
+			dp, err := Getopt(GetoptTable(Sbatch), d.Words, false)
 			if err != nil {
 				// The translator only writes options of the table.
 				return nil, nil, fmt.Errorf("sbatch: internal: translated #PBS words %q: %w", d.Words, err)
@@ -219,12 +218,17 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 		all = append(all, setting{v.Key, v.Name, v.Val, ""})
 	}
 
-	st := &state{spec: spec, flags: flags, in: in}
+	st := &state{cmd: Sbatch, spec: spec, flags: flags, in: in}
 	for _, s := range all {
-		if msg := st.apply(s); msg != "" {
-			e := &Error{Msg: "error: " + msg, Exit: exitOption}
-			if st.exit != 0 {
-				e.Exit = st.exit
+		o := Lookup(Sbatch, s.key)
+		if o == nil || o.Set == nil {
+			continue // accepted without effect, or handled above
+		}
+		if err := o.Set(st, o, s.val); err != nil {
+			e := &Error{Msg: "error: " + err.Error(), Exit: exitOption}
+			var oe *optError
+			if errors.As(err, &oe) && oe.exit != 0 {
+				e.Exit = oe.exit
 			}
 			if s.where != "" {
 				// Slurm names no place; hora adds one so that a bad
@@ -254,7 +258,7 @@ func badWord(words []string, p *Parsed) string {
 		if !strings.HasPrefix(w, "-") {
 			continue
 		}
-		if _, err := Getopt(SbatchOptions, []string{w}, false); err != nil {
+		if _, err := Getopt(GetoptTable(Sbatch), []string{w}, false); err != nil {
 			return w
 		}
 	}
@@ -267,6 +271,33 @@ func devNullIfNone(v string) string {
 		return "/dev/null"
 	}
 	return v
+}
+
+// envSettingsFor returns the settings command c's input environment
+// variables make (each option's EnvNames; the first of several names that
+// is set wins), ordered by variable name so that the result does not depend
+// on the table's order. A flag option is set when its variable is empty,
+// "yes" or a non-zero number.
+func envSettingsFor(c Command, env map[string]string) []setting {
+	var out []setting
+	for _, o := range OptionsOf(c) {
+		for _, name := range o.Env.For(c) {
+			val, ok := env[name]
+			if !ok {
+				continue
+			}
+			if o.Arg == NoArg {
+				if !envFlagSet(val) {
+					break
+				}
+				val = ""
+			}
+			out = append(out, setting{o.Key(), "--" + o.Long, val, "environment variable " + name})
+			break
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].where < out[j].where })
+	return out
 }
 
 func envFlagSet(v string) bool {
@@ -336,6 +367,7 @@ func checkScript(b []byte) error {
 
 // state accumulates settings; later settings override earlier ones.
 type state struct {
+	cmd   Command
 	spec  *api.JobSpec
 	flags *Flags
 	in    Input
@@ -343,207 +375,8 @@ type state struct {
 	export           string
 	exportSet        bool
 	input            string // --input, kept for --load
-	exit             int    // exit status of the error apply reported, 0 = exitOption
 	unsupportedArray string
 	dependency       string
-}
-
-// apply applies one setting and returns Slurm's error text for a bad value
-// (without "error: "), or "".
-func (st *state) apply(s setting) string {
-	sp := st.spec
-	v := s.val
-	switch s.key {
-	case "job-name":
-		sp.Name = v
-	case "output":
-		sp.Stdout = devNullIfNone(v)
-	case "error":
-		sp.Stderr = devNullIfNone(v)
-	case "input":
-		sp.Stdin = devNullIfNone(v)
-		st.input = v
-	case "chdir":
-		sp.WorkDir = absPath(st.in.Cwd, v)
-	case "partition":
-		sp.Partition = v
-	case "reservation":
-		sp.Reservation = v
-	case "qos":
-		sp.QOS = v
-	case "account":
-		sp.Account = v
-	case "comment":
-		sp.Comment = v
-	case "hold":
-		sp.Hold = true
-	case "requeue":
-		// Neither flag leaves the choice to the cluster (job_requeue).
-		sp.Requeue, sp.NoRequeue = true, false
-	case "no-requeue":
-		sp.Requeue, sp.NoRequeue = false, true
-	case "parsable":
-		st.flags.Parsable = true
-	case "test-only":
-		st.flags.TestOnly = true
-	case "wait":
-		st.flags.Wait = true
-	case "quiet":
-		st.flags.Quiet = true
-	case "open-mode":
-		// Slurm looks at the first letter only.
-		switch {
-		case v != "" && (v[0] == 'a' || v[0] == 'A'):
-			sp.OpenAppend = true
-		case v != "" && (v[0] == 't' || v[0] == 'T'):
-			sp.OpenAppend = false
-		default:
-			return "Invalid --open-mode specification"
-		}
-	case "time", "time-min":
-		secs, err := ParseSlurmDuration(v)
-		if err != nil {
-			return "Invalid --" + s.key + " specification"
-		}
-		if s.key == "time" {
-			sp.TimeLimit = secs
-		} else {
-			sp.TimeMin = secs
-		}
-	case "begin", "deadline":
-		t, err := ParseSlurmTime(v, st.in.Now)
-		if err != nil {
-			return "Invalid --" + s.key + " specification"
-		}
-		if s.key == "begin" {
-			sp.Begin = t.Unix()
-		} else {
-			sp.Deadline = t.Unix()
-		}
-	case "nodes":
-		lo, hi, msg := parseNodeRange(v)
-		if msg != "" {
-			return msg
-		}
-		sp.Nodes, sp.NodesMax = lo, hi
-	case "ntasks", "cpus-per-task", "ntasks-per-node", "mincpus", "cpus-per-gpu":
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			st.exit = exitFile // Slurm's parse_int exits with 1
-			return fmt.Sprintf("Invalid numeric value %q for --%s.", v, s.key)
-		}
-		switch s.key {
-		case "ntasks":
-			sp.NTasks = n
-		case "cpus-per-task":
-			sp.CPUsPerTask = n
-		case "mincpus":
-			sp.MinCPUs = n
-		case "cpus-per-gpu":
-			sp.CPUsPerGPU = n
-		default:
-			sp.NTasksPerNode = n
-		}
-	case "mem", "mem-per-cpu", "mem-per-gpu":
-		mb, err := ParseMemMB(v)
-		if err != nil {
-			return "Invalid --" + s.key + " specification"
-		}
-		// The three are mutually exclusive in Slurm; the last given wins,
-		// as the last of one option does.
-		sp.MemMB, sp.MemAll, sp.MemPerCPU, sp.MemPerGPU = 0, false, 0, 0
-		switch {
-		case s.key == "mem" && mb == 0:
-			sp.MemAll = true
-		case s.key == "mem":
-			sp.MemMB = mb
-		case s.key == "mem-per-cpu":
-			sp.MemPerCPU = mb
-		default:
-			sp.MemPerGPU = mb
-		}
-	case "gres":
-		gs, err := ParseGres(v)
-		if err != nil {
-			st.exit = exitFile
-			return "Batch job submission failed: " + MsgInvalidGres
-		}
-		sp.Gres = FormatGres(gs)
-	case "gpus", "gpus-per-node", "gpus-per-task":
-		if _, _, err := ParseTypedCount(v); err != nil {
-			st.exit = exitFile
-			return "Batch job submission failed: " + MsgInvalidGres
-		}
-		switch s.key {
-		case "gpus":
-			sp.GPUs = v
-		case "gpus-per-node":
-			sp.GPUsPerNode = v
-		default:
-			sp.GPUsPerTask = v
-		}
-	case "exclusive":
-		// Slurm's arg_set_exclusive.
-		switch strings.ToLower(v) {
-		case "", "exclusive":
-			sp.Exclusive = "node"
-		case "user":
-			sp.Exclusive = "user"
-		case "oversubscribe":
-			sp.Exclusive, sp.Oversubscribe = "", true
-		default:
-			return "Invalid --exclusive specification"
-		}
-	case "oversubscribe":
-		sp.Oversubscribe = true
-		if sp.Exclusive == "node" {
-			sp.Exclusive = ""
-		}
-	case "nodelist", "exclude":
-		names, err := ExpandHostlist(v)
-		if err != nil || len(names) == 0 {
-			return fmt.Sprintf("Invalid hostlist: %s", v)
-		}
-		if s.key == "nodelist" {
-			sp.NodeList = CompressHostlist(names)
-		} else {
-			sp.Exclude = CompressHostlist(names)
-		}
-	case "constraint":
-		if _, _, err := ParseConstraint(v); err != nil {
-			st.exit = exitFile
-			return "Batch job submission failed: Invalid feature specification"
-		}
-		sp.Constraint = v
-	case "hint":
-		switch strings.ToLower(v) {
-		case "nomultithread":
-			sp.NoMultithread = true
-		case "multithread", "compute_bound", "memory_bound":
-			sp.NoMultithread = false
-		default:
-			return fmt.Sprintf("unrecognized --hint argument \"%s\", see --hint=help", v)
-		}
-	case "export":
-		st.export, st.exportSet = v, true
-	case "load":
-		f, err := ParseSize(v)
-		if err != nil || f <= 0 {
-			return "Invalid --load specification"
-		}
-		sp.Load = f
-	case "array":
-		st.unsupportedArray = v
-	case "dependency":
-		st.dependency = v
-	case "ignore-pbs", "wrap":
-		// Handled before the settings are applied.
-	default:
-		if !passThrough[s.key] {
-			return "internal: option --" + s.key + " has no handler"
-		}
-	}
-	return ""
 }
 
 // finish derives what depends on several options.

@@ -350,7 +350,7 @@ func TestEveryOptionHandled(t *testing.T) {
 		"cpus-per-gpu": "1", "gpus": "1", "gpus-per-node": "a100:1", "gpus-per-task": "1", "hint": "nomultithread",
 		"mem-per-gpu": "1G", "mincpus": "2",
 	}
-	for _, o := range SbatchOptions {
+	for _, o := range GetoptTable(Sbatch) {
 		switch o.Key {
 		case "help", "usage", "version", "wrap":
 			continue
@@ -382,7 +382,7 @@ func TestOptionTableCoversCompat(t *testing.T) {
 		"mail-type": 0, "mail-user": 0, "load": 0, "ignore-pbs": 0, "help": 'h', "version": 'V',
 	}
 	have := map[string]Opt{}
-	for _, o := range SbatchOptions {
+	for _, o := range GetoptTable(Sbatch) {
 		if _, dup := have[o.Long]; dup {
 			t.Errorf("--%s listed twice", o.Long)
 		}
