@@ -31,6 +31,9 @@ type Engine struct {
 	now     float64
 	// susp are the suspended jobs, whose expected end moves with now.
 	susp []JobID
+	// resTick counts changes of what nodes hold (starts, ends, expected
+	// ends, nodes down or up): Partition.Reserve's cache key.
+	resTick uint64
 }
 
 type nodeRef struct {
@@ -595,6 +598,7 @@ func (e *Engine) dropBlocked(id JobID) {
 }
 
 func (e *Engine) allocate(g int, id JobID, step int, expect float64) {
+	e.resTick++
 	n := &e.nodes[g]
 	n.busy, n.job, n.step, n.expect = true, id, step, expect
 	if n.down {
@@ -607,6 +611,7 @@ func (e *Engine) allocate(g int, id JobID, step int, expect float64) {
 }
 
 func (e *Engine) release(g int) {
+	e.resTick++
 	n := &e.nodes[g]
 	if !n.busy {
 		return
@@ -629,6 +634,7 @@ func (e *Engine) nodeState(name string, down bool) {
 	}
 	n := &e.nodes[g]
 	n.down = down
+	e.resTick++
 	for _, ref := range n.parts {
 		switch {
 		case down && n.busy:

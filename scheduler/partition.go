@@ -62,6 +62,15 @@ type Partition struct {
 	nshared int               // nodes holding shares (tres.go)
 	tbuf    []layoutCand      // scratch of PlaceNow
 	never   map[string]string // resolveRequest's verdicts by request shape
+	rsv     reserveCache      // the last Reserve (tres.go)
+}
+
+type reserveCache struct {
+	valid bool
+	id    JobID
+	tick  uint64
+	t     float64
+	x     *TresExtra
 }
 
 // Spec is the partition's configuration, with defaults applied (Policy set,

@@ -889,6 +889,22 @@ type relEvent struct {
 // returns Inf and nil when j never fits (down nodes, unlimited jobs).
 func (p *Partition) Reserve(j *Job, now float64, ok func(i int) bool) (float64, *TresExtra) {
 	e := p.eng
+	// Nothing a node holds changed since the last answer for this job:
+	// the same answer (a pass that backfills against it changes what
+	// nodes hold, so it is never reused after being drawn on).
+	c := &p.rsv
+	if ok == nil && c.valid && c.id == j.ID && c.tick == e.resTick {
+		return max(c.t, now), c.x
+	}
+	t, x := p.reserve(j, now, ok)
+	if ok == nil {
+		*c = reserveCache{valid: true, id: j.ID, tick: e.resTick, t: t, x: x}
+	}
+	return t, x
+}
+
+func (p *Partition) reserve(j *Job, now float64, ok func(i int) bool) (float64, *TresExtra) {
+	e := p.eng
 	q, _ := request(j)
 	view := make([]avail, len(p.nodes))
 	var evs []relEvent
@@ -911,15 +927,11 @@ func (p *Partition) Reserve(j *Job, now float64, ok func(i int) bool) (float64, 
 			}
 		}
 	}
-	slices.SortFunc(evs, func(a, b relEvent) int {
-		switch {
-		case a.t < b.t:
-			return -1
-		case a.t > b.t:
-			return 1
-		}
-		return a.i - b.i
-	})
+	// The head usually fits after a few of the ends: a heap hands them out
+	// in time order without sorting them all (a busy cluster runs tens of
+	// thousands of steps).
+	h := relHeap(evs)
+	h.init()
 	get := func(i int) *avail { return &view[i] }
 	try := func(t float64) (float64, *TresExtra) {
 		slots, _ := p.placeAt(j, q, get, ok, nil, nil, nil)
@@ -956,14 +968,14 @@ func (p *Partition) Reserve(j *Job, now float64, ok func(i int) bool) (float64, 
 	if t, x := try(now); x != nil {
 		return t, x
 	}
-	for k := 0; k < len(evs); {
-		t := evs[k].t
+	for len(h) > 0 {
+		t := h[0].t
 		if math.IsInf(t, 1) {
 			break
 		}
 		hit := false
-		for ; k < len(evs) && evs[k].t == t; k++ {
-			ev := evs[k]
+		for len(h) > 0 && h[0].t == t {
+			ev := h.pop()
 			n := &e.nodes[p.nodes[ev.i]]
 			a := &view[ev.i]
 			if ev.whole {
@@ -990,6 +1002,43 @@ func (p *Partition) Reserve(j *Job, now float64, ok func(i int) bool) (float64, 
 		}
 	}
 	return Inf, nil
+}
+
+// relHeap is a min-heap of releases by time.
+type relHeap []relEvent
+
+func (h relHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h relHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].t < h[l].t {
+			m = r
+		}
+		if h[i].t <= h[m].t {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h *relHeap) pop() relEvent {
+	old := *h
+	x := old[0]
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	h.down(0)
+	return x
 }
 
 func gresFull(s *NodeSpec, free []int) bool {
@@ -1081,6 +1130,7 @@ func TaskCPUs(j *Job) int {
 // node becomes busy with it, or, if busy with others, stays busy until the
 // latest of their expected ends.
 func (e *Engine) addShare(g int, sh share) {
+	e.resTick++
 	n := &e.nodes[g]
 	n.res.shares = append(n.res.shares, sh)
 	if !n.busy {
@@ -1101,6 +1151,7 @@ func (e *Engine) addShare(g int, sh share) {
 
 // removeShare gives back the share of step (id, step) on node g.
 func (e *Engine) removeShare(g int, id JobID, step int) {
+	e.resTick++
 	n := &e.nodes[g]
 	k := slices.IndexFunc(n.res.shares, func(sh share) bool { return sh.job == id && sh.step == step })
 	if k < 0 {
@@ -1144,6 +1195,7 @@ func latest(shares []share) float64 {
 // moveNodeExpect moves a busy node's expected end, keeping the busy lists
 // sorted.
 func (e *Engine) moveNodeExpect(g int, t float64) {
+	e.resTick++
 	n := &e.nodes[g]
 	if n.expect == t {
 		return
