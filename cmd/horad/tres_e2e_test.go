@@ -177,3 +177,50 @@ func TestResourceEnforcementEndToEnd(t *testing.T) {
 		return len(m) == 0 && len(p) == 0
 	})
 }
+
+// Allocations survive kill -9 of horad: after the restart the running
+// jobs hold the same CPUs (scontrol CPUAlloc, no fifth job squeezed in),
+// the pending one waits, and starts when a CPU is given back.
+func TestConsumableResourcesRecoveryEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, soloNode)
+	work := c.workDir()
+	gate := filepath.Join(work, "gate")
+	var ids []string
+	for k := 0; k < 5; k++ {
+		ids = append(ids, c.submit(work, "-c", "1", "--mem=50M", "-o", "/dev/null", "--wrap",
+			"while [ ! -e "+gate+"-$SLURM_JOB_ID ]; do sleep 0.05; done"))
+	}
+	for _, id := range ids[:4] {
+		c.waitState(id, "RUNNING")
+	}
+	alloc := func() string {
+		return strings.TrimSpace(c.run(0, work, "squeue", "-h", "-S", "i", "-o", "%i %t %C %m").stdout)
+	}
+	before := alloc()
+	cpusOf := func(id string) string {
+		return strings.TrimSpace(c.run(0, work, "sacct", "-j", id, "-X", "-P", "-n", "-o", "AllocCPUS,ReqMem").stdout)
+	}
+	c.kill9()
+	c.start()
+	if got := alloc(); got != before {
+		t.Fatalf("after restart squeue\n%s\nwant\n%s", got, before)
+	}
+	node := c.run(0, work, "scontrol", "show", "node", "solo").stdout
+	if !strings.Contains(node, "CPUAlloc=4 ") || !strings.Contains(node, "AllocMem=200 ") {
+		t.Fatalf("after restart the node shows\n%s", node)
+	}
+	if c.state(ids[4]) != "PENDING" {
+		t.Fatalf("job %s started on a node whose CPUs were all held", ids[4])
+	}
+	os.WriteFile(gate+"-"+ids[0], nil, 0o644)
+	c.waitState(ids[0], "COMPLETED")
+	c.waitState(ids[4], "RUNNING")
+	if got := cpusOf(ids[4]); got != "1|50M" {
+		t.Errorf("sacct of the job started after the restart: %q", got)
+	}
+	for _, id := range ids[1:] {
+		os.WriteFile(gate+"-"+id, nil, 0o644)
+		c.waitState(id, "COMPLETED")
+	}
+}
