@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"hora/api"
 )
@@ -31,5 +33,23 @@ func TestResourceFields(t *testing.T) {
 	whole := &api.Job{Spec: api.JobSpec{Nodes: 2}, Nodes: []string{"a", "b"}}
 	if reqMem(whole, "0") != "0" || tresPerNode(whole) != "N/A" || allocTRES(whole) != "" {
 		t.Errorf("whole-node job: %q %q %q", reqMem(whole, "0"), tresPerNode(whole), allocTRES(whole))
+	}
+}
+
+// scontrol show job of a resource job: requested nodes and features, tasks
+// per node, memory per CPU and what it holds.
+func TestShowJobResources(t *testing.T) {
+	j := &api.Job{ID: 5, State: api.StateRunning, StartTime: 1, SubmitTime: 1, Nodes: []string{"n1"},
+		Spec: api.JobSpec{NTasks: 2, CPUsPerTask: 2, NTasksPerNode: 2, MemPerCPU: 100, NodeList: "n1", Exclude: "n2",
+			Constraint: "ib", Exclusive: "node", Partition: "p"},
+		Alloc: []api.NodeAlloc{{Node: "n1", CPUs: []int{0, 1, 2, 3}, MemMB: 400, Tasks: 2, GPUs: []int{0}}}}
+	var b strings.Builder
+	jobRecord(j, time.Unix(10, 0), "").write(&b, true)
+	for _, w := range []string{"ReqNodeList=n1 ExcNodeList=n2", "NumCPUs=4 NumTasks=2 CPUs/Task=2",
+		"AllocTRES=cpu=4,mem=400M,node=1,billing=4,gres/gpu=1", "NtasksPerN:B:S:C=2:0:*:*",
+		"MinCPUsNode=2 MinMemoryCPU=100M", "Features=ib", "OverSubscribe=NO"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("scontrol show job lacks %q:\n%s", w, b.String())
+		}
 	}
 }

@@ -103,7 +103,7 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	}
 	r.add("SuspendTime="+suspendTime, "SecsPreSuspend="+strconv.FormatInt(preSuspend, 10), "LastSchedEval="+t(lastEval), "Scheduler=Main")
 	r.add("Partition="+j.Spec.Partition, "AllocNode:Sid="+orNull(j.Spec.SubmitHost)+":0")
-	r.add("ReqNodeList=(null)", "ExcNodeList=(null)")
+	r.add("ReqNodeList="+orNull(j.Spec.NodeList), "ExcNodeList="+orNull(j.Spec.Exclude))
 	r.add("NodeList=" + orNull(hostlist(j.Nodes)))
 	if len(j.Nodes) > 0 {
 		r.add("BatchHost=" + j.Nodes[0])
@@ -121,19 +121,44 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	}
 	tres += fmt.Sprintf(",node=%d,billing=%d", nodes, cpus)
 	r.add("ReqTRES=" + tres)
-	if j.StartTime != 0 {
+	switch {
+	case j.StartTime != 0 && len(j.Alloc) > 0:
+		// What the job holds, in scontrol's order.
+		var mem int64
+		gpus := 0
+		for _, a := range j.Alloc {
+			mem += a.MemMB
+			gpus += len(a.GPUs)
+		}
+		at := fmt.Sprintf("cpu=%d", cpus)
+		if mem > 0 {
+			at += fmt.Sprintf(",mem=%dM", mem)
+		}
+		at += fmt.Sprintf(",node=%d,billing=%d", nodes, cpus)
+		if gpus > 0 {
+			at += fmt.Sprintf(",gres/gpu=%d", gpus)
+		}
+		r.add("AllocTRES=" + at)
+	case j.StartTime != 0:
 		r.add("AllocTRES=" + tres)
-	} else {
+	default:
 		r.add("AllocTRES=(null)")
 	}
-	r.add("Socks/Node=*", "NtasksPerN:B:S:C=0:0:*:*", "CoreSpec=*")
-	r.add("MinCPUsNode="+strconv.Itoa(max(j.Spec.CPUsPerTask, 1)),
-		fmt.Sprintf("MinMemoryNode=%s", memText(j.Spec.MemMB)), "MinTmpDiskNode=0")
-	r.add("Features=(null)", "DelayBoot=00:00:00")
+	r.add("Socks/Node=*", fmt.Sprintf("NtasksPerN:B:S:C=%d:0:*:*", j.Spec.NTasksPerNode), "CoreSpec=*")
+	minMem := fmt.Sprintf("MinMemoryNode=%s", memText(j.Spec.MemMB))
+	if j.Spec.MemPerCPU > 0 {
+		minMem = fmt.Sprintf("MinMemoryCPU=%s", memText(j.Spec.MemPerCPU))
+	}
+	r.add("MinCPUsNode="+strconv.Itoa(max(j.Spec.CPUsPerTask, j.Spec.MinCPUs, 1)), minMem, "MinTmpDiskNode=0")
+	r.add("Features="+orNull(j.Spec.Constraint), "DelayBoot=00:00:00")
 	if j.Spec.Reservation != "" {
 		r.add("Reservation=" + j.Spec.Reservation)
 	}
-	r.add("OverSubscribe=OK", "Contiguous=0", "Licenses=(null)", "Network=(null)")
+	over := "OK"
+	if j.Spec.Exclusive != "" {
+		over = "NO"
+	}
+	r.add("OverSubscribe="+over, "Contiguous=0", "Licenses=(null)", "Network=(null)")
 	r.add("Command=" + orNull(j.Spec.Command))
 	r.add("WorkDir=" + j.Spec.WorkDir)
 	if j.Spec.Comment != "" {
