@@ -54,6 +54,9 @@ type Config struct {
 	Partitions []Partition `toml:"partition"`
 	SSH        SSH         `toml:"ssh"`
 
+	// probed holds what SetProbed learnt of nodes over SSH at start-up.
+	probed map[string]Probed
+
 	// path is the file the config came from, for messages ("" = embedded default).
 	path string
 	// lines maps a dotted key path to the line it was found on.
@@ -534,9 +537,19 @@ func (c *Config) ExpandedNodes() []Node {
 			if m.CPUs == 0 {
 				m.CPUs = n.layout()
 			}
+			pr, isProbed := c.probed[name]
+			if m.CPUs == 0 && isProbed && pr.CPUs > 0 {
+				m.CPUs = pr.CPUs
+			}
+			if m.MemoryMB == 0 && isProbed {
+				m.MemoryMB = max(pr.MemMB-n.MemReserveMB, 0)
+			}
+			if m.Gres == "" && isProbed && pr.GPUs > 0 {
+				m.Gres = "gpu:" + strconv.Itoa(pr.GPUs)
+			}
 			if m.CPUs == 0 {
 				// As before resources: this machine's count, also for SSH
-				// and emulated nodes that declare none.
+				// and emulated nodes that declare none and were not probed.
 				m.CPUs = runtime.NumCPU()
 			}
 			if m.MemoryMB == 0 && local {

@@ -258,3 +258,45 @@ oversubscribe = "exclusive"
 		t.Fatalf("partition: %+v", p)
 	}
 }
+
+// What horad probes on SSH nodes fills what hora.toml leaves out, and
+// nothing it sets.
+func TestSetProbed(t *testing.T) {
+	src := `
+executor = "ssh"
+[ssh]
+known_hosts = "/dev/null"
+[[node]]
+name = "s[1-2]"
+mem_reserve_mb = 1000
+[[node]]
+name = "s3"
+cpus = 8
+memory_mb = 4000
+gres = "gpu:a100:1"
+[[partition]]
+name = "p"
+nodes = "s[1-3]"
+`
+	c, err := Parse([]byte(src), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := c.ExpandedNodes()
+	if !ns[0].NeedsProbe() || ns[2].NeedsProbe() {
+		t.Fatalf("NeedsProbe: %v %v", ns[0].NeedsProbe(), ns[2].NeedsProbe())
+	}
+	for _, n := range []string{"s1", "s3"} {
+		c.SetProbed(n, Probed{CPUs: 16, MemMB: 64000, GPUs: 2})
+	}
+	sc := c.Scheduler()
+	if s1 := sc.Nodes[0]; s1.CPUs != 16 || s1.MemMB != 63000 || len(s1.Gres) != 1 || s1.Gres[0].Count != 2 {
+		t.Errorf("probed s1: %+v", s1)
+	}
+	if s2 := sc.Nodes[1]; s2.MemMB != 0 || len(s2.Gres) != 0 {
+		t.Errorf("unprobed s2: %+v", s2)
+	}
+	if s3 := sc.Nodes[2]; s3.CPUs != 8 || s3.MemMB != 4000 || s3.Gres[0].Type != "a100" {
+		t.Errorf("s3 configured, not probed: %+v", s3)
+	}
+}

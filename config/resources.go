@@ -78,3 +78,26 @@ func probeGPUs() string {
 	}
 	return "gpu:" + strconv.Itoa(n)
 }
+
+// Probed is what was read on a node (nproc, MemTotal, /dev/nvidiaN).
+type Probed struct {
+	CPUs  int
+	MemMB int64
+	GPUs  int
+}
+
+// SetProbed records what horad read on an SSH node at start-up: it fills
+// the node's cpus, memory_mb (less mem_reserve_mb) and gres wherever
+// hora.toml leaves them out (0 or "").
+func (c *Config) SetProbed(node string, p Probed) {
+	if c.probed == nil {
+		c.probed = map[string]Probed{}
+	}
+	c.probed[node] = p
+}
+
+// NeedsProbe reports whether a node's hora.toml entry leaves out
+// something a probe would give.
+func (n *Node) NeedsProbe() bool {
+	return n.CPUs == 0 && n.layout() == 0 || n.MemoryMB == 0 || n.Gres == ""
+}

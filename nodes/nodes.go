@@ -159,3 +159,18 @@ type LimitSetter interface {
 	// time limit; a limit already past ends the step as timed out at once.
 	SetTimeLimit(ctx context.Context, node string, key StepKey, limit time.Duration) error
 }
+
+// NodeResources is what a node has, as probed on it: online CPUs (nproc),
+// MemTotal in MiB and NVIDIA GPU devices (/dev/nvidiaN).
+type NodeResources struct {
+	CPUs  int
+	MemMB int64
+	GPUs  int
+}
+
+// ResourceProber is implemented by executors that can read a node's
+// resources on the node itself (ssh), for nodes whose hora.toml entry
+// leaves them out.
+type ResourceProber interface {
+	ProbeResources(ctx context.Context, node string) (NodeResources, error)
+}
