@@ -204,6 +204,11 @@ type Job struct {
 	// Alloc is the per-node allocation of a job that asked for resources
 	// (in the order of Nodes); nil for whole-node jobs.
 	Alloc []NodeAlloc `json:"alloc,omitempty"`
+	// MaxRSSKB and TotalCPUMs are the batch step's peak resident memory
+	// (KiB) and user+system CPU time (ms), measured where the node can
+	// (sacct MaxRSS, TotalCPU); 0 = not measured.
+	MaxRSSKB   int64 `json:"max_rss_kb,omitempty"`
+	TotalCPUMs int64 `json:"total_cpu_ms,omitempty"`
 }
 
 // Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.

@@ -93,6 +93,8 @@ func appendJob(b []byte, j *Job) []byte {
 	}
 	b = appendStr(b, j.StdoutPath)
 	b = appendStr(b, j.StderrPath)
+	b = binary.AppendVarint(b, j.MaxRSSKB)
+	b = binary.AppendVarint(b, j.TotalCPUMs)
 	b = binary.AppendUvarint(b, uint64(len(j.Alloc)))
 	for i := range j.Alloc {
 		a := &j.Alloc[i]
@@ -357,6 +359,7 @@ func (d *listingDecoder) job(j *Job) {
 	}
 	j.StdoutPath = d.field()
 	j.StderrPath = d.field()
+	j.MaxRSSKB, j.TotalCPUMs = d.varint(), d.varint()
 	if n := d.uvarint(); n > 0 && d.err == nil {
 		if n > uint64(len(d.b)-d.off)/6 { // an allocation takes at least 6 bytes
 			d.fail(errTruncated)

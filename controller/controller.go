@@ -568,11 +568,12 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		end = c.now().Unix()
 	}
 	ev := store.Event{JobID: j.ID, Time: end, Kind: store.KindEnd, State: st, Reason: reason,
-		ExitCode: s.ExitCode, Signal: s.Signal}
+		ExitCode: s.ExitCode, Signal: s.Signal, MaxRSSKB: s.MaxRSSKB, TotalCPUMs: s.CPU.Milliseconds()}
 	if err := c.st.Append(ctx, ev); err != nil {
 		return err
 	}
 	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, s.ExitCode, s.Signal, end
+	j.MaxRSSKB, j.TotalCPUMs = ev.MaxRSSKB, ev.TotalCPUMs
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID),
 		Step: scheduler.BatchStep, Failed: st != api.StateCompleted}))
 	return nil

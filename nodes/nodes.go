@@ -71,6 +71,11 @@ type Status struct {
 	TimedOut bool // killed by the shepherd at the time limit
 	Pid      int  // process group leader of the step; 0 for a lost step whose job process never started
 	OOM      bool // the kernel killed some of its processes for exceeding its memory
+	// MaxRSSKB and CPU are the job process's peak resident memory (KiB)
+	// and user+system CPU time, its reaped children included, where the
+	// executor measures them (local); 0 otherwise.
+	MaxRSSKB int64
+	CPU      time.Duration
 	Started  time.Time
 	Ended    time.Time
 	Err      string // launch failure text (e.g. cannot open output file)

@@ -43,3 +43,26 @@ func TestAllocDurable(t *testing.T) {
 		t.Fatalf("requeued job keeps %+v", got.Alloc)
 	}
 }
+
+// The batch step's usage comes with its end event and stays with the job.
+func TestUsageDurable(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	j := testJob(1)
+	j.ID = 1
+	if err := s.Submit(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, Event{JobID: 1, Time: 1700000100, Kind: KindStart, Nodes: []string{"n1"}},
+		Event{JobID: 1, Time: 1700000200, Kind: KindEnd, State: api.StateCompleted, MaxRSSKB: 2048, TotalCPUMs: 1500}); err != nil {
+		t.Fatal(err)
+	}
+	checkFold(t, s, 1)
+	s.Close()
+	s = openStore(t, dir)
+	defer s.Close()
+	if got, err := s.Job(ctx, 1); err != nil || got.MaxRSSKB != 2048 || got.TotalCPUMs != 1500 {
+		t.Fatalf("usage after reopen: %v %d %d", err, got.MaxRSSKB, got.TotalCPUMs)
+	}
+}

@@ -51,6 +51,8 @@ type Event struct {
 	Step       *api.Step       // KindStepStart, KindStepEnd
 	State      api.JobState    // KindEnd
 	ExitCode   int             // KindEnd
+	MaxRSSKB   int64           // KindEnd: the batch step's peak RSS, KiB (0 = not measured)
+	TotalCPUMs int64           // KindEnd: its user+system CPU time, ms
 	Signal     int             // KindEnd
 	Reason     string          // KindHold, KindRelease, KindEnd, KindRequeue, KindReason
 	By         int64           // KindCancel, KindRequeueRequest: uid (0 is root, so it is always meaningful there)
@@ -67,6 +69,8 @@ type payload struct {
 	Step       *api.Step       `json:"step,omitempty"`
 	State      api.JobState    `json:"state,omitempty"`
 	ExitCode   int             `json:"exit_code,omitempty"`
+	MaxRSSKB   int64           `json:"max_rss_kb,omitempty"`
+	TotalCPUMs int64           `json:"total_cpu_ms,omitempty"`
 	Signal     int             `json:"signal,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
 	By         int64           `json:"by,omitempty"`
@@ -74,6 +78,7 @@ type payload struct {
 
 func encodePayload(ev *Event) ([]byte, error) {
 	return json.Marshal(payload{
+		MaxRSSKB: ev.MaxRSSKB, TotalCPUMs: ev.TotalCPUMs,
 		Job: ev.Job, Nodes: ev.Nodes, Alloc: ev.Alloc, StdoutPath: ev.StdoutPath, StderrPath: ev.StderrPath,
 		Step: ev.Step, State: ev.State, ExitCode: ev.ExitCode, Signal: ev.Signal,
 		Reason: ev.Reason, By: ev.By,
@@ -87,6 +92,7 @@ func decodePayload(ev *Event, b []byte) error {
 	}
 	ev.Job, ev.Nodes, ev.StdoutPath, ev.StderrPath = p.Job, p.Nodes, p.StdoutPath, p.StderrPath
 	ev.Alloc = p.Alloc
+	ev.MaxRSSKB, ev.TotalCPUMs = p.MaxRSSKB, p.TotalCPUMs
 	ev.Step, ev.State, ev.ExitCode, ev.Signal = p.Step, p.State, p.ExitCode, p.Signal
 	ev.Reason, ev.By = p.Reason, p.By
 	return nil

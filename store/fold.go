@@ -178,6 +178,7 @@ func apply(j *api.Job, ev *Event) error {
 		}
 		j.State, j.Reason, j.EndTime = ev.State, r, ev.Time
 		j.ExitCode, j.Signal = ev.ExitCode, ev.Signal
+		j.MaxRSSKB, j.TotalCPUMs = ev.MaxRSSKB, ev.TotalCPUMs
 		// Chunks still running when the job ends end with it; a job that
 		// completed cannot have completed them, so they count as cancelled.
 		stepState := ev.State
@@ -215,6 +216,7 @@ func apply(j *api.Job, ev *Event) error {
 		// (its events keep it); stdout/stderr paths stay, as in Slurm.
 		j.State, j.Reason = api.StatePending, r
 		j.Nodes, j.Steps, j.Alloc = nil, nil, nil
+		j.MaxRSSKB, j.TotalCPUMs = 0, 0
 		j.StartTime, j.EndTime, j.ExitCode, j.Signal = 0, 0, 0, 0
 		j.CancelledBy = -1
 		j.SuspendTime, j.SuspendedSecs = 0, 0

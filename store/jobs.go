@@ -158,11 +158,11 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 // jobColumns are the jobs columns in the order scanJob reads them.
 const jobColumns = `id, uid, gid, user_name, group_name, state, reason, priority, partition, name,
 	submit_time, eligible_time, start_time, end_time, exit_code, signal, cancelled_by, nodes,
-	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs, alloc`
+	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs, alloc, max_rss_kb, total_cpu_ms`
 
 // sqlPutJob inserts or replaces a job's row.
 const sqlPutJob = `INSERT INTO jobs (` + jobColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	uid = excluded.uid, gid = excluded.gid, user_name = excluded.user_name,
 	group_name = excluded.group_name, state = excluded.state, reason = excluded.reason,
@@ -173,7 +173,7 @@ ON CONFLICT (id) DO UPDATE SET
 	cancelled_by = excluded.cancelled_by, nodes = excluded.nodes, restarts = excluded.restarts,
 	stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, spec = excluded.spec,
 	suspend_time = excluded.suspend_time, suspended_secs = excluded.suspended_secs,
-	alloc = excluded.alloc`
+	alloc = excluded.alloc, max_rss_kb = excluded.max_rss_kb, total_cpu_ms = excluded.total_cpu_ms`
 
 // putJob writes a job's row and the steps that differ from oldSteps.
 func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) error {
@@ -198,7 +198,7 @@ func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) err
 		j.ID, j.UID, j.GID, j.User, j.Group, string(j.State), j.Reason, j.Priority, j.Spec.Partition,
 		j.Spec.Name, j.SubmitTime, j.EligibleTime, j.StartTime, j.EndTime, j.ExitCode, j.Signal,
 		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, string(spec),
-		j.SuspendTime, j.SuspendedSecs, string(alloc))
+		j.SuspendTime, j.SuspendedSecs, string(alloc), j.MaxRSSKB, j.TotalCPUMs)
 	if err != nil {
 		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
@@ -274,7 +274,7 @@ func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api
 		if err := rows.Scan(&j.ID, &j.UID, &j.GID, &j.User, &j.Group, &state, &j.Reason, &j.Priority,
 			new(string), new(string), &j.SubmitTime, &j.EligibleTime, &j.StartTime, &j.EndTime,
 			&j.ExitCode, &j.Signal, &j.CancelledBy, &nodes, &j.Restarts, &j.StdoutPath, &j.StderrPath,
-			&spec, &j.SuspendTime, &j.SuspendedSecs, &alloc); err != nil {
+			&spec, &j.SuspendTime, &j.SuspendedSecs, &alloc, &j.MaxRSSKB, &j.TotalCPUMs); err != nil {
 			rows.Close()
 			return nil, err
 		}

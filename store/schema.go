@@ -120,6 +120,12 @@ ALTER TABLE jobs ADD COLUMN suspended_secs INTEGER NOT NULL DEFAULT 0;
 -- gres): JSON array of api.NodeAlloc; '' for whole-node jobs.
 ALTER TABLE jobs ADD COLUMN alloc TEXT NOT NULL DEFAULT '';
 `},
+	{"job usage", `
+-- The batch step's peak resident memory (KiB) and CPU time (ms), from its
+-- end event; 0 = not measured.
+ALTER TABLE jobs ADD COLUMN max_rss_kb   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN total_cpu_ms INTEGER NOT NULL DEFAULT 0;
+`},
 }
 
 // migrate brings db to the last of ms in one immediate transaction, so two

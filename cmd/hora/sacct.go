@@ -242,13 +242,25 @@ var sacctFields = []saField{
 	{"Reason", 20, func(r *saRow) string { return r.jobOnly(reasonText(r.job)) }},
 	{"Restarts", 8, func(r *saRow) string { return r.jobOnly(strconv.Itoa(r.job.Restarts)) }},
 	{"Cluster", 10, func(r *saRow) string { return "hora" }},
-	// Resource usage is not measured by horad yet: empty, as Slurm prints
-	// it for rows without accounting data.
-	{"MaxRSS", 10, func(r *saRow) string { return "" }},
+	// Usage: the batch step's peak RSS (on its .batch row, as Slurm's
+	// step accounting) and CPU time (job and .batch rows), measured by
+	// local nodes; empty where nothing was measured, as Slurm prints rows
+	// without accounting data.
+	{"MaxRSS", 10, func(r *saRow) string {
+		if r.kind != 'b' || r.job.MaxRSSKB <= 0 {
+			return ""
+		}
+		return strconv.FormatInt(r.job.MaxRSSKB, 10) + "K"
+	}},
 	{"MaxVMSize", 10, func(r *saRow) string { return "" }},
 	{"AveRSS", 10, func(r *saRow) string { return "" }},
 	{"AveCPU", 10, func(r *saRow) string { return "" }},
-	{"TotalCPU", 10, func(r *saRow) string { return "" }},
+	{"TotalCPU", 10, func(r *saRow) string {
+		if r.kind == 's' || r.job.EndTime == 0 || r.job.TotalCPUMs == 0 {
+			return ""
+		}
+		return cpuTimeText(r.job.TotalCPUMs)
+	}},
 }
 
 func orInt(a, b int64) int64 {
@@ -667,3 +679,17 @@ Options:
 	           Only show statistics relevant to the job allocation
 	           itself, not taking steps into consideration.
 `
+
+// cpuTimeText is sacct's TotalCPU (Slurm's _elapsed_time with
+// milliseconds): MM:SS.mmm under an hour, HH:MM:SS, D-HH:MM:SS.
+func cpuTimeText(ms int64) string {
+	secs := ms / 1000
+	d, h, m, sec := secs/86400, secs/3600%24, secs/60%60, secs%60
+	switch {
+	case d > 0:
+		return fmt.Sprintf("%d-%02d:%02d:%02d", d, h, m, sec)
+	case h > 0:
+		return fmt.Sprintf("%02d:%02d:%02d", h, m, sec)
+	}
+	return fmt.Sprintf("%02d:%02d.%03d", m, sec, ms%1000)
+}

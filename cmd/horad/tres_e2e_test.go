@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,6 +155,13 @@ func TestResourceEnforcementEndToEnd(t *testing.T) {
 	lines := strings.Fields(string(out))
 	if len(lines) != 3 || lines[0] != "Cpus_allowed_list:" || strings.ContainsAny(lines[1], ",-") || lines[2] != "1" {
 		t.Errorf("a 1-CPU job sees %q, want one CPU and one hora cgroup (cpuset; no memory limit asked)", out)
+	}
+	// Usage measured by the shepherd: the batch step's peak RSS and CPU time.
+	busy := c.submit(work, "-c", "1", "-o", "/dev/null", "--wrap", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done")
+	c.waitState(busy, "COMPLETED")
+	use := c.run(0, work, "sacct", "-j", busy, "-P", "-n", "-o", "JobID,MaxRSS,TotalCPU").stdout
+	if !regexp.MustCompile(`^` + busy + `\|\|\d\d:\d\d\.\d{3}\n` + busy + `\.batch\|[1-9]\d*K\|\d\d:\d\d\.\d{3}\n$`).MatchString(use) {
+		t.Errorf("sacct usage %q", use)
 	}
 
 	oom := c.submit(work, "--mem=40M", "-o", filepath.Join(work, "oom.out"), "-e", filepath.Join(work, "oom.err"),

@@ -467,6 +467,7 @@ func (e *Executor) endedStatus(id stepID, rec shepherdRecord) nodes.Status {
 	}
 	st.ExitCode, st.Signal, st.TimedOut, st.Err = s.ExitCode, s.Signal, s.TimedOut, s.Err
 	st.OOM = s.OOM
+	st.MaxRSSKB, st.CPU = s.MaxRSSKB, time.Duration(s.CPUNs)
 	st.Pid, st.Started, st.Ended = s.Pid, s.Started, s.Ended
 	return st
 }

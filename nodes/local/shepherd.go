@@ -85,6 +85,7 @@ func (sh *shepherd) run() int {
 
 	type waited struct {
 		ws  syscall.WaitStatus
+		ru  *syscall.Rusage
 		err error
 	}
 	exited := make(chan waited, 1)
@@ -94,7 +95,8 @@ func (sh *shepherd) run() int {
 			exited <- waited{err: err}
 			return
 		}
-		exited <- waited{ws: st.Sys().(syscall.WaitStatus)}
+		ru, _ := st.SysUsage().(*syscall.Rusage)
+		exited <- waited{ws: st.Sys().(syscall.WaitStatus), ru: ru}
 	}()
 
 	var limitC, killC <-chan time.Time
@@ -132,6 +134,11 @@ func (sh *shepherd) run() int {
 				rec.Signal = int(w.ws.Signal())
 			default:
 				rec.ExitCode = w.ws.ExitStatus()
+			}
+			if w.ru != nil {
+				// Linux reports ru_maxrss in KiB.
+				rec.MaxRSSKB = w.ru.Maxrss
+				rec.CPUNs = w.ru.Utime.Nano() + w.ru.Stime.Nano()
 			}
 		case s := <-sigs:
 			switch s {
