@@ -140,7 +140,8 @@ func (s *NodeSpec) threads() int { return max(s.Threads, 1) }
 
 // nodeUse is what t tasks of a request need on one node.
 type nodeUse struct {
-	cpus int
+	cpus int // CPUs held (all of the node when exclusive)
+	need int // CPUs the tasks need, ≤ cpus
 	mem  int64
 	gpus int // per-task GPUs (q.GPUsPerTask × t), of q.GPUType
 }
@@ -163,6 +164,7 @@ func (q *Request) use(s *NodeSpec, t int) nodeUse {
 		u.cpus = max(u.cpus, gpus*q.CPUsPerGPU)
 	}
 	u.cpus = max(u.cpus, q.MinCPUs)
+	u.need = u.cpus
 	if q.Exclusive {
 		u.cpus = s.CPUs
 	}
@@ -196,7 +198,7 @@ func (q *Request) fits(s *NodeSpec, a *avail, t int) bool {
 		return false
 	}
 	u := q.use(s, t)
-	if u.cpus > a.cpus || u.mem > a.mem {
+	if u.cpus > a.cpus || u.need > s.CPUs || u.mem > a.mem {
 		return false
 	}
 	if u.gpus > 0 && len(q.Gres) == 0 {
@@ -651,6 +653,11 @@ func (q *Request) never(nodes []*NodeSpec, minNodes int, maxMem int64) string {
 				}
 			}
 			cands = append(cands, c)
+		}
+		if q.TasksPerNode > 0 && !slices.ContainsFunc(cands, func(c layoutCand) bool { return c.cap >= min(q.TasksPerNode, q.NTasks) }) {
+			// --ntasks-per-node above what any node can hold (Slurm
+			// refuses it rather than spreading the tasks thinner).
+			return false
 		}
 		return layout(q.NTasks, lo, hi, cands, nil) != nil
 	}

@@ -71,6 +71,7 @@ func TestTresRefusedAtSubmit(t *testing.T) {
 		{scheduler.Request{Gres: []scheduler.GresReq{{Name: "gpu", Type: "v100", Count: 1}}}, "Invalid generic resource (gres) specification"},
 		{scheduler.Request{Features: []string{"ib"}}, "Requested node configuration is not available"},
 		{scheduler.Request{NodeList: []string{"n7"}}, "Requested node configuration is not available"},
+		{scheduler.Request{TasksPerNode: 5, NTasks: 5}, "Requested node configuration is not available"},
 	}
 	for k, c := range cases {
 		h := st.New(t, cfg)
@@ -192,6 +193,26 @@ func TestPropTresNoOvercommitHeadNotDelayed(t *testing.T) {
 				}
 				if gpus > 0 && rapid.Bool().Draw(t, "gpu?") {
 					q.Gres = []scheduler.GresReq{{Name: "gpu", Count: rapid.IntRange(1, gpus).Draw(t, "g")}}
+				}
+				if gpus > 0 && rapid.IntRange(0, 5).Draw(t, "gpt?") == 0 {
+					q.GPUsPerTask = 1
+				}
+				switch rapid.IntRange(0, 9).Draw(t, "shape") {
+				case 0:
+					q.TasksPerNode = rapid.IntRange(1, cpus).Draw(t, "tpn")
+				case 1:
+					n := rapid.IntRange(1, nodes).Draw(t, "N")
+					b.Nodes(n)
+					q.NodesSet = true
+					q.NTasks = max(q.NTasks, n)
+				case 2:
+					q.Exclusive = true
+				case 3:
+					q.MemAll, q.MemGiven = true, true
+				case 4:
+					q.NodeList = []string{st.NodeName(rapid.IntRange(0, nodes-1).Draw(t, "w"))}
+				case 5:
+					q.MinCPUs = rapid.IntRange(1, cpus).Draw(t, "mincpus")
 				}
 				b.Req(q)
 			}
