@@ -391,6 +391,15 @@ func (st *state) finish() error {
 	if st.dependency != "" {
 		return &Error{Msg: "error: hora does not support job dependencies (--dependency=" + st.dependency + ")", Exit: exitOption}
 	}
+	if sp.NTasks > 0 && sp.Nodes > sp.NTasks {
+		// Slurm (opt.c): fewer tasks than nodes shrinks the node count.
+		st.flags.Warnings = append(st.flags.Warnings, fmt.Sprintf(
+			"warning: can't run %d processes on %d nodes, setting nnodes to %d", sp.NTasks, sp.Nodes, sp.NTasks))
+		sp.Nodes = sp.NTasks
+		if sp.NodesMax > 0 {
+			sp.NodesMax = max(sp.NTasks, sp.Nodes)
+		}
+	}
 	if sp.NTasksPerNode > 0 && sp.NTasks == 0 {
 		sp.NTasks = sp.NTasksPerNode * max(sp.Nodes, 1)
 	}

@@ -466,6 +466,7 @@ func TestBuildSpecResources(t *testing.T) {
 			return s.NodeList == "n[1-3]" && s.Exclude == "n4" && s.Constraint == "a100&ib"
 		}},
 		{[]string{"--mincpus=4", "--hint=nomultithread"}, func(s *api.JobSpec) bool { return s.MinCPUs == 4 && s.NoMultithread }},
+		{[]string{"-N", "3", "-n", "2"}, func(s *api.JobSpec) bool { return s.Nodes == 2 && s.NTasks == 2 }},
 		{nil, func(s *api.JobSpec) bool { return !s.WantsResources() }},
 	}
 	for _, c := range good {

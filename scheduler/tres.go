@@ -289,7 +289,6 @@ type layoutCand struct {
 func layout(tasks, lo, hi int, cands []layoutCand, dst []slot) []slot {
 	dst = dst[:0]
 	req := 0
-	left := tasks
 	for _, c := range cands {
 		if c.required {
 			if c.cap < 1 {
@@ -347,7 +346,6 @@ func layout(tasks, lo, hi int, cands []layoutCand, dst []slot) []slot {
 			return out
 		}
 	}
-	_ = left
 	return nil
 }
 
