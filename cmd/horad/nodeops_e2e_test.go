@@ -81,9 +81,9 @@ func TestDrainResumeEndToEnd(t *testing.T) {
 	if n := nodeOf(b); n != "local[2-4]" {
 		t.Fatalf("3-node job on %q, want local[2-4]", n)
 	}
-	if _, err := os.Stat(started); err != nil {
-		t.Fatal("the running job did not run")
-	}
+	// RUNNING is recorded before the shepherd starts the script: wait for
+	// the script itself (a loaded machine takes a while).
+	waitFor(t, "the running job's script", func() bool { _, err := os.Stat(started); return err == nil })
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
