@@ -2,7 +2,6 @@ package sbatch
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -102,27 +101,9 @@ func gresName(s string) bool {
 	return true
 }
 
-func gresCount(s string) (int, bool) {
-	mult := 1
-	if s != "" {
-		switch s[len(s)-1] {
-		case 'k', 'K':
-			mult = 1024
-		case 'm', 'M':
-			mult = 1024 * 1024
-		case 'g', 'G':
-			mult = 1024 * 1024 * 1024
-		}
-		if mult > 1 {
-			s = s[:len(s)-1]
-		}
-	}
-	if s == "" || !allDigits(s) || len(s) > 9 {
-		return 0, false
-	}
-	n, _ := strconv.Atoi(s)
-	return n * mult, true
-}
+// gresCount reads a gres count: digits with an optional k, m or g
+// (powers of 1024), as node counts but one suffix more.
+func gresCount(s string) (int, bool) { return scaledCount(s, "kmg") }
 
 // ParseConstraint reads -C: features joined by & (all) or | (any), not
 // both; brackets, counts and other operators are refused. It returns the

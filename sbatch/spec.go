@@ -447,16 +447,16 @@ func parseNodeRange(v string) (int, int, string) {
 	return a, b, ""
 }
 
-func nodeCount(s string) (int, bool) {
+func nodeCount(s string) (int, bool) { return scaledCount(s, "km") }
+
+// scaledCount reads at most nine digits with an optional suffix among
+// suffixes (k = 1024, m = 1024², g = 1024³, either case).
+func scaledCount(s, suffixes string) (int, bool) {
 	mult := 1
 	if s != "" {
-		switch s[len(s)-1] {
-		case 'k', 'K':
-			mult = 1024
-		case 'm', 'M':
-			mult = 1024 * 1024
-		}
-		if mult > 1 {
+		c := s[len(s)-1] | 0x20 // lower case
+		if k := strings.IndexByte(suffixes, c); k >= 0 && c >= 'a' {
+			mult = 1 << (10 * (strings.IndexByte("kmg", c) + 1))
 			s = s[:len(s)-1]
 		}
 	}

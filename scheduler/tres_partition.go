@@ -153,12 +153,9 @@ func (p *Partition) StartPlan(id JobID, step int, pl *TresPlan, expect float64, 
 		return nil
 	}
 	e := p.eng
-	r := e.jobs[id]
-	switch {
-	case r == nil || r.part != p:
-		return fmt.Errorf("scheduler: partition %q: start of unknown job %d", p.spec.Name, id)
-	case r.removed || r.blocked != "":
-		return fmt.Errorf("scheduler: partition %q: start of job %d that may not run", p.spec.Name, id)
+	r, err := p.startable(id)
+	if err != nil {
+		return err
 	}
 	shares := make([]share, 0, len(pl.slots))
 	for _, s := range pl.slots {

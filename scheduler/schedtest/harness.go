@@ -201,20 +201,13 @@ func (h *Harness) share(k stepKey, a scheduler.NodeAlloc) {
 func (h *Harness) apply(s scheduler.Start) {
 	h.tb.Helper()
 	k := stepKey{s.ID, s.Step}
-	if len(s.Alloc) > 0 {
-		for _, a := range s.Alloc {
-			h.share(k, a)
-		}
-		h.running[k] = s.Nodes
-		h.Starts = append(h.Starts, Started{At: h.Now, Start: s})
-		if d, ok := h.runs[s.ID]; ok && d >= 0 {
-			f := finish{t: h.Now + d, key: k}
-			i, _ := slices.BinarySearchFunc(h.pending, f, cmpFinish)
-			h.pending = slices.Insert(h.pending, i, f)
-		}
-		return
+	for _, a := range s.Alloc {
+		h.share(k, a)
 	}
 	for _, n := range s.Nodes {
+		if len(s.Alloc) > 0 {
+			break // shares, checked above
+		}
 		if len(h.shares[n]) > 0 {
 			h.tb.Fatalf("t=%v: job %d step %d took %s whole while it holds shares", h.Now, s.ID, s.Step, n)
 		}
