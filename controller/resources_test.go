@@ -18,7 +18,7 @@ func TestRequestOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &scheduler.Request{NTasks: 2, CPUsPerTask: 2, NodesSet: true, NodesMax: 3, MinCPUs: 4, MemPerCPU: 500, MemGiven: true,
-		Gres: []scheduler.GresReq{{Name: "gpu", Type: "a100", Count: 1}, {Name: "nvme", Count: 2}, {Name: "gpu", Type: "v100", Count: 1}},
+		Gres:        []scheduler.GresReq{{Name: "gpu", Type: "a100", Count: 1}, {Name: "nvme", Count: 2}, {Name: "gpu", Type: "v100", Count: 1}},
 		GPUsPerTask: 1, GPUType: "a100", GPUs: 4, CPUsPerGPU: 3, Exclusive: true, NoMultithread: true,
 		NodeList: []string{"n1", "n2"}, Exclude: []string{"n3"}, Features: []string{"ib", "avx"}, AnyFeature: true}
 	if !reflect.DeepEqual(q, want) {
