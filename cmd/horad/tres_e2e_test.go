@@ -180,8 +180,8 @@ func TestResourceEnforcementEndToEnd(t *testing.T) {
 		t.Errorf("error file %q lacks %q", errb, want)
 	}
 	waitFor(t, "the step's cgroups removed", func() bool {
-		m, _ := filepath.Glob("/sys/fs/cgroup/memory/hora-*/solo/" + oom + ".batch")
-		p, _ := filepath.Glob("/sys/fs/cgroup/cpuset/hora-*/solo/" + cpus + ".batch")
+		m, _ := filepath.Glob("/sys/fs/cgroup/memory/hora-*/solo/" + oom + ".batch*")
+		p, _ := filepath.Glob("/sys/fs/cgroup/cpuset/hora-*/solo/" + cpus + ".batch*")
 		return len(m) == 0 && len(p) == 0
 	})
 }

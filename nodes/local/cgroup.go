@@ -46,7 +46,7 @@ func cgroupsUsable() bool {
 // horad finds its steps' cgroups again.
 func (e *Executor) cgroupName(node string, key nodes.StepKey) string {
 	h := sha256.Sum256([]byte(e.stateDir))
-	return filepath.Join("hora-"+hex.EncodeToString(h[:4]), node, stepDirName(key))
+	return filepath.Join("hora-"+hex.EncodeToString(h[:4]), node, key.Name())
 }
 
 func writeCg(dir, file, val string) error {
