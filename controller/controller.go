@@ -308,7 +308,7 @@ func (c *Controller) recover(ctx context.Context) error {
 					return err
 				}
 				j.State, j.Nodes, j.StartTime, j.EndTime, j.Reason = api.StatePending, nil, 0, 0, "None"
-				j.ExitCode, j.Signal, j.Steps, j.CancelledBy = 0, 0, nil, -1
+				j.ExitCode, j.Signal, j.Steps, j.CancelledBy, j.Alloc = 0, 0, nil, -1, nil
 				j.StdoutPath, j.StderrPath = "", ""
 				j.Restarts++
 				j.legacyRun = false
