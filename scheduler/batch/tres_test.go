@@ -1,6 +1,7 @@
 package batch_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -236,6 +237,71 @@ func TestPropTresNoOvercommitHeadNotDelayed(t *testing.T) {
 			if !started[scheduler.JobID(id)] && h.Rejects[scheduler.JobID(id)] == nil {
 				t.Fatalf("job %d neither ran nor was refused", id)
 			}
+		}
+	})
+}
+
+// Property: a restart loses nothing of the allocations. Halfway through a
+// random history of resource and whole-node jobs, a new Engine is rebuilt
+// from Restore events (running jobs with their allocations, as horad reads
+// them from the store); it holds exactly what the old one holds on every
+// node, and the next pass of both starts the same jobs the same way.
+func TestPropTresRestoreKeepsAllocations(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		nodes := rapid.IntRange(1, 4).Draw(t, "nodes")
+		cpus := rapid.IntRange(1, 8).Draw(t, "cpus")
+		gres := []scheduler.GresDef{{Name: "gpu", Type: "a", Count: 2}, {Name: "gpu", Type: "b", Count: 1}}
+		cfg := st.Cluster(nodes).Resources(cpus, 8000, gres...).Partition("b", "batch").Config()
+		h := st.New(t, cfg)
+		jobs := map[scheduler.JobID]scheduler.Job{}
+		n := rapid.IntRange(1, 30).Draw(t, "jobs")
+		now := 0.0
+		for id := 1; id <= n; id++ {
+			now += float64(rapid.IntRange(0, 30).Draw(t, "gap"))
+			h.Advance(now)
+			limit := float64(rapid.IntRange(10, 200).Draw(t, "limit"))
+			b := st.Job(scheduler.JobID(id)).Limit(limit).Run(limit)
+			if rapid.IntRange(0, 4).Draw(t, "whole") == 0 {
+				b.Nodes(1)
+			} else {
+				q := scheduler.Request{NTasks: rapid.IntRange(1, cpus).Draw(t, "tasks"),
+					MemPerCPU: int64(rapid.IntRange(0, 1000).Draw(t, "mpc")), MemGiven: true}
+				if rapid.Bool().Draw(t, "gpu?") {
+					q.Gres = []scheduler.GresReq{{Name: "gpu", Count: rapid.IntRange(1, 3).Draw(t, "g")}}
+				}
+				b.Req(q)
+			}
+			j := b.Build()
+			j.Submit = now
+			jobs[j.ID] = j
+			h.Submit(b)
+		}
+		// Restart: running jobs come back with their allocations, pending
+		// ones in their order.
+		eng, err := scheduler.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range h.Starts {
+			if h.Running(s.ID, s.Step) {
+				eng.Handle(scheduler.Restore{Now: h.Now, Job: jobs[s.ID], Running: true, Nodes: s.Nodes, Started: s.At, Alloc: s.Alloc})
+			}
+		}
+		for _, id := range h.Eng.Pending("") {
+			eng.Handle(scheduler.Restore{Now: h.Now, Job: jobs[id]})
+		}
+		old, got := h.Eng.Nodes(), eng.Nodes()
+		for i := range old {
+			o, g := old[i], got[i]
+			if o.Busy != g.Busy || o.AllocCPUs != g.AllocCPUs || o.AllocMemMB != g.AllocMemMB ||
+				fmt.Sprint(o.AllocGres) != fmt.Sprint(g.AllocGres) || fmt.Sprint(o.Jobs) != fmt.Sprint(g.Jobs) {
+				t.Fatalf("node %s after restart %+v, before %+v", o.Name, g, o)
+			}
+		}
+		a := h.Eng.Handle(scheduler.Tick{Now: h.Now + 1})
+		b := eng.Handle(scheduler.Tick{Now: h.Now + 1})
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("next pass after restart:\n%v\nwithout restart:\n%v", b, a)
 		}
 	})
 }
