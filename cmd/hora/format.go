@@ -278,3 +278,18 @@ func allocTRES(j *api.Job) string {
 	}
 	return s
 }
+
+// reqTRES is sacct's ReqTRES: what the job asked for in all, in Slurm's
+// order (billing, cpu, mem, node).
+func reqTRES(j *api.Job) string {
+	nodes := max(j.Spec.Nodes, 1)
+	cpus := max(j.Spec.NTasks, nodes) * max(j.Spec.CPUsPerTask, 1)
+	s := fmt.Sprintf("billing=%d,cpu=%d", cpus, cpus)
+	switch {
+	case j.Spec.MemMB > 0:
+		s += ",mem=" + strconv.FormatInt(j.Spec.MemMB*int64(nodes), 10) + "M"
+	case j.Spec.MemPerCPU > 0:
+		s += ",mem=" + strconv.FormatInt(j.Spec.MemPerCPU*int64(cpus), 10) + "M"
+	}
+	return s + fmt.Sprintf(",node=%d", nodes)
+}

@@ -24,6 +24,9 @@ func TestResourceFields(t *testing.T) {
 	if got := tresPerNode(j); got != "gres:gpu:a100:1" {
 		t.Errorf("%%b %q", got)
 	}
+	if got := reqTRES(j); got != "billing=3,cpu=3,mem=1500M,node=1" {
+		t.Errorf("ReqTRES %q", got)
+	}
 	if got := allocTRES(j); got != "billing=3,cpu=3,mem=1500M,node=2,gres/gpu=2" {
 		t.Errorf("AllocTRES %q", got)
 	}

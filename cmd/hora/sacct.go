@@ -215,6 +215,7 @@ var sacctFields = []saField{
 		return "1"
 	}},
 	{"ReqCPUS", 8, func(r *saRow) string { return strconv.Itoa(jobCPUs(r.job)) }},
+	{"ReqTRES", 10, func(r *saRow) string { return reqTRES(r.job) }},
 	{"ReqMem", 10, func(r *saRow) string { return reqMem(r.job, "0") }},
 	{"ReqNodes", 8, func(r *saRow) string { return strconv.Itoa(max(r.job.Spec.Nodes, 1)) }},
 	{"Timelimit", 10, func(r *saRow) string { return r.jobOnly(timeLimitText(r.job.Spec.TimeLimit, true)) }},
