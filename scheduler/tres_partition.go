@@ -508,6 +508,7 @@ func (e *Engine) removeShare(g int, id JobID, step int) {
 
 // moveShare changes the expected end of a share (suspend/resume).
 func (e *Engine) moveShare(g int, id JobID, step int, expect float64) {
+	e.resTick++ // the share's end moves even when the node's latest does not
 	n := &e.nodes[g]
 	for k := range n.res.shares {
 		if sh := &n.res.shares[k]; sh.job == id && sh.step == step {
