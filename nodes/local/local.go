@@ -40,6 +40,11 @@ type Config struct {
 	// HandshakeTimeout bounds how long Launch waits for a shepherd to take
 	// the step when ctx has no earlier deadline. 0 means 30 s.
 	HandshakeTimeout time.Duration
+	// Place, when set, is called with each new shepherd's pid before it
+	// receives its spec, so before the job is forked: what it does to the
+	// shepherd (horad: move it into the job's class cgroup, [mix]) the
+	// job's processes inherit. An error fails the launch.
+	Place func(spec nodes.LaunchSpec, shepherdPid int) error
 }
 
 // Executor implements nodes.Executor on this machine.
@@ -282,10 +287,11 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 		pf.Close()
 		return err
 	}
-	// The spec goes first so that the shepherd starts the job while horad
-	// records the shepherd. A shepherd that died early makes the write fail
-	// with EPIPE; what it said on stderr explains why better, so that is
-	// read regardless.
+	if e.cfg.Place != nil {
+		if err := e.cfg.Place(spec, pid); err != nil {
+			return fail(fmt.Errorf("placing step %s: %w", id, err))
+		}
+	}
 	// The shepherd waits for its spec: it joins the step's cgroups first,
 	// and the job inherits them.
 	if e.cgroups && (len(spec.CPUs) > 0 || spec.MemMB > 0) {
@@ -299,6 +305,10 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 		}
 		spec.MemCgroup = memDir
 	}
+	// The spec goes first so that the shepherd starts the job while horad
+	// records the shepherd. A shepherd that died early makes the write fail
+	// with EPIPE; what it said on stderr explains why better, so that is
+	// read regardless.
 	body, err := json.Marshal(spec)
 	if err != nil {
 		return fail(err)
