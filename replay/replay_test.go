@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -298,5 +300,35 @@ func TestReserveStartAtRefusedSubmit(t *testing.T) {
 	}
 	if r := o.Results[0]; !r.Started || r.Start != 100 || r.End != 160 {
 		t.Errorf("job 1 ran %v–%v (started %v), want 100–160", r.Start, r.End, r.Started)
+	}
+}
+
+// --per-cpu is deterministic (invariant 5) and never overcommits a node
+// (the simulator checks every start against the nodes' CPUs): the same
+// random workload twice gives the same results.
+func TestPerCPUDeterministic(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 1))
+	var jobs []Job
+	now := 0.0
+	for id := 1; id <= 400; id++ {
+		now += float64(r.IntN(30))
+		limit := float64(10 + r.IntN(500))
+		jobs = append(jobs, job(id, now, float64(1+r.IntN(int(limit))), limit, 1+r.IntN(24)))
+	}
+	run := func() *Outcome {
+		o, err := Simulate(t.Context(), &Workload{Name: "t", Procs: 32, Jobs: jobs}, Options{CoresPerNode: 8, PerCPU: true, Policy: "easy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	a, b := run(), run()
+	if !reflect.DeepEqual(a.Results, b.Results) {
+		t.Fatal("two replays of the same workload differ")
+	}
+	for i, res := range a.Results {
+		if !res.Started {
+			t.Fatalf("job %d never started", jobs[i].ID)
+		}
 	}
 }
