@@ -149,11 +149,11 @@ func TestResourceEnforcementEndToEnd(t *testing.T) {
 	c := newClusterWith(t, soloNode)
 	work := c.workDir()
 	cpus := c.submit(work, "-c", "1", "-o", filepath.Join(work, "cpus.out"), "--wrap",
-		"grep Cpus_allowed_list /proc/self/status; cat /proc/self/cgroup | grep -c hora-")
+		"grep Cpus_allowed_list /proc/self/status; grep -c ':cpuset:/hora-' /proc/self/cgroup; grep -c ':memory:/hora-' /proc/self/cgroup; true")
 	c.waitState(cpus, "COMPLETED")
 	out, _ := os.ReadFile(filepath.Join(work, "cpus.out"))
 	lines := strings.Fields(string(out))
-	if len(lines) != 3 || lines[0] != "Cpus_allowed_list:" || strings.ContainsAny(lines[1], ",-") || lines[2] != "1" {
+	if len(lines) != 4 || lines[0] != "Cpus_allowed_list:" || strings.ContainsAny(lines[1], ",-") || lines[2] != "1" || lines[3] != "0" {
 		t.Errorf("a 1-CPU job sees %q, want one CPU and one hora cgroup (cpuset; no memory limit asked)", out)
 	}
 	// Usage measured by the shepherd: the batch step's peak RSS and CPU time.
