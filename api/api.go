@@ -145,6 +145,9 @@ type JobSpec struct {
 	Constraint    string `json:"constraint,omitempty"` // -C features: a, a&b, a|b
 	MinCPUs       int    `json:"mincpus,omitempty"`
 	NoMultithread bool   `json:"no_multithread,omitempty"` // --hint=nomultithread
+	// PBS is set on jobs submitted with qsub: they get PBS's job
+	// environment (PBS_JOBID, PBS_NODEFILE, TMPDIR, ...) beside Slurm's.
+	PBS *PBSSpec `json:"pbs,omitempty"`
 }
 
 // WantsResources reports whether the spec asks for consumable resources
@@ -168,6 +171,19 @@ type NodeAlloc struct {
 	// the indices of the node's GPUs (CUDA_VISIBLE_DEVICES).
 	Gres string `json:"gres,omitempty"`
 	GPUs []int  `json:"gpus,omitempty"`
+}
+
+// PBSSpec is what a qsub'd job needs beyond the common spec.
+type PBSSpec struct {
+	Server  string `json:"server"`  // job ids read <seq>.<server>
+	Flavour string `json:"flavour"` // "openpbs" or "torque" at submission
+	Queue   string `json:"queue,omitempty"`
+	// PPN is Torque's processors per node (nodes=N:ppn=P), for
+	// PBS_NUM_PPN and the lines of PBS_NODEFILE; 0 = the CPUs asked for.
+	PPN int `json:"ppn,omitempty"`
+	// Shell is qsub -S: the interpreter of the script ("" = its #! line,
+	// else the owner's shell).
+	Shell string `json:"shell,omitempty"`
 }
 
 // Job is a job as horad knows it: the spec plus what happened to it.
@@ -347,6 +363,10 @@ type PingResponse struct {
 	Version     string `json:"version"`
 	ClusterName string `json:"cluster_name"`
 	Now         int64  `json:"now"`
+	// PBSFlavour ("openpbs" or "torque") and PBSServer come from hora.toml's
+	// [pbs]: the PBS commands take their texts and job-id suffix from them.
+	PBSFlavour string `json:"pbs_flavour,omitempty"`
+	PBSServer  string `json:"pbs_server,omitempty"`
 }
 
 // Reservation is an advance reservation (scontrol create reservation): Nodes
@@ -445,3 +465,14 @@ const (
 // failures (SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT), which its commands print
 // when slurmctld does not answer within MessageTimeout.
 const MsgSocketTimeout = "Socket timed out on send/recv operation"
+
+// BriefJob is the part of a job that a brief listing (JobFilter.Brief)
+// carries: what selects a job (owner, state, queue, name, account,
+// resources, times), none of its paths, command, script or environment.
+func BriefJob(j *Job) Job {
+	return Job{ID: j.ID, UID: j.UID, GID: j.GID, User: j.User, State: j.State, Reason: j.Reason,
+		SubmitTime: j.SubmitTime, EligibleTime: j.EligibleTime, StartTime: j.StartTime, EndTime: j.EndTime,
+		CancelledBy: j.CancelledBy, Nodes: j.Nodes,
+		Spec: JobSpec{Name: j.Spec.Name, Partition: j.Spec.Partition, Account: j.Spec.Account, TimeLimit: j.Spec.TimeLimit,
+			Begin: j.Spec.Begin, Nodes: j.Spec.Nodes, NTasks: j.Spec.NTasks, CPUsPerTask: j.Spec.CPUsPerTask, MemMB: j.Spec.MemMB}}
+}

@@ -125,6 +125,9 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"reservation access type", "reservation_access = true\n", []string{"t.toml"}},
 		{"return_to_service out of range", "cluster_name = \"x\"\nreturn_to_service = 3\njob_requeue = 2\n",
 			[]string{"t.toml:2: return_to_service: must be 0, 1 or 2", "t.toml:3: job_requeue: must be 0 or 1"}},
+		{"pbs flavour", "[pbs]\nserver = \"head\"\nflavour = \"lsf\"\n", []string{`t.toml:3: pbs.flavour: must be "openpbs" or "torque", got "lsf"`}},
+		{"pbs server", "[pbs]\nserver = \"a@b\"\n", []string{`t.toml:2: pbs.server: must be a host name`}},
+		{"unknown pbs key", "[pbs]\nflavor = \"torque\"\n", []string{"t.toml:2: pbs.flavor: unknown key"}},
 		{"return_to_service negative", "return_to_service = -1\n", []string{"t.toml:1: return_to_service: must be 0, 1 or 2"}},
 		{"node resources", "[[node]]\nname = \"a\"\ncpus = 6\nsockets = 2\ncores_per_socket = 2\ngres = \"gpu:-1\"\nfeatures = [\"a&b\"]\nmemory_mb = -5\n" +
 			"[[partition]]\nname = \"p\"\nnodes = \"a\"\noversubscribe = \"maybe\"\ndef_mem_per_cpu = -1\n",
