@@ -143,6 +143,64 @@ type JobSpec struct {
 	Comment     string   `json:"comment,omitempty"`
 	SubmitHost  string   `json:"submit_host,omitempty"`
 	OpenAppend  bool     `json:"open_append,omitempty"` // --open-mode=append
+
+	// Consumable resources (Slurm's select/cons_tres; docs/resources.md).
+	// A job that sets none of them, and no -n/-c/--mem, gets whole nodes.
+	NTasksPerNode int    `json:"ntasks_per_node,omitempty"`
+	MemAll        bool   `json:"mem_all,omitempty"`     // --mem=0: all the memory of each node
+	MemPerCPU     int64  `json:"mem_per_cpu,omitempty"` // MiB
+	MemPerGPU     int64  `json:"mem_per_gpu,omitempty"` // MiB
+	Gres          string `json:"gres,omitempty"`        // per node, normalised: "gpu:a100:2,nvme:1"
+	GPUs          string `json:"gpus,omitempty"`        // --gpus [type:]n for the whole job
+	GPUsPerNode   string `json:"gpus_per_node,omitempty"`
+	GPUsPerTask   string `json:"gpus_per_task,omitempty"`
+	CPUsPerGPU    int    `json:"cpus_per_gpu,omitempty"`
+	Exclusive     string `json:"exclusive,omitempty"` // "", "node" (--exclusive), "user"
+	Oversubscribe bool   `json:"oversubscribe,omitempty"`
+	NodeList      string `json:"nodelist,omitempty"`   // -w hostlist, expanded and recompressed
+	Exclude       string `json:"exclude,omitempty"`    // -x hostlist
+	Constraint    string `json:"constraint,omitempty"` // -C features: a, a&b, a|b
+	MinCPUs       int    `json:"mincpus,omitempty"`
+	NoMultithread bool   `json:"no_multithread,omitempty"` // --hint=nomultithread
+	// PBS is set on jobs submitted with qsub: they get PBS's job
+	// environment (PBS_JOBID, PBS_NODEFILE, TMPDIR, ...) beside Slurm's.
+	PBS *PBSSpec `json:"pbs,omitempty"`
+}
+
+// WantsResources reports whether the spec asks for consumable resources
+// rather than whole nodes (any of -n, -c, --ntasks-per-node, --mem*, gres,
+// GPUs, --mincpus, --hint=nomultithread); --exclusive alone keeps whole nodes.
+func (s *JobSpec) WantsResources() bool {
+	return s.NTasks > 0 || s.CPUsPerTask > 0 || s.NTasksPerNode > 0 || s.MemMB > 0 || s.MemAll ||
+		s.MemPerCPU > 0 || s.MemPerGPU > 0 || s.Gres != "" || s.GPUs != "" || s.GPUsPerNode != "" ||
+		s.GPUsPerTask != "" || s.CPUsPerGPU > 0 || s.MinCPUs > 0 || s.NoMultithread
+}
+
+// NodeAlloc is what a job holds on one node: the CPU ids (0-based, the
+// node's numbering), memory and generic resources, and the tasks laid out
+// there. Whole-node jobs have no NodeAlloc.
+type NodeAlloc struct {
+	Node  string `json:"node"`
+	CPUs  []int  `json:"cpus"`
+	MemMB int64  `json:"mem_mb,omitempty"`
+	Tasks int    `json:"tasks"`
+	// Gres is Slurm's per-node text, "gpu:a100:2(IDX:0-1),nvme:1"; GPUs
+	// the indices of the node's GPUs (CUDA_VISIBLE_DEVICES).
+	Gres string `json:"gres,omitempty"`
+	GPUs []int  `json:"gpus,omitempty"`
+}
+
+// PBSSpec is what a qsub'd job needs beyond the common spec.
+type PBSSpec struct {
+	Server  string `json:"server"`  // job ids read <seq>.<server>
+	Flavour string `json:"flavour"` // "openpbs" or "torque" at submission
+	Queue   string `json:"queue,omitempty"`
+	// PPN is Torque's processors per node (nodes=N:ppn=P), for
+	// PBS_NUM_PPN and the lines of PBS_NODEFILE; 0 = the CPUs asked for.
+	PPN int `json:"ppn,omitempty"`
+	// Shell is qsub -S: the interpreter of the script ("" = its #! line,
+	// else the owner's shell).
+	Shell string `json:"shell,omitempty"`
 }
 
 // Job is a job as horad knows it: the spec plus what happened to it.
@@ -176,6 +234,14 @@ type Job struct {
 	Steps         []Step `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
 	StdoutPath    string `json:"stdout_path,omitempty"` // expanded
 	StderrPath    string `json:"stderr_path,omitempty"`
+	// Alloc is the per-node allocation of a job that asked for resources
+	// (in the order of Nodes); nil for whole-node jobs.
+	Alloc []NodeAlloc `json:"alloc,omitempty"`
+	// MaxRSSKB and TotalCPUMs are the batch step's peak resident memory
+	// (KiB) and user+system CPU time (ms), measured where the node can
+	// (sacct MaxRSS, TotalCPU); 0 = not measured.
+	MaxRSSKB   int64 `json:"max_rss_kb,omitempty"`
+	TotalCPUMs int64 `json:"total_cpu_ms,omitempty"`
 }
 
 // Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.
@@ -245,10 +311,23 @@ type CancelResponse struct {
 
 // Node is one compute node as sinfo/scontrol show it.
 type Node struct {
-	Name       string  `json:"name"`
-	Address    string  `json:"address,omitempty"`
-	CPUs       int     `json:"cpus"`
-	MemoryMB   int64   `json:"memory_mb"`
+	Name     string `json:"name"`
+	Address  string `json:"address,omitempty"`
+	CPUs     int    `json:"cpus"`
+	MemoryMB int64  `json:"memory_mb"`
+	// Sockets, CoresPerSocket, ThreadsPerCore: CPUs = their product.
+	Sockets        int      `json:"sockets,omitempty"`
+	CoresPerSocket int      `json:"cores_per_socket,omitempty"`
+	ThreadsPerCore int      `json:"threads_per_core,omitempty"`
+	Gres           string   `json:"gres,omitempty"` // "gpu:a100:2,nvme:1"
+	Features       []string `json:"features,omitempty"`
+	// AllocCPUs, AllocMemMB and AllocGres are what running jobs hold
+	// (a whole-node job holds everything).
+	AllocCPUs  int     `json:"alloc_cpus,omitempty"`
+	AllocMemMB int64   `json:"alloc_mem_mb,omitempty"`
+	AllocGres  string  `json:"alloc_gres,omitempty"`
+	FreeMemMB  int64   `json:"free_mem_mb,omitempty"` // measured on the node; 0 = unknown
+	CPULoad    float64 `json:"cpu_load,omitempty"`
 	Rate       float64 `json:"rate,omitempty"`
 	State      string  `json:"state"` // idle, allocated, mixed, down, drained, draining
 	Reason     string  `json:"reason,omitempty"`
@@ -284,6 +363,11 @@ type Partition struct {
 	Nodes       []string `json:"nodes"`
 	MaxTime     int64    `json:"max_time"`     // seconds, NoLimit
 	DefaultTime int64    `json:"default_time"` // seconds, NoLimit
+	// DefMemPerCPU and MaxMemPerNode (MiB, 0 = none), OverSubscribe
+	// (NO, YES, EXCLUSIVE, FORCE) as slurm.conf spells them.
+	DefMemPerCPU  int64  `json:"def_mem_per_cpu,omitempty"`
+	MaxMemPerNode int64  `json:"max_mem_per_node,omitempty"`
+	OverSubscribe string `json:"oversubscribe,omitempty"`
 }
 
 // PartitionsResponse lists partitions in configuration order.
@@ -296,6 +380,10 @@ type PingResponse struct {
 	Version     string `json:"version"`
 	ClusterName string `json:"cluster_name"`
 	Now         int64  `json:"now"`
+	// PBSFlavour ("openpbs" or "torque") and PBSServer come from hora.toml's
+	// [pbs]: the PBS commands take their texts and job-id suffix from them.
+	PBSFlavour string `json:"pbs_flavour,omitempty"`
+	PBSServer  string `json:"pbs_server,omitempty"`
 }
 
 // Reservation is an advance reservation (scontrol create reservation): Nodes
@@ -394,3 +482,14 @@ const (
 // failures (SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT), which its commands print
 // when slurmctld does not answer within MessageTimeout.
 const MsgSocketTimeout = "Socket timed out on send/recv operation"
+
+// BriefJob is the part of a job that a brief listing (JobFilter.Brief)
+// carries: what selects a job (owner, state, queue, name, account,
+// resources, times), none of its paths, command, script or environment.
+func BriefJob(j *Job) Job {
+	return Job{ID: j.ID, UID: j.UID, GID: j.GID, User: j.User, State: j.State, Reason: j.Reason,
+		SubmitTime: j.SubmitTime, EligibleTime: j.EligibleTime, StartTime: j.StartTime, EndTime: j.EndTime,
+		CancelledBy: j.CancelledBy, Nodes: j.Nodes,
+		Spec: JobSpec{Name: j.Spec.Name, Partition: j.Spec.Partition, Account: j.Spec.Account, TimeLimit: j.Spec.TimeLimit,
+			Begin: j.Spec.Begin, Nodes: j.Spec.Nodes, NTasks: j.Spec.NTasks, CPUsPerTask: j.Spec.CPUsPerTask, MemMB: j.Spec.MemMB}}
+}

@@ -52,6 +52,32 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.str("comment", s.Comment, true)
 	w.str("submit_host", s.SubmitHost, true)
 	w.bool("open_append", s.OpenAppend)
+	w.int("ntasks_per_node", int64(s.NTasksPerNode))
+	w.bool("mem_all", s.MemAll)
+	w.int("mem_per_cpu", s.MemPerCPU)
+	w.int("mem_per_gpu", s.MemPerGPU)
+	w.str("gres", s.Gres, true)
+	w.str("gpus", s.GPUs, true)
+	w.str("gpus_per_node", s.GPUsPerNode, true)
+	w.str("gpus_per_task", s.GPUsPerTask, true)
+	w.int("cpus_per_gpu", int64(s.CPUsPerGPU))
+	w.str("exclusive", s.Exclusive, true)
+	w.bool("oversubscribe", s.Oversubscribe)
+	w.str("nodelist", s.NodeList, true)
+	w.str("exclude", s.Exclude, true)
+	w.str("constraint", s.Constraint, true)
+	w.int("mincpus", int64(s.MinCPUs))
+	w.bool("no_multithread", s.NoMultithread)
+	if p := s.PBS; p != nil {
+		w.key("pbs")
+		inner := jsonWriter{b: append(w.b, '{')}
+		inner.str("server", p.Server, false)
+		inner.str("flavour", p.Flavour, false)
+		inner.str("queue", p.Queue, true)
+		inner.int("ppn", int64(p.PPN))
+		inner.str("shell", p.Shell, true)
+		w.b = append(inner.b, '}')
+	}
 	w.b = append(w.b, '}')
 	if r.TestOnly {
 		w.b = append(w.b, `,"test_only":true`...)
@@ -110,6 +136,10 @@ func (w *jsonWriter) bool(k string, v bool) {
 		w.b = append(w.b, "true"...)
 	}
 }
+
+// AppendJSONString appends s quoted as JSON, for clients that write JSON
+// by hand (qstat -F json).
+func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }
 
 // appendJSONString quotes s as JSON (RFC 8259 §7); invalid UTF-8 becomes
 // U+FFFD, as encoding/json does.

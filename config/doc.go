@@ -17,6 +17,7 @@ var docSections = []struct{ Title, Prefix, Intro string }{
 	{"NODES", "node", "Each [[node]] table declares one node, or several alike when name is a hostlist."},
 	{"PARTITIONS", "partition", "Each [[partition]] table declares a partition and its scheduling policy."},
 	{"SSH", "ssh", "The [ssh] table holds the defaults of nodes reached over SSH (executor = \"ssh\")."},
+	{"PBS", "pbs", "The [pbs] table configures the PBS commands (qsub, qstat, qdel, ...)."},
 	{"MIX", "mix", "The [mix] table sets the fairness ratio between real-time jobs (partitions with policy dlt or reserve) and best-effort jobs (the others), and how nodes enforce it. Without the table, real-time work owns the nodes (1:0) and nothing is enforced."},
 }
 
@@ -36,8 +37,14 @@ var Keys = []KeyDoc{
 	{"node", "array of tables", "", "One [[node]] table per node or group of alike nodes. Without any, horad runs four local nodes local[1-4]."},
 	{"node.name", "string", "", "Node name, or a Slurm hostlist (n[01-16]) that declares several nodes alike. Required."},
 	{"node.address", "string", `""`, "ssh: host name or address, with an optional :port, that horad connects to. Empty: the node's name."},
-	{"node.cpus", "integer", `0`, "CPUs of the node; 0 means this machine's CPU count."},
-	{"node.memory_mb", "integer", `0`, "Memory of the node in megabytes, shown by sinfo and scontrol show node."},
+	{"node.cpus", "integer", `0`, "CPUs of the node; 0 means sockets × cores_per_socket × threads_per_core when those are set, else this machine's CPU count."},
+	{"node.memory_mb", "integer", `0`, "Memory jobs may use on the node, in MiB (Slurm's RealMemory); 0 means, on a local node, the machine's MemTotal less mem_reserve_mb."},
+	{"node.sockets", "integer", `0`, "Sockets of the node (Slurm's node layout: sockets × cores_per_socket × threads_per_core = cpus); 0 means 1 socket of cpus cores, 1 thread each."},
+	{"node.cores_per_socket", "integer", `0`, "Cores per socket; see sockets."},
+	{"node.threads_per_core", "integer", `0`, "Hardware threads per core; see sockets."},
+	{"node.mem_reserve_mb", "integer", `0`, "Memory in MiB kept for the system when memory_mb is probed."},
+	{"node.gres", "string", `""`, "Generic resources in Slurm's Gres= form, for instance gpu:a100:2,nvme:1. Empty: on a local node, the GPUs found (/dev/nvidia0, ...)."},
+	{"node.features", "array of strings", `[]`, "Features that sbatch -C/--constraint matches."},
 	{"node.rate", "float", `1.0`, "Relative speed of the node; advance reservations on heterogeneous nodes scale run times by it."},
 	{"node.user", "string", `""`, "ssh: login user for this node. Empty: [ssh] user."},
 	{"node.identity_file", "string", `""`, "ssh: private key for this node. Empty: [ssh] identity_file."},
@@ -50,6 +57,9 @@ var Keys = []KeyDoc{
 	{"partition.backfill", "string", `""`, "batch policy: \"easy\" (EASY backfilling) or \"fcfs\" (none). Empty: easy."},
 	{"partition.max_time", "string", `""`, "Longest time limit a job may ask for, in Slurm's --time syntax (minutes, MM:SS, HH:MM:SS, D-HH, ...) or UNLIMITED. Empty: unlimited."},
 	{"partition.default_time", "string", `""`, "Time limit of a job that gives none, in the same syntax. Empty: max_time (Slurm's rule); it never exceeds max_time."},
+	{"partition.def_mem_per_cpu", "integer", `0`, "Memory in MiB per CPU of a job that asks for none (Slurm's DefMemPerCPU); 0 means such a job's memory is neither counted nor limited."},
+	{"partition.max_mem_per_node", "integer", `0`, "Largest memory per node in MiB a job may ask for; larger jobs are refused at submit (Slurm's MaxMemPerNode). 0: no limit."},
+	{"partition.oversubscribe", "string", `""`, "Slurm's OverSubscribe: NO (the default when empty), EXCLUSIVE, YES or FORCE."},
 	{"partition.params", "table", "", "Policy parameters as string values, for instance cms, cps and admission for the dlt policy and strategy for the reserve policy; docs/architecture.md lists them."},
 	{"partition.params.*", "string", "", "One policy parameter."},
 
@@ -61,6 +71,10 @@ var Keys = []KeyDoc{
 	{"ssh.launcher", "string", `"auto"`, "How a step is started on a node: \"systemd\" (in a transient scope unit), \"setsid\" (in a session of its own) or \"auto\" (systemd where it runs as PID 1)."},
 	{"ssh.probe_interval_s", "integer", `5`, "Seconds between two health probes of a node."},
 	{"ssh.probe_misses", "integer", `3`, "Failed probes in a row after which a node is declared DOWN."},
+
+	{"pbs", "table", "", "The PBS front end (qsub, qstat, ...)."},
+	{"pbs.flavour", "string", `"openpbs"`, "Which PBS the PBS commands pass for: \"openpbs\" or \"torque\"."},
+	{"pbs.server", "string", `""`, "Server name in PBS job ids (SEQ.SERVER). Empty: this machine's host name."},
 
 	{"mix", "table", "", "The fairness ratio between the real-time and best-effort classes."},
 	{"mix.ratio", "string", `"1:0"`, "x:y: on every node the real-time class is guaranteed the share x/(x+y) of the node's time while both classes have work, and either class may use all of it when the other is idle. Real-time admission plans with that share. \"1:0\": real-time work owns the nodes, best-effort work fills what it leaves."},

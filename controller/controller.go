@@ -296,7 +296,7 @@ func (c *Controller) recover(ctx context.Context) error {
 					started += max(0, now-float64(aj.SuspendTime))
 				}
 				c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true,
-					Nodes: aj.Nodes, Started: started})
+					Nodes: aj.Nodes, Started: started, Alloc: schedAlloc(aj.Alloc)})
 				if aj.State == api.StateSuspended {
 					suspended = append(suspended, aj.ID)
 				}
@@ -332,7 +332,7 @@ func (c *Controller) recover(ctx context.Context) error {
 					return err
 				}
 				j.State, j.Nodes, j.StartTime, j.EndTime, j.Reason = api.StatePending, nil, 0, 0, "None"
-				j.ExitCode, j.Signal, j.Steps, j.CancelledBy = 0, 0, nil, -1
+				j.ExitCode, j.Signal, j.Steps, j.CancelledBy, j.Alloc = 0, 0, nil, -1, nil
 				j.StdoutPath, j.StderrPath = "", ""
 				j.Restarts++
 				j.legacyRun = false
@@ -419,11 +419,14 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 	if n < 1 {
 		n = 1
 	}
+	// A spec that cannot be read was refused at submit (checkSpec): a
+	// stored one always reads.
+	req, _ := requestOf(&j.Spec)
 	return scheduler.Job{
 		ID: scheduler.JobID(j.ID), Partition: j.Spec.Partition, User: j.UID, Nodes: n,
 		TimeLimit: limit, Submit: float64(j.SubmitTime), Begin: float64(j.Spec.Begin),
 		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
-		Reservation: j.Spec.Reservation,
+		Reservation: j.Spec.Reservation, Req: req,
 	}
 }
 
@@ -444,10 +447,11 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 				continue
 			}
 			j.State, j.Nodes, j.StartTime, j.Reason = api.StateRunning, a.Nodes, c.now().Unix(), "None"
+			j.Alloc = apiAlloc(a.Alloc)
 			j.StdoutPath, j.StderrPath = outputPaths(&j.Job)
 			spec := c.launchSpec(j, scheduler.BatchStep, a.Nodes[0])
 			ev := store.Event{JobID: j.ID, Time: j.StartTime, Kind: store.KindStart, Nodes: a.Nodes,
-				StdoutPath: j.StdoutPath, StderrPath: j.StderrPath}
+				Alloc: j.Alloc, StdoutPath: j.StdoutPath, StderrPath: j.StderrPath}
 			c.work.push(func(ctx context.Context) { c.launch(ctx, spec, ev) })
 		case scheduler.End:
 			j := c.jobs[int64(a.ID)]
@@ -666,6 +670,10 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		return c.requeueLocked(ctx, j, "scontrol requeue")
 	case s.TimedOut:
 		st, reason = api.StateTimeout, "TimeLimit"
+	case s.OOM:
+		// Slurm: OUT_OF_MEMORY, ExitCode 0:125 (sacct), squeue OOM.
+		st, reason = api.StateOOM, "OutOfMemory"
+		s.ExitCode, s.Signal = 0, 125
 	case s.State == nodes.StepLost || j.nodeFailed:
 		st, reason = api.StateNodeFail, "NodeDown"
 	case s.Err != "":
@@ -680,11 +688,12 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		end = c.now().Unix()
 	}
 	ev := store.Event{JobID: j.ID, Time: end, Kind: store.KindEnd, State: st, Reason: reason,
-		ExitCode: s.ExitCode, Signal: s.Signal}
+		ExitCode: s.ExitCode, Signal: s.Signal, MaxRSSKB: s.MaxRSSKB, TotalCPUMs: s.CPU.Milliseconds()}
 	if err := c.st.Append(ctx, ev); err != nil {
 		return err
 	}
 	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, s.ExitCode, s.Signal, end
+	j.MaxRSSKB, j.TotalCPUMs = ev.MaxRSSKB, ev.TotalCPUMs
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID),
 		Step: scheduler.BatchStep, Failed: st != api.StateCompleted}))
 	return nil

@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -127,6 +128,7 @@ func serve(cc *cli.Context) error {
 		return fmt.Errorf("executor: %w", err)
 	}
 	defer exec.Close()
+	probeResources(ctx, cfg, exec, log)
 	if mixer != nil {
 		mixDone := make(chan struct{})
 		go func() { mixer.run(ctx); close(mixDone) }()
@@ -360,4 +362,36 @@ func heartbeat(status func() string) func() {
 			_, _ = daemon.SdNotify(false, strings.Join(msg, "\n"))
 		}
 	}
+}
+
+// probeResources reads, on each SSH node whose hora.toml entry leaves out
+// its CPUs, memory or gres, what the node has, before the Engine is built
+// (docs/resources.md). A node that does not answer within the probe time
+// keeps the defaults until horad restarts.
+func probeResources(ctx context.Context, cfg *config.Config, exec nodes.Executor, log *slog.Logger) {
+	pr, ok := exec.(nodes.ResourceProber)
+	if !ok || cfg.Executor != "ssh" {
+		return
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range cfg.ExpandedNodes() {
+		if !n.NeedsProbe() {
+			continue
+		}
+		wg.Add(1)
+		go func(name string) {
+			defer wg.Done()
+			r, err := pr.ProbeResources(ctx, name)
+			if err != nil {
+				log.Warn("node resources not probed; hora.toml defaults apply", "node", name, "err", err)
+				return
+			}
+			mu.Lock()
+			cfg.SetProbed(name, config.Probed{CPUs: r.CPUs, MemMB: r.MemMB, GPUs: r.GPUs})
+			mu.Unlock()
+			log.Info("node resources probed", "node", name, "cpus", r.CPUs, "memory_mb", r.MemMB, "gpus", r.GPUs)
+		}(n.Name)
+	}
+	wg.Wait()
 }

@@ -76,6 +76,9 @@ type Executor struct {
 	mu      sync.Mutex
 	closed  bool
 	watched map[stepID]*watch
+	// cgroups: steps' allocations are enforced with cgroup v1 (cgroup.go);
+	// false when horad is not root or the hierarchies are missing.
+	cgroups bool
 }
 
 var _ nodes.Executor = (*Executor)(nil)
@@ -129,6 +132,7 @@ func New(cfg Config) (*Executor, error) {
 		exits:   make(chan nodes.Status, 64),
 		done:    make(chan struct{}),
 		watched: map[stepID]*watch{},
+		cgroups: cgroupsUsable(),
 	}
 	if e.euid == 0 {
 		e.unreachable = unsearchableAncestor(dir)
@@ -325,6 +329,19 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 			return fail(fmt.Errorf("placing step %s: %w", id, err))
 		}
 	}
+	// The shepherd waits for its spec: it joins the step's cgroups first,
+	// and the job inherits them.
+	if e.cgroups && (len(spec.CPUs) > 0 || spec.MemMB > 0) {
+		cpuDir, memDir, err := e.stepCgroups(spec)
+		if err == nil {
+			err = enterCgroups(pid, cpuDir, memDir)
+		}
+		if err != nil {
+			e.removeCgroups(spec.Node, spec.Key)
+			return fail(fmt.Errorf("enforcing the step's allocation: %w", err))
+		}
+		spec.MemCgroup = memDir
+	}
 	// The spec goes first so that the shepherd starts the job while horad
 	// records the shepherd. A shepherd that died early makes the write fail
 	// with EPIPE; what it said on stderr explains why better, so that is
@@ -500,6 +517,8 @@ func (e *Executor) endedStatus(id stepID, rec shepherdRecord) nodes.Status {
 		return st
 	}
 	st.ExitCode, st.Signal, st.TimedOut, st.Err = s.ExitCode, s.Signal, s.TimedOut, s.Err
+	st.OOM = s.OOM
+	st.MaxRSSKB, st.CPU = s.MaxRSSKB, time.Duration(s.CPUNs)
 	st.Pid, st.Started, st.Ended = s.Pid, s.Started, s.Ended
 	return st
 }
@@ -735,6 +754,9 @@ func (e *Executor) Forget(ctx context.Context, node string, key nodes.StepKey) e
 	}
 	if err := e.removeStaged(node, key); err != nil {
 		return err
+	}
+	if e.cgroups {
+		e.removeCgroups(node, key)
 	}
 	return os.RemoveAll(dir)
 }
