@@ -82,9 +82,14 @@ func (c *Controller) routeSteps(mux *http.ServeMux) {
 
 func stepErr(code, msg string) *api.Error { return &api.Error{Message: msg, Code: code} }
 
-// allocCPUs is the number of CPUs the job holds on node: whole nodes until
-// per-CPU allocation lands.
-func (c *Controller) allocCPUs(j *job, node string) int { return c.nodeCPUs(node) }
+// allocCPUs is the number of CPUs the job holds on node: those the Engine
+// gave it there (per-CPU allocation, resources.go), else the whole node.
+func (c *Controller) allocCPUs(j *job, node string) int {
+	if a := allocOn(&j.Job, node); a != nil && len(a.CPUs) > 0 {
+		return len(a.CPUs)
+	}
+	return c.nodeCPUs(node)
+}
 
 // createStep grants a step of a running job to its owner (or root), records
 // it, and answers with its layout; a step that fits the allocation but not

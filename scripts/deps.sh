@@ -10,6 +10,9 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v mandoc >/dev/null || need+=(mandoc)
 # snakemake 7 drives horad with --slurm in cmd/horad's end-to-end test.
 command -v snakemake >/dev/null || need+=(snakemake)
+# packaging/ tests: lintian checks the .debs, rpm reads the .rpms.
+command -v lintian >/dev/null || need+=(lintian)
+command -v rpm >/dev/null || need+=(rpm)
 # toil (Debian's, for /usr/bin/python3): cmd/horad TestToilTorqueEndToEnd
 /usr/bin/python3 -c 'import toil.batchSystems.torque' 2>/dev/null || need+=(toil)
 # The shell completions are tested in the real shells.
