@@ -15,7 +15,9 @@ import (
 // default partition with sinfo, submits each rule with sbatch (-t from
 // runtime, --mem from mem_mb, --cpus-per-task from threads, --wrap), runs
 // the rule inside the job through `srun -n1 --cpu-bind=q`, and polls sacct
-// -P -n --format=JobIdRaw,State.
+// -P -n --format=JobIdRaw,State. mem_mb is enforced (a cgroup per job),
+// and snakemake itself runs inside each job: each rule asks for room for
+// its Python process (~200 MB), as it must on Slurm.
 const snakefile = `
 rule all:
     input: "out/c.txt"
@@ -23,20 +25,20 @@ rule all:
 rule a:
     output: "out/a.txt"
     threads: 2
-    resources: mem_mb=100, runtime=5
+    resources: mem_mb=1000, runtime=5
     shell: "echo a threads={threads} step=$SLURM_STEP_ID tasks=$SLURM_STEP_NUM_TASKS > {output}"
 
 rule b:
     input: "out/a.txt"
     output: "out/b.txt"
     threads: 1
-    resources: mem_mb=50, runtime=2
+    resources: mem_mb=800, runtime=2
     shell: "cat {input} > {output}; echo b cpus=$SLURM_CPUS_PER_TASK >> {output}"
 
 rule c:
     input: "out/b.txt"
     output: "out/c.txt"
-    resources: mem_mb=10, runtime=1
+    resources: mem_mb=600, runtime=1
     shell: "cat {input} > {output}; echo c >> {output}"
 `
 
@@ -83,7 +85,7 @@ func TestSnakemakeSlurmEndToEnd(t *testing.T) {
 	r := c.run(0, work, "sacct", "-P", "-n", "-o", "JobID,JobName,Timelimit,ReqMem,State")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	for _, rule := range []struct{ name, limit, mem string }{
-		{"a", "00:05:00", "100M"}, {"b", "00:02:00", "50M"}, {"c", "00:01:00", "10M"},
+		{"a", "00:05:00", "1000M"}, {"b", "00:02:00", "800M"}, {"c", "00:01:00", "600M"},
 	} {
 		found := false
 		for i, l := range lines {
