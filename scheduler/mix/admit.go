@@ -120,6 +120,9 @@ func (l *Loads) Sigma(i int) float64 { return l.sigma[i] }
 // without RT processes.
 func (l *Loads) Laxity(i int) float64 { return l.share*l.Omega(i) - l.sigma[i] }
 
+// Share is s, the RT class's share of a node.
+func (l *Loads) Share() float64 { return l.share }
+
 // RTJobs is the number of RT jobs placed.
 func (l *Loads) RTJobs() int { return len(l.jobs) }
 
@@ -299,4 +302,16 @@ func (l *Loads) fix(i int) {
 func (l *Loads) swap(a, b int) {
 	l.heap[a], l.heap[b] = l.heap[b], l.heap[a]
 	l.pos[l.heap[a]], l.pos[l.heap[b]] = a, b
+}
+
+// NodesOf is the sorted distinct nodes RT job id's processes are placed on.
+func (l *Loads) NodesOf(id int64) []int {
+	var out []int
+	for _, p := range l.jobs[id] {
+		if !slices.Contains(out, p.node) {
+			out = append(out, p.node)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
