@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"hora/scheduler/mix"
 )
@@ -71,6 +72,10 @@ func (e *Engine) submitPeriodic(now float64, j Job, p *Partition) {
 		if d.Verdict == mix.Never {
 			v = Never
 		}
+		if v == NotNow { // name the node, not the partition's index of it
+			d.Reason = strings.Replace(d.Reason, fmt.Sprintf("node %d,", d.Node),
+				"node "+e.nodes[p.nodes[d.Node]].spec.Name+",", 1)
+		}
 		e.verdict(Reject{ID: j.ID, Err: &AdmissionError{Verdict: v, Code: CodeRTNotAdmitted,
 			Message: "Real-time job not admitted: " + d.Reason + "; " + wouldFit(l, pj, len(p.nodes))}})
 		return
@@ -121,28 +126,30 @@ func (e *Engine) releasePeriodic(r *jobRec) {
 }
 
 // restorePeriodic puts a periodic job back into its partition's account
-// after a restart. It was admitted, so it is placed without the test (the
-// account may be over its share until jobs end). A running one keeps its
-// nodes; one admitted but not yet started starts at the next pass.
+// after a restart. It was admitted, so it goes back without the test: a
+// running one on the nodes it runs on, one admitted but not yet started by
+// laxity, to start at the next pass.
 func (e *Engine) restorePeriodic(now float64, r *jobRec, ev Restore) {
 	l := e.rtLoads(r.part)
-	d := l.Place(int64(r.job.ID), r.job.Periodic.rtJob(), mix.Admission{})
 	r.done = true
 	if !ev.Running {
+		l.Place(int64(r.job.ID), r.job.Periodic.rtJob(), mix.Admission{})
 		e.rt.restart = append(e.rt.restart, r.job.ID)
 		r.part.dirty = true
 		return
 	}
 	r.started = true
 	s := runStep{step: BatchStep, expect: ev.Started + r.job.TimeLimit, periodic: true}
+	var idx []int
 	for _, name := range ev.Nodes {
 		if g, ok := e.byName[name]; ok && !slices.Contains(s.nodes, g) {
-			s.nodes = append(s.nodes, g)
+			if i := slices.Index(r.part.nodes, g); i >= 0 {
+				s.nodes = append(s.nodes, g)
+				idx = append(idx, i)
+			}
 		}
 	}
-	if len(s.nodes) == 0 && d.Verdict == mix.Admitted {
-		s.nodes = append(s.nodes, r.part.nodes[d.Nodes[0]])
-	}
+	l.PlaceOn(int64(r.job.ID), r.job.Periodic.rtJob(), idx)
 	r.steps = []runStep{s}
 }
 

@@ -97,3 +97,41 @@ func TestPeriodicNever(t *testing.T) {
 		}
 	}
 }
+
+// After a restart a running periodic job holds its share on the nodes it
+// runs on (not where laxity would put it now), and one whose start was not
+// recorded starts at the first pass.
+func TestPeriodicRestore(t *testing.T) {
+	cfg := st.Cluster(2).Partition("rt", "batch").NodeRange(0, 2).Config()
+	cfg.Ratio = mix.Ratio{X: 2, Y: 1}
+	e, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Handle(scheduler.Restore{Now: 10, Job: periodic(1, 0.1, 10, 0.04), Running: true, Nodes: []string{"n1"}, Started: 5})
+	e.Handle(scheduler.Restore{Now: 10, Job: periodic(2, 0.1, 10, 0.04)})
+	acts := e.Handle(scheduler.Tick{Now: 10})
+	if nodes := startedOn(acts); len(nodes) != 1 || nodes[0] != "n0" {
+		t.Fatalf("restored pending periodic job: %v, want a start on n0", acts)
+	}
+	if l := e.RTLoad("rt"); l["n1"] != 0.4 || l["n0"] != 0.4 {
+		t.Fatalf("RT load %v", l)
+	}
+	ok, _, _ := verdictOf(t, e.Handle(scheduler.Submit{Now: 11, Job: periodic(3, 0.1, 10, 0.04)}))
+	if ok {
+		t.Fatal("a third job fit next to two restored ones")
+	}
+	e.Handle(scheduler.Finished{Now: 12, ID: 1, Step: scheduler.BatchStep})
+	if l := e.RTLoad("rt"); l["n1"] != 0 {
+		t.Fatalf("after job 1 ended, RT load %v", l)
+	}
+}
+
+func startedOn(acts []scheduler.Action) []string {
+	for _, a := range acts {
+		if s, ok := a.(scheduler.Start); ok {
+			return s.Nodes
+		}
+	}
+	return nil
+}

@@ -60,13 +60,18 @@ func newMixEnforcer(cfg *config.Config, log *slog.Logger) (*mixEnforcer, error) 
 // partition's class group.
 func (m *mixEnforcer) place(cfg *config.Config) func(nodes.LaunchSpec, int) error {
 	return func(s nodes.LaunchSpec, pid int) error {
-		part := ""
+		part, periodic := "", false
 		for _, kv := range s.Env {
 			if v, ok := strings.CutPrefix(kv, "SLURM_JOB_PARTITION="); ok {
 				part = v
 			}
+			periodic = periodic || strings.HasPrefix(kv, "HORA_RT_FRAME=")
 		}
-		return m.g.Add(cfg.ClassOf(part), pid)
+		class := cfg.ClassOf(part)
+		if periodic {
+			class = mix.RT // periodic jobs are RT in any partition
+		}
+		return m.g.Add(class, pid)
 	}
 }
 

@@ -66,6 +66,7 @@ type Decision struct {
 	Verdict Verdict
 	Reason  string
 	Nodes   []int // node of each process, in the job's process order, when admitted
+	Node    int   // NotNow: the node of most slack, which the job did not fit
 }
 
 // Loads is the RT and BE occupation of the nodes under 2DCS-TDM and
@@ -187,7 +188,7 @@ func (l *Loads) Place(id int64, j RTJob, a Admission) Decision {
 					l.sigma[p.node] = l.prev[u]
 					l.fix(p.node)
 				}
-				return Decision{Verdict: NotNow, Reason: fmt.Sprintf(
+				return Decision{Verdict: NotNow, Node: i, Reason: fmt.Sprintf(
 					"node %d, the one with the most slack, would carry %.4g s of RT work per %.4g s, more than its share %.4g s",
 					i, l.sigma[i]+work, min(l.Omega(i), gamma), cap)}
 			}
@@ -314,4 +315,19 @@ func (l *Loads) NodesOf(id int64) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// PlaceOn puts RT job id back on known nodes without the test (a job
+// admitted before a restart): process k goes to nodes[k mod len(nodes)].
+func (l *Loads) PlaceOn(id int64, j RTJob, nodes []int) {
+	if len(nodes) == 0 || l.jobs[id] != nil {
+		return
+	}
+	var ps []placed
+	for k, w := range j.Work {
+		p := placed{node: nodes[k%len(nodes)], work: float64(j.Buffer) * w, period: j.Period()}
+		l.put(p)
+		ps = append(ps, p)
+	}
+	l.jobs[id] = ps
 }
