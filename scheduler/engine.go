@@ -739,6 +739,9 @@ func (e *Engine) Test(now float64, j Job) (start float64, nodes []string, err er
 	case blocked != "":
 		return 0, nil, &AdmissionError{Verdict: Never, Code: "InvalidNodeCount", Message: msgNodeConfig}
 	}
+	if j.Periodic != nil {
+		return e.testPeriodic(now, j, p)
+	}
 	return p.policy.Test(now, &j)
 }
 

@@ -68,25 +68,10 @@ func (e *Engine) submitPeriodic(now float64, j Job, p *Partition) {
 	l := e.rtLoads(p)
 	d := l.Place(int64(j.ID), pj.rtJob(), mix.Admission{On: true})
 	if d.Verdict != mix.Admitted {
-		v := NotNow
-		if d.Verdict == mix.Never {
-			v = Never
-		}
-		if v == NotNow { // name the node, not the partition's index of it
-			d.Reason = strings.Replace(d.Reason, fmt.Sprintf("node %d,", d.Node),
-				"node "+e.nodes[p.nodes[d.Node]].spec.Name+",", 1)
-		}
-		e.verdict(Reject{ID: j.ID, Err: &AdmissionError{Verdict: v, Code: CodeRTNotAdmitted,
-			Message: "Real-time job not admitted: " + d.Reason + "; " + wouldFit(l, pj, len(p.nodes))}})
+		e.verdict(Reject{ID: j.ID, Err: e.refusal(d, pj, p)})
 		return
 	}
-	var idx []int
-	for _, i := range d.Nodes {
-		if !slices.Contains(idx, i) {
-			idx = append(idx, i)
-		}
-	}
-	slices.Sort(idx)
+	idx := l.NodesOf(int64(j.ID))
 	s := runStep{step: BatchStep, expect: now + j.TimeLimit, periodic: true}
 	names := make([]string, len(idx))
 	for k, i := range idx {
@@ -97,6 +82,20 @@ func (e *Engine) submitPeriodic(now float64, j Job, p *Partition) {
 	e.jobs[j.ID] = &jobRec{job: j, part: p, steps: []runStep{s}, started: true, done: true}
 	e.verdict(Admit{ID: j.ID})
 	e.out = append(e.out, Start{ID: j.ID, Step: BatchStep, Nodes: names, Expect: s.expect})
+}
+
+// refusal is the submit-time answer to a periodic job the test refused:
+// the reason, naming the node, and what would fit.
+func (e *Engine) refusal(d mix.Decision, pj *Periodic, p *Partition) *AdmissionError {
+	v := NotNow
+	if d.Verdict == mix.Never {
+		v = Never
+	} else { // name the node, not the partition's index of it
+		d.Reason = strings.Replace(d.Reason, fmt.Sprintf("node %d,", d.Node),
+			"node "+e.nodes[p.nodes[d.Node]].spec.Name+",", 1)
+	}
+	return &AdmissionError{Verdict: v, Code: CodeRTNotAdmitted,
+		Message: "Real-time job not admitted: " + d.Reason + "; " + wouldFit(e.rt.loads[p], pj, len(p.nodes))}
 }
 
 // wouldFit says what the partition could admit now with the job's frame and
@@ -191,4 +190,21 @@ func (e *Engine) RTLoad(partition string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// testPeriodic is sbatch --test-only for a periodic job: the submit-time
+// decision, taken back at once.
+func (e *Engine) testPeriodic(now float64, j Job, p *Partition) (float64, []string, error) {
+	const probe = math.MinInt64 // never a job id
+	l := e.rtLoads(p)
+	d := l.Place(probe, j.Periodic.rtJob(), mix.Admission{On: true})
+	if d.Verdict != mix.Admitted {
+		return 0, nil, e.refusal(d, j.Periodic, p)
+	}
+	names := make([]string, 0, len(d.Nodes))
+	for _, i := range l.NodesOf(probe) {
+		names = append(names, e.nodes[p.nodes[i]].spec.Name)
+	}
+	l.Release(probe)
+	return now, names, nil
 }

@@ -58,6 +58,13 @@ mode = "ps"
 		!strings.Contains(r.stderr, "would fit: one process of at most 0.02667s of work per 0.1s frame") {
 		t.Errorf("over-full submit: exit %d stderr %q", r.code, r.stderr)
 	}
+	r = c.run(0, work, "sbatch", "--test-only", "--rt-frame=100ms", "--rt-buffer=10", "--rt-work=40ms", "--wrap", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "would fit: one process of at most 0.02667s") {
+		t.Errorf("--test-only over-full: exit %d stderr %q", r.code, r.stderr)
+	}
+	if r := c.run(0, work, "sbatch", "--test-only", "--rt-frame=100ms", "--rt-buffer=10", "--rt-work=20ms", "--wrap", "true"); r.code != 0 {
+		t.Errorf("--test-only that fits: exit %d stderr %q", r.code, r.stderr)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
