@@ -10,6 +10,7 @@ import (
 	"hora/config"
 	"hora/nodes"
 	"hora/nodes/cgmix"
+	hssh "hora/nodes/ssh"
 	"hora/scheduler/mix"
 )
 
@@ -18,8 +19,9 @@ import (
 // ps sets their CPU weights to the ratio, tdm stops and continues them every
 // division. Nil when the config has no [mix] table.
 type mixEnforcer struct {
-	g    *cgmix.Groups
-	mode mix.Mode
+	g     *cgmix.Groups // local nodes; nil on SSH nodes
+	ratio mix.Ratio
+	mode  mix.Mode
 	tdm  *cgmix.TDM
 	log  *slog.Logger
 }
@@ -31,8 +33,16 @@ func newMixEnforcer(cfg *config.Config, log *slog.Logger) (*mixEnforcer, error) 
 	}
 	r, _ := mix.ParseRatio(cfg.Mix.Ratio) // validated by config
 	mode, _ := mix.ParseMode(cfg.Mix.Mode)
-	if cfg.Executor != "local" {
-		return nil, fmt.Errorf("[mix]: enforcement on %s nodes is not implemented yet (local nodes only); remove [mix] or use executor = \"local\"", cfg.Executor)
+	switch {
+	case cfg.Executor == "ssh" && mode != mix.PSMode:
+		return nil, fmt.Errorf("[mix] mode = %q: enforcement on ssh nodes is implemented for mode = \"ps\" only (systemd slices)", string(mode))
+	case cfg.Executor == "ssh" && cfg.SSH.Launcher == "setsid":
+		return nil, fmt.Errorf("[mix] on ssh nodes needs systemd on the nodes (systemd slices); [ssh] launcher = \"setsid\" cannot enforce it")
+	case cfg.Executor == "ssh":
+		log.Info("mix enforced", "ratio", r.String(), "mode", string(mode), "nodes", "ssh (systemd slices)")
+		return &mixEnforcer{ratio: r, mode: mode, log: log}, nil
+	case cfg.Executor != "local":
+		return nil, fmt.Errorf("[mix]: enforcement on %s nodes is not implemented (local and ssh nodes only); remove [mix]", cfg.Executor)
 	}
 	if mode == mix.GangMode {
 		return nil, fmt.Errorf("[mix] mode = \"gang\": enforcement on nodes is not implemented yet (replay only); use ps or tdm")
@@ -44,7 +54,7 @@ func newMixEnforcer(cfg *config.Config, log *slog.Logger) (*mixEnforcer, error) 
 	if err := g.SetRatio(r); err != nil {
 		return nil, fmt.Errorf("[mix]: %w", err)
 	}
-	m := &mixEnforcer{g: g, mode: mode, log: log}
+	m := &mixEnforcer{g: g, ratio: r, mode: mode, log: log}
 	if mode == mix.TDMMode {
 		plan, err := mix.NewTDM(r, cfg.Mix.Period, 0)
 		if err != nil {
@@ -59,25 +69,37 @@ func newMixEnforcer(cfg *config.Config, log *slog.Logger) (*mixEnforcer, error) 
 // place is local.Config.Place: the shepherd, and so the job, joins its
 // partition's class group.
 func (m *mixEnforcer) place(cfg *config.Config) func(nodes.LaunchSpec, int) error {
-	return func(s nodes.LaunchSpec, pid int) error {
-		part, periodic := "", false
-		for _, kv := range s.Env {
-			if v, ok := strings.CutPrefix(kv, "SLURM_JOB_PARTITION="); ok {
-				part = v
-			}
-			periodic = periodic || strings.HasPrefix(kv, "HORA_RT_FRAME=")
+	return func(s nodes.LaunchSpec, pid int) error { return m.g.Add(classOf(cfg, s), pid) }
+}
+
+// sshMix is the SSH executor's [mix]: ps through the nodes' systemd slices.
+func (m *mixEnforcer) sshMix(cfg *config.Config) *hssh.Mix {
+	rt, be := m.ratio.SystemdWeights()
+	return &hssh.Mix{RTWeight: rt, BEWeight: be, RT: func(s nodes.LaunchSpec) bool { return classOf(cfg, s) == mix.RT }}
+}
+
+// classOf is a step's class: its partition's (config.ClassOf), except that
+// periodic jobs (HORA_RT_FRAME) are RT in any partition.
+func classOf(cfg *config.Config, s nodes.LaunchSpec) mix.Class {
+	part := ""
+	for _, kv := range s.Env {
+		if strings.HasPrefix(kv, "HORA_RT_FRAME=") {
+			return mix.RT
 		}
-		class := cfg.ClassOf(part)
-		if periodic {
-			class = mix.RT // periodic jobs are RT in any partition
+		if v, ok := strings.CutPrefix(kv, "SLURM_JOB_PARTITION="); ok {
+			part = v
 		}
-		return m.g.Add(class, pid)
 	}
+	return cfg.ClassOf(part)
 }
 
 // run drives tdm until ctx ends, then continues both classes: nothing may
 // stay stopped while horad is down (its jobs keep running).
 func (m *mixEnforcer) run(ctx context.Context) {
+	if m.g == nil { // ssh: the slices' weights need no driving
+		<-ctx.Done()
+		return
+	}
 	defer func() {
 		for _, c := range []mix.Class{mix.RT, mix.BE} {
 			if err := m.g.Freeze(c, false); err != nil {

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"hora/nodes/ssh/sshtest"
+)
+
+// [mix] ps on SSH nodes running systemd: a periodic RT job's step runs in
+// hora-rt.slice and a batch job's in hora-be.slice on the same node, the
+// slices weighted 2:1 (CPUWeight 6667 and 3333).
+func TestMixPSOnSSHNodes(t *testing.T) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1), sshtest.WithSystemd(2), sshtest.WithSystemd(3))
+	c := newClusterWith(t, sshConfig(cl, "", "")+"[mix]\nratio = \"2:1\"\nmode = \"ps\"\n")
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+	script := `grep '^0::' /proc/self/cgroup; systemctl show --property=CPUWeight hora-rt.slice hora-be.slice | tr '\n' ' '`
+	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-w", "n1", "-o", "rt.out", "--wrap", script)
+	be := c.submit(dir, "-w", "n1", "-o", "be.out", "--wrap", script)
+	for id, class := range map[string]string{rt: "rt", be: "be"} {
+		c.waitState(id, "COMPLETED")
+		out, _ := os.ReadFile(filepath.Join(dir, class+".out"))
+		want := regexp.MustCompile(`^0::/hora\.slice/hora-` + class + `\.slice/hora-job-` + id + `-batch-r0\.scope\nCPUWeight=6667 +CPUWeight=3333 $`)
+		if !want.Match(out) {
+			t.Errorf("job %s (%s) wrote %q, want its scope in hora-%s.slice and the weights 6667 3333", id, class, out, class)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package ssh_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"hora/nodes"
+	hssh "hora/nodes/ssh"
+	"hora/nodes/ssh/sshtest"
+)
+
+// [mix] ps on a systemd node: an RT step's scope runs in hora-rt.slice and
+// a BE step's in hora-be.slice, whose CPUWeight are the class weights (2:1
+// here); a node without systemd refuses the step rather than run it
+// unenforced. Shares are a kernel matter (measured by nodes/cgmix's
+// benchmark), not asserted here.
+func TestMixSlicesOnSystemdNode(t *testing.T) {
+	v := start(t, 1, sshtest.WithSystemd(1))
+	h := v.c.Hosts[0]
+	v.e.Close()
+	cfg := fastConfig(v.c, v.state)
+	cfg.Mix = &hssh.Mix{RTWeight: 6667, BEWeight: 3333, RT: func(s nodes.LaunchSpec) bool {
+		return s.Key.Job == 81
+	}}
+	e, err := hssh.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	exits := collect(e)
+	for job, class := range map[int64]string{81: "rt", 82: "be"} {
+		key := nodes.StepKey{Job: job, Step: -1}
+		spec := v.spec(key, "n1", "#!/bin/sh\ngrep '^0::' /proc/self/cgroup\n")
+		if err := e.Launch(t.Context(), spec); err != nil {
+			t.Fatalf("Launch job %d: %v", job, err)
+		}
+		if st := exits.wait(t, key, hang); st.State != nodes.StepExited || st.ExitCode != 0 {
+			t.Fatalf("job %d: %+v", job, st)
+		}
+		want := "0::/hora.slice/hora-" + class + ".slice/" + unitOf(key) + ".scope\n"
+		if out := readFile(t, spec.Stdout); out != want {
+			t.Errorf("job %d cgroup %q, want %q", job, out, want)
+		}
+	}
+	for slice, w := range map[string]string{"hora-rt.slice": "6667", "hora-be.slice": "3333"} {
+		out, err := h.Systemctl("show", "--property=CPUWeight", slice)
+		if err != nil || strings.TrimSpace(out) != "CPUWeight="+w {
+			t.Errorf("%s: %q, %v; want CPUWeight=%s", slice, out, err, w)
+		}
+	}
+}
+
+// Without systemd (launcher setsid) a step under [mix] is refused, naming
+// why, and nothing runs.
+func TestMixRefusedWithoutSystemd(t *testing.T) {
+	v := start(t, 1)
+	v.e.Close()
+	cfg := fastConfig(v.c, v.state)
+	cfg.Launcher = "setsid"
+	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000}
+	e, err := hssh.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	spec := v.spec(nodes.StepKey{Job: 83, Step: -1}, "n1", "#!/bin/sh\ntrue\n")
+	if err := e.Launch(t.Context(), spec); err == nil || !strings.Contains(err.Error(), "[mix] needs systemd") {
+		t.Fatalf("Launch without systemd under [mix]: %v", err)
+	}
+}
+
+func unitOf(k nodes.StepKey) string { return fmt.Sprintf("hora-job-%d-batch-r%d", k.Job, k.Run) }
