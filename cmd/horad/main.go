@@ -179,7 +179,11 @@ func newExecutor(cfg *config.Config, log *slog.Logger, mixer *mixEnforcer) (node
 		if mixer != nil {
 			sc.Mix = mixer.sshMix(cfg)
 		}
-		return hssh.New(sc)
+		e, err := hssh.New(sc)
+		if mixer != nil {
+			mixer.ssh = e
+		}
+		return e, err
 	}
 	self, err := os.Executable()
 	if err != nil {

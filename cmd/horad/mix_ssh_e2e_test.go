@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"hora/nodes/ssh/sshtest"
 )
@@ -30,4 +32,49 @@ func TestMixPSOnSSHNodes(t *testing.T) {
 			t.Errorf("job %s (%s) wrote %q, want its scope in hora-%s.slice and the weights 6667 3333", id, class, out, class)
 		}
 	}
+}
+
+// [mix] tdm on SSH nodes: while a periodic RT job and a batch job both run
+// on n1, horad's divisions freeze the BE slice (RT's division) and thaw it
+// again (BE's), observed in the node's cgroup.events; when horad stops,
+// both slices are left thawed.
+func TestMixTDMOnSSHNodes(t *testing.T) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1), sshtest.WithSystemd(2), sshtest.WithSystemd(3))
+	c := newClusterWith(t, sshConfig(cl, "", "")+"[mix]\nratio = \"1:1\"\nmode = \"tdm\"\nperiod = 1\n")
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+	gate := filepath.Join(dir, "gate")
+	loop := "while [ ! -e " + gate + " ]; do sleep 0.05; done"
+	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-w", "n1", "-o", "/dev/null", "--wrap", loop)
+	be := c.submit(dir, "-w", "n1", "-o", "/dev/null", "--wrap", loop)
+	c.waitState(rt, "RUNNING")
+	c.waitState(be, "RUNNING")
+	h := cl.Hosts[0]
+	frozen := func(class string) string {
+		b, _ := os.ReadFile(filepath.Join(h.CgroupDir(), "hora.slice", "hora-"+class+".slice", "cgroup.events"))
+		for _, l := range strings.Split(string(b), "\n") {
+			if f, ok := strings.CutPrefix(l, "frozen "); ok {
+				return f
+			}
+		}
+		return ""
+	}
+	for _, want := range []string{"1", "0", "1"} {
+		deadline := time.Now().Add(60 * time.Second)
+		for frozen("be") != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("hora-be.slice never frozen=%s", want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	c.stop()
+	for _, class := range []string{"rt", "be"} {
+		if f := frozen(class); f != "0" {
+			t.Errorf("after horad stopped, hora-%s.slice frozen=%q", class, f)
+		}
+	}
+	os.WriteFile(gate, nil, 0o644)
 }
