@@ -16,7 +16,8 @@ import (
 // of the same size is refused at submit with what would fit, and nothing is
 // stored; a best-effort job still runs on those nodes meanwhile. The
 // periodic job runs in the RT class group with its contract in the
-// environment, and squeue, scontrol and sacct show it. Once it ends, the
+// environment, and squeue, scontrol and sacct show it; a restart of horad
+// keeps it running with its share held. Once it ends, the
 // refused job is admitted. Bad input is refused by sbatch naming the option.
 func TestPeriodicRealTimeEndToEnd(t *testing.T) {
 	requireRoot(t)
@@ -80,6 +81,17 @@ mode = "ps"
 	}
 	if n := count(); n != before {
 		t.Errorf("refused submissions stored jobs: %d jobs, had %d", n, before)
+	}
+
+	// A restart keeps the admitted job running and its share held.
+	c.stop()
+	c.start()
+	if st := c.state(id); st != "RUNNING" {
+		t.Fatalf("after a restart the periodic job is %s", st)
+	}
+	if r := c.run(0, work, "sbatch", "--rt-frame=100ms", "--rt-buffer=10", "--rt-work=40ms", "--wrap", "true"); r.code != 1 ||
+		!strings.Contains(r.stderr, "Real-time job not admitted") {
+		t.Errorf("over-full submit after a restart: exit %d stderr %q", r.code, r.stderr)
 	}
 
 	// Best effort shares the nodes the periodic job runs on.
