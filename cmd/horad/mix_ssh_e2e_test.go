@@ -15,12 +15,7 @@ import (
 // hora-rt.slice and a batch job's in hora-be.slice on the same node, the
 // slices weighted 2:1 (CPUWeight 6667 and 3333).
 func TestMixPSOnSSHNodes(t *testing.T) {
-	requireRoot(t)
-	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1), sshtest.WithSystemd(2), sshtest.WithSystemd(3))
-	c := newClusterWith(t, sshConfig(cl, "", "")+"[mix]\nratio = \"2:1\"\nmode = \"ps\"\n")
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	c, _, dir := mixSSHCluster(t, "ratio = \"2:1\"\nmode = \"ps\"\n")
 	script := `grep '^0::' /proc/self/cgroup; systemctl show --property=CPUWeight hora-rt.slice hora-be.slice | tr '\n' ' '`
 	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-w", "n1", "-o", "rt.out", "--wrap", script)
 	be := c.submit(dir, "-w", "n1", "-o", "be.out", "--wrap", script)
@@ -39,12 +34,7 @@ func TestMixPSOnSSHNodes(t *testing.T) {
 // again (BE's), observed in the node's cgroup.events; when horad stops,
 // both slices are left thawed.
 func TestMixTDMOnSSHNodes(t *testing.T) {
-	requireRoot(t)
-	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1), sshtest.WithSystemd(2), sshtest.WithSystemd(3))
-	c := newClusterWith(t, sshConfig(cl, "", "")+"[mix]\nratio = \"1:1\"\nmode = \"tdm\"\nperiod = 1\n")
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	c, cl, dir := mixSSHCluster(t, "ratio = \"1:1\"\nmode = \"tdm\"\nperiod = 1\n")
 	gate := filepath.Join(dir, "gate")
 	loop := "while [ ! -e " + gate + " ]; do sleep 0.05; done"
 	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-w", "n1", "-o", "/dev/null", "--wrap", loop)
@@ -77,4 +67,16 @@ func TestMixTDMOnSSHNodes(t *testing.T) {
 		}
 	}
 	os.WriteFile(gate, nil, 0o644)
+}
+
+// mixSSHCluster is horad on three SSH hosts booting systemd with the given
+// [mix] table, and a directory owned by nobody to submit from.
+func mixSSHCluster(t *testing.T, mixTable string) (*cluster, *sshtest.Cluster, string) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1), sshtest.WithSystemd(2), sshtest.WithSystemd(3))
+	c := newClusterWith(t, sshConfig(cl, "", "")+"[mix]\n"+mixTable)
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+	return c, cl, dir
 }
