@@ -3,6 +3,7 @@ package sbatch
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -63,4 +64,17 @@ var rtCompanions = map[string][]string{
 	"rt-frame":  {"--rt-work=1ms"},
 	"rt-buffer": {"--rt-frame=1", "--rt-work=1ms"},
 	"rt-work":   {"--rt-frame=1"},
+}
+
+// Options that choose nodes or ask for resources would be ignored by a
+// periodic job (the RT admission places it): refused, exit 1, naming them.
+func TestPeriodicRefusesPlacementOptions(t *testing.T) {
+	for _, opt := range [][]string{{"-w", "n1"}, {"-N", "2"}, {"-x", "n2"}, {"--mem=1G"}, {"--gres=gpu:1"}, {"-c", "2"}} {
+		argv := append([]string{"--rt-frame=10ms", "--rt-work=1ms", "--wrap=x"}, opt...)
+		_, _, err := submit(argv, nil, nil, "")
+		var e *Error
+		if !errors.As(err, &e) || e.Exit != 1 || !strings.Contains(e.Msg, "cannot be used with a periodic job") {
+			t.Errorf("%q: %v, want a refusal with exit 1", opt, err)
+		}
+	}
 }

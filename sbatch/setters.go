@@ -345,6 +345,22 @@ func finishPeriodic(sp *api.JobSpec) error {
 	if len(sp.RTWork) == 0 {
 		return bad("rt-work", "--rt-frame needs the work per frame of the processes (--rt-work)")
 	}
+	// The RT admission places a periodic job's processes and it holds a
+	// CPU share, not nodes or resources: options that choose nodes or ask
+	// for resources would be ignored, so they are refused.
+	for _, c := range []struct {
+		set  bool
+		name string
+	}{
+		{sp.Nodes > 1 || sp.NodesMax > 1, "--nodes"}, {sp.NodeList != "", "--nodelist"}, {sp.Exclude != "", "--exclude"},
+		{sp.Constraint != "", "--constraint"}, {sp.Load > 0, "--load"}, {sp.CPUsPerTask > 0, "--cpus-per-task"},
+		{sp.NTasksPerNode > 0, "--ntasks-per-node"}, {sp.MemMB > 0 || sp.MemAll || sp.MemPerCPU > 0 || sp.MemPerGPU > 0, "--mem"},
+		{sp.Gres != "" || sp.GPUs != "" || sp.GPUsPerNode != "" || sp.GPUsPerTask != "", "--gres/--gpus"},
+	} {
+		if c.set {
+			return bad("rt-frame", c.name+" cannot be used with a periodic job: the real-time admission places its processes")
+		}
+	}
 	if sp.RTBuffer == 0 {
 		sp.RTBuffer = 1
 	}

@@ -17,7 +17,7 @@ import (
 func TestMixPSOnSSHNodes(t *testing.T) {
 	c, _, dir := mixSSHCluster(t, "ratio = \"2:1\"\nmode = \"ps\"\n")
 	script := `grep '^0::' /proc/self/cgroup; systemctl show --property=CPUWeight hora-rt.slice hora-be.slice | tr '\n' ' '`
-	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-w", "n1", "-o", "rt.out", "--wrap", script)
+	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-o", "rt.out", "--wrap", script)
 	be := c.submit(dir, "-w", "n1", "-o", "be.out", "--wrap", script)
 	for id, class := range map[string]string{rt: "rt", be: "be"} {
 		c.waitState(id, "COMPLETED")
@@ -37,7 +37,7 @@ func TestMixTDMOnSSHNodes(t *testing.T) {
 	c, cl, dir := mixSSHCluster(t, "ratio = \"1:1\"\nmode = \"tdm\"\nperiod = 1\n")
 	gate := filepath.Join(dir, "gate")
 	loop := "while [ ! -e " + gate + " ]; do sleep 0.05; done"
-	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-w", "n1", "-o", "/dev/null", "--wrap", loop)
+	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-o", "/dev/null", "--wrap", loop)
 	be := c.submit(dir, "-w", "n1", "-o", "/dev/null", "--wrap", loop)
 	c.waitState(rt, "RUNNING")
 	c.waitState(be, "RUNNING")
