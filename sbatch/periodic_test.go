@@ -69,7 +69,7 @@ var rtCompanions = map[string][]string{
 // Options that choose nodes or ask for resources would be ignored by a
 // periodic job (the RT admission places it): refused, exit 1, naming them.
 func TestPeriodicRefusesPlacementOptions(t *testing.T) {
-	for _, opt := range [][]string{{"-w", "n1"}, {"-N", "2"}, {"-x", "n2"}, {"--mem=1G"}, {"--gres=gpu:1"}, {"-c", "2"}} {
+	for _, opt := range [][]string{{"-w", "n1"}, {"-N", "2"}, {"-x", "n2"}, {"--mem=1G"}, {"--gres=gpu:1"}, {"-c", "2"}, {"-H"}, {"--begin=now+1hour"}, {"--deadline=now+1hour"}} {
 		argv := append([]string{"--rt-frame=10ms", "--rt-work=1ms", "--wrap=x"}, opt...)
 		_, _, err := submit(argv, nil, nil, "")
 		var e *Error

@@ -356,6 +356,8 @@ func finishPeriodic(sp *api.JobSpec) error {
 		{sp.Constraint != "", "--constraint"}, {sp.Load > 0, "--load"}, {sp.CPUsPerTask > 0, "--cpus-per-task"},
 		{sp.NTasksPerNode > 0, "--ntasks-per-node"}, {sp.MemMB > 0 || sp.MemAll || sp.MemPerCPU > 0 || sp.MemPerGPU > 0, "--mem"},
 		{sp.Gres != "" || sp.GPUs != "" || sp.GPUsPerNode != "" || sp.GPUsPerTask != "", "--gres/--gpus"},
+		// Admitted means started at submit: nothing may defer it.
+		{sp.Hold, "--hold"}, {sp.Begin != 0, "--begin"}, {sp.Deadline != 0, "--deadline"}, {sp.Reservation != "", "--reservation"},
 	} {
 		if c.set {
 			return bad("rt-frame", c.name+" cannot be used with a periodic job: the real-time admission places its processes")

@@ -390,6 +390,10 @@ func (e *Engine) submit(now float64, j Job) {
 		return
 	}
 	if j.Periodic != nil {
+		if blocked != "" { // it would start now: a partition limit refuses it
+			e.verdict(Reject{ID: j.ID, Err: &AdmissionError{Verdict: Never, Code: "InvalidTimeLimit", Message: msgTimeLimit}})
+			return
+		}
 		e.submitPeriodic(now, j, p)
 		return
 	}

@@ -135,3 +135,21 @@ func startedOn(acts []scheduler.Action) []string {
 	}
 	return nil
 }
+
+// A periodic job would start at submit, so a partition limit that would
+// keep a batch job pending (PartitionTimeLimit) refuses it instead.
+func TestPeriodicOverPartitionLimit(t *testing.T) {
+	cfg := st.Cluster(1).Partition("rt", "batch").NodeRange(0, 1).Config()
+	cfg.Partitions[0].MaxTime = 100
+	e, err := scheduler.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, rej, _ := verdictOf(t, e.Handle(scheduler.Submit{Now: 0, Job: periodic(1, 0.1, 1, 0.01)}))
+	if ok || rej.Code != "InvalidTimeLimit" {
+		t.Fatalf("admitted %v, %+v; want InvalidTimeLimit", ok, rej)
+	}
+	if l := e.RTLoad("rt"); l != nil {
+		t.Fatalf("a refused job holds RT load %v", l)
+	}
+}
