@@ -793,6 +793,17 @@ func (e *Engine) Running() []Allocation {
 			}
 		}
 	}
+	// Periodic jobs hold an RT share, not the node records (periodic.go).
+	var per []JobID
+	for id, r := range e.jobs {
+		if len(r.steps) > 0 && r.steps[0].periodic {
+			per = append(per, id)
+		}
+	}
+	slices.Sort(per)
+	for _, id := range per {
+		add(id, BatchStep, e.jobs[id].steps[0].expect)
+	}
 	return out
 }
 

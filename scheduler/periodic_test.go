@@ -54,6 +54,9 @@ func TestPeriodicAdmission(t *testing.T) {
 	if l := e.RTLoad("rt"); len(l) != 2 {
 		t.Fatalf("RT load on %v, want both nodes", l)
 	}
+	if run := e.Running(); len(run) != 2 || run[0].ID != 1 || len(run[0].Nodes) != 1 {
+		t.Fatalf("Running %+v, want the two periodic jobs", run)
+	}
 	ok, rej, _ := verdictOf(t, e.Handle(scheduler.Submit{Now: 1, Job: periodic(3, 0.1, 10, 0.04)}))
 	if ok || rej.Code != scheduler.CodeRTNotAdmitted || rej.Verdict != scheduler.NotNow ||
 		!strings.Contains(rej.Message, "would fit") || !strings.Contains(rej.Message, "0.02667s") {
