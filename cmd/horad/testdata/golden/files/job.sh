@@ -1,0 +1,5 @@
+#!/bin/bash
+#SBATCH -J gold_script
+#SBATCH -t 1:00:00
+#SBATCH -o script-%j.out
+sleep 900
