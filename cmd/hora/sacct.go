@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -438,6 +439,12 @@ func inWindow(j *api.Job, start, end int64, states map[api.JobState]bool) bool {
 func sacctMain(ctx context.Context, env *Env, args []string) int {
 	p, err := sbatch.Getopt(sacctOpts, args, false)
 	if err != nil {
+		// sacct 22.05.8 prints glibc's complaint without the --help hint.
+		var ue *sbatch.UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(env.Stderr, "%s: %s\n", env.Prog, ue.Msg)
+			return 1
+		}
 		return usageError(env, err)
 	}
 	has := func(k string) bool { _, ok := p.Last(k); return ok }
@@ -447,7 +454,9 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprint(env.Stdout, sacctHelp)
 		return 0
 	case has("usage"):
-		fmt.Fprint(env.Stdout, sacctHelp)
+		// --usage is the first two lines of --help (22.05.8).
+		lines := strings.SplitAfterN(sacctHelp, "\n", 3)
+		fmt.Fprint(env.Stdout, lines[0]+lines[1])
 		return 0
 	case has("version"):
 		return printVersion(env)

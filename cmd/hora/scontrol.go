@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -317,7 +318,14 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintf(env.Stdout, "Slurmctld(primary) at horad is DOWN\n")
 			return 1
 		}
-		fmt.Fprintf(env.Stdout, "Slurmctld(primary) at %s is UP\n", orDefault(pr.ClusterName, "horad"))
+		// Slurm names the controller's host; horad answers on a local
+		// socket, so that is this machine.
+		_ = pr
+		host, err := os.Hostname()
+		if err != nil {
+			host = "horad"
+		}
+		fmt.Fprintf(env.Stdout, "Slurmctld(primary) at %s is UP\n", host)
 		return 0
 	}
 	fmt.Fprintf(env.Stderr, "invalid keyword: %s\n", words[0])

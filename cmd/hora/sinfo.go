@@ -21,11 +21,13 @@ func init() { register("sinfo", sinfoMain) }
 // sinfo's fixed layouts (COMPAT.md §5.1; -N -l measured on 22.05.8).
 const (
 	sinfoDefaultFormat = "%#P %.5a %.10l %.6D %.6t %N"
-	sinfoSummarize     = "%#P %.5a %.10l %.16F  %N"
+	sinfoSummarize     = "%#P %.5a %.10l %.16F %N"
 	sinfoLongFormat    = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %.11i %N"
-	sinfoNodeFormat    = "%#N %.6D %#P %6t"
-	sinfoNodeLong      = "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E"
-	sinfoReasonFormat  = "%20E %9u %19H %N"
+	// -N and -N -l right-justify the partition (22.05.8 opts.c:
+	// "partition:.9"; measured by the golden suite), CPUS left-justified.
+	sinfoNodeFormat   = "%#N %.6D %#.P %6t"
+	sinfoNodeLong     = "%#N %.6D %#.P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E"
+	sinfoReasonFormat = "%20E %9u %19H %N"
 )
 
 var sinfoOpts = []sbatch.Opt{
@@ -149,6 +151,39 @@ func nodeState(s string, long bool) string {
 		return n[1]
 	}
 	return n[0]
+}
+
+// sinfoValidStates is sinfo 22.05.8's list after "valid states:".
+const sinfoValidStates = "unknown,down,idle,allocated,?,mixed,future,drain,drained,draining,no_respond,reserved,perfctrs,cloud,completing,powering_down,powered_down,power_down,powering_up,fail,maint,reboot,reboot^,unknown"
+
+// sinfoStateFilter reads -t: a comma list of node states (long or compact
+// names, case-insensitive; "drain" also means draining, "alloc" allocated,
+// "no_respond" a node that does not answer). The bad name is returned.
+func sinfoStateFilter(list string) (keep func(*api.Node) bool, bad string) {
+	valid := map[string]bool{"alloc": true, "mix": true, "comp": true, "drng": true, "futr": true, "resv": true, "unk": true, "all": true}
+	for _, s := range strings.Split(sinfoValidStates, ",") {
+		valid[s] = true
+	}
+	var want []string
+	for _, s := range splitList(list) {
+		s = strings.ToLower(s)
+		if !valid[s] {
+			return nil, s
+		}
+		want = append(want, s)
+	}
+	return func(n *api.Node) bool {
+		short, long := nodeState(n.State, false), nodeState(n.State, true)
+		for _, w := range want {
+			switch {
+			case w == "all", w == short, w == long,
+				w == "drain" && (long == "drained" || long == "draining"),
+				w == "no_respond" && n.NotResponding:
+				return true
+			}
+		}
+		return false
+	}, ""
 }
 
 // siGroup is one output line: a partition and the nodes sharing the
@@ -446,7 +481,7 @@ func writeSinfo(w io.Writer, v *sinfoView, fields []siField, groups []siGroup, h
 		for _, r := range rows {
 			wd = max(wd, len(r[fi]))
 		}
-		f.col = listing.Column{Width: wd, Trunc: true}
+		f.col = listing.Column{Width: wd, Trunc: true, Right: f.col.Right}
 	}
 	bw := bufio.NewWriter(w)
 	var line []byte
@@ -562,6 +597,15 @@ func sinfoMain(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "slurm_load_partitions: %s\n", apiErrText(err))
 		return 1
+	}
+	if v, ok := p.Last("states"); ok {
+		keep, bad := sinfoStateFilter(v.Val)
+		if bad != "" {
+			fmt.Fprintf(env.Stderr, "%s: error: Bad state string: \"%s\"\n", env.Prog, bad)
+			fmt.Fprintf(env.Stderr, "%s: error: valid states: %s\n", env.Prog, sinfoValidStates)
+			return 1
+		}
+		view.nodes = slices.DeleteFunc(view.nodes, func(n api.Node) bool { return !keep(&n) })
 	}
 	if v, ok := p.Last("nodes"); ok {
 		names, err := sbatch.ExpandHostlist(v.Val)

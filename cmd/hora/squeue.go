@@ -84,7 +84,8 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Names: []string{"deadline"}, Header: "DEADLINE", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, j.Spec.Deadline) }},
 	{Letter: 'Q', Names: []string{"prioritylong"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.Priority, 10) }},
 	{Letter: 'p', Names: []string{"priority"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string {
-		return strconv.FormatFloat(float64(j.Priority)/4294967295, 'f', 8, 64)
+		// squeue prints the normalised priority with %.14f (print.c).
+		return strconv.FormatFloat(float64(j.Priority)/4294967295, 'f', 14, 64)
 	}},
 	{Letter: 'q', Names: []string{"qos"}, Header: "QOS", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.QOS) }},
 	{Letter: 'a', Names: []string{"account"}, Header: "ACCOUNT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Account) }},
@@ -101,13 +102,14 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Names: []string{"numtasks"}, Header: "TASKS", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(max(j.Spec.NTasks, 1)) }},
 	{Letter: 'o', Names: []string{"command"}, Header: "COMMAND", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Command) }},
 	{Letter: 'k', Names: []string{"comment"}, Header: "COMMENT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Comment) }},
-	{Letter: 'm', Names: []string{"minmemory"}, Header: "MIN_MEMORY", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.Spec.MemMB, 10) + "M" }},
+	{Letter: 'm', Names: []string{"minmemory"}, Header: "MIN_MEMORY", Value: func(_ *listing.Ctx, j *api.Job) string { return sqMinMemory(j) }},
 	{Letter: 'c', Names: []string{"mincpus"}, Header: "MIN_CPUS", Value: sqCPUsPerTask},
 	{Letter: 'd', Names: []string{"mintmpdisk"}, Header: "MIN_TMP_DISK", Value: sqConst("0")},
 	{Letter: 'f', Names: []string{"feature"}, Header: "FEATURES", Value: sqConst("(null)")},
 	{Letter: 'B', Names: []string{"batchhost"}, Header: "EXEC_HOST", Value: sqBatchHost},
 	{Letter: 'Y', Names: []string{"schednodes"}, Header: "SCHEDNODES", Value: sqConst("(null)")},
 	{Letter: 'y', Names: []string{"nice"}, Header: "NICE", Value: sqConst("0")},
+	{Letter: 'h', Names: []string{"oversubscribe"}, Header: "OVER_SUBSCRIBE", Value: sqConst("OK")},
 	{Letter: 'x', Names: []string{"excnodes"}, Header: "EXC_NODES", Value: sqConst("")},
 	{Letter: 'n', Names: []string{"reqnodes"}, Header: "REQ_NODES", Value: sqConst("")},
 	{Letter: 'w', Names: []string{"wckey"}, Header: "WCKEY", Value: sqConst("(null)")},
@@ -119,6 +121,15 @@ const squeueAllLetters = "ABCDEFGKLMNPQRSTUVWYZacdefgijklmnopqrtuvwxy"
 
 func sqConst(s string) func(*listing.Ctx, *api.Job) string {
 	return func(*listing.Ctx, *api.Job) string { return s }
+}
+
+// sqMinMemory is %m: a job that named no memory shows 0, without a unit
+// (measured on 22.05.8).
+func sqMinMemory(j *api.Job) string {
+	if j.Spec.MemMB == 0 {
+		return "0"
+	}
+	return strconv.FormatInt(j.Spec.MemMB, 10) + "M"
 }
 
 func sqJobID(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.ID, 10) }
@@ -227,21 +238,12 @@ func writeSqueue(w io.Writer, jobs []api.Job, fields listing.Format[api.Job], he
 	return fields.Write(w, jobs, listing.NewCtx(now, tfmt, sbatch.FormatSqueueDuration), header)
 }
 
-// stateRank orders states for the 't'/'T' sort keys. Measured on 22.05.8
-// (COMPAT.md): with the default sort a running job is listed above a pending
-// one of the same partition, so active states rank first.
-func stateRank(s api.JobState) int {
-	switch s {
-	case api.StateRunning:
-		return 0
-	case api.StateCompleting:
-		return 1
-	case api.StateSuspended:
-		return 2
-	case api.StatePending:
-		return 3
-	}
-	return 4 + slices.Index(api.AllStates, s)
+// compareStates orders states for the 't'/'T' sort keys as squeue 22.05
+// does (src/squeue/sort.c compares job_state_string alphabetically), so
+// with the default sort COMPLETED < FAILED < PENDING < RUNNING; measured
+// by the golden suite (cmd/horad/testdata/golden).
+func compareStates(a, b api.JobState) int {
+	return strings.Compare(string(a), string(b))
 }
 
 // sortKey is one -S key: a field letter, descending when prefixed by '-'.
@@ -283,7 +285,7 @@ func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
 			case 'P':
 				d = strings.Compare(a.Spec.Partition, b.Spec.Partition)
 			case 't', 'T':
-				d = stateRank(a.State) - stateRank(b.State)
+				d = compareStates(a.State, b.State)
 			case 'p', 'Q':
 				d = cmp.Compare(a.Priority, b.Priority)
 			case 'j':
@@ -316,7 +318,9 @@ func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
 				return d
 			}
 		}
-		return cmp.Compare(a.ID, b.ID)
+		// Equal keys: newest first, as squeue 22.05.8 lists two held jobs
+		// (both priority 0) of the same partition.
+		return cmp.Compare(b.ID, a.ID)
 	})
 }
 
@@ -352,6 +356,7 @@ type squeueQuery struct {
 	qos        []string
 	resv       []string
 	nodes      map[string]bool
+	noUser     bool // -u named only unknown users
 }
 
 // match applies the selection client-side too, so a horad that ignores a
@@ -361,9 +366,13 @@ func (q *squeueQuery) match(j *api.Job) bool {
 		if !q.states[j.State] {
 			return false
 		}
-	} else if len(q.ids) == 0 && j.State.Finished() {
-		// Without -t, finished jobs show only when named by -j.
+	} else if j.State.Finished() {
+		// Without -t, finished jobs do not show, even when named by -j
+		// (measured on 22.05.8: the golden suite's "squeue -j $C1").
 		return false
+	}
+	if q.noUser {
+		return false // every -u name was unknown
 	}
 	if len(q.ids) > 0 && !slices.Contains(q.ids, j.ID) {
 		return false
@@ -404,7 +413,9 @@ func (q *squeueQuery) match(j *api.Job) bool {
 func (q *squeueQuery) filter() api.JobFilter {
 	f := api.JobFilter{IDs: q.ids, Users: q.users, Partitions: q.partitions, Names: q.names}
 	if len(q.ids) > 0 {
-		f.All = true
+		// With ids the other filters stay client-side too: a known job
+		// that -p, -u or -n hides must not look unknown.
+		f = api.JobFilter{IDs: q.ids, All: true}
 	}
 	for s := range q.states {
 		f.All = f.All || s.Finished()
@@ -557,6 +568,8 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 			}
 			q.users = append(q.users, name)
 		}
+		// ... and when no name is left, nothing matches (not everyone).
+		q.noUser = len(q.users) == 0
 	}
 	if v, ok := val("states", "SQUEUE_STATES"); ok {
 		st, bad := parseStates(v)
