@@ -49,10 +49,6 @@ type Config struct {
 	// requeued unless submitted with --no-requeue; 0 = only with --requeue.
 	// Default 1, as Slurm's.
 	JobRequeue *int `toml:"job_requeue"`
-	// FirstJobID is Slurm's FirstJobId: the id of the first job of a new
-	// store. A store whose counter is already past it keeps its counter
-	// (ids are never reused). 0 = 1.
-	FirstJobID int64 `toml:"first_job_id"`
 
 	Nodes      []Node      `toml:"node"`
 	Partitions []Partition `toml:"partition"`
@@ -379,9 +375,6 @@ func (c *Config) Validate() error {
 	}
 	if v := c.ReturnToService; v != nil && (*v < 0 || *v > 2) {
 		ps = append(ps, c.problem("return_to_service", "must be 0, 1 or 2 (Slurm's ReturnToService), got %d", *v))
-	}
-	if c.FirstJobID < 0 || c.FirstJobID > 0x03ffffff {
-		ps = append(ps, c.problem("first_job_id", "must be between 1 and 67108863 (Slurm's FirstJobId), got %d", c.FirstJobID))
 	}
 	if v := c.JobRequeue; v != nil && *v != 0 && *v != 1 {
 		ps = append(ps, c.problem("job_requeue", "must be 0 or 1 (Slurm's JobRequeue), got %d", *v))

@@ -182,14 +182,6 @@ func (c *Controller) recover(ctx context.Context) error {
 	if c.nextID, err = strconv.ParseInt(next, 10, 64); err != nil {
 		return fmt.Errorf("next job id %q: %w", next, err)
 	}
-	if first := c.cfg.FirstJobID; first > c.nextID {
-		// A new store starts at the site's FirstJobId; the store only ever
-		// raises its counter, so ids already given out are never reused.
-		if err := c.st.SetMeta(ctx, "next_job_id", strconv.FormatInt(first, 10)); err != nil {
-			return err
-		}
-		c.nextID = first
-	}
 	names := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
 		names[i] = n.Name

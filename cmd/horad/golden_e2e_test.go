@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hora/store"
 )
 
 // The golden suite (issue 12 item 7): testdata/golden/script.txt holds
@@ -314,8 +317,8 @@ func shellWords(s string) ([]string, error) {
 }
 
 // goldenNormaliser maps what differs between two runs of the same script
-// and is not the software's doing: job ids (same width on both sides: see
-// first_job_id), dates, elapsed times, the work directory, the host name.
+// and is not the software's doing: job ids (same width on both sides: the
+// replay starts its store at the recording's first id), dates, elapsed times, the work directory, the host name.
 type goldenNormaliser struct {
 	ids  map[string]string
 	dir  string
@@ -487,10 +490,9 @@ func cleanEnv(extra ...string) []string {
 
 // goldenConfig makes horad look like the oracle: cluster "oracle", one
 // node "localhost" with 64 CPUs and 20000 MB, partition "debug" (default,
-// no time limit), ids starting where Slurm's recording started.
-func goldenConfig(firstID int64) string {
-	return fmt.Sprintf(`cluster_name = "oracle"
-first_job_id = %d
+// no time limit).
+func goldenConfig() string {
+	return `cluster_name = "oracle"
 
 [[node]]
 name = "localhost"
@@ -501,7 +503,23 @@ memory_mb = 20000
 name = "debug"
 nodes = "localhost"
 default = true
-`, firstID)
+`
+}
+
+// seedFirstJobID makes a new store give out ids from first on (as Slurm's
+// FirstJobId), so that hora's ids are as wide as the recording's.
+func seedFirstJobID(t testing.TB, first int64) func(varDir string) {
+	return func(varDir string) {
+		ctx := context.Background()
+		st, err := store.Open(ctx, filepath.Join(varDir, "hora.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if err := st.SetMeta(ctx, "next_job_id", strconv.FormatInt(first, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestGoldenRecord is the recorder's half (scripts/record-golden.sh): it
@@ -549,7 +567,7 @@ func TestGolden(t *testing.T) {
 	steps := parseGoldenScript(t)
 	firstID, slurm := readGoldenSlurm(t)
 	accepted := goldenDifferences(t)
-	c := newClusterWith(t, goldenConfig(firstID))
+	c := newClusterSeeded(t, goldenConfig(), seedFirstJobID(t, firstID))
 	for _, name := range []string{"srun", "salloc"} {
 		if _, err := os.Lstat(filepath.Join(c.bin, name)); err != nil {
 			os.Symlink("hora", filepath.Join(c.bin, name))
