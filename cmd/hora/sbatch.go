@@ -67,10 +67,6 @@ func sbatchMain(ctx context.Context, env *Env, args []string) int {
 			if flags.TestOnly {
 				fmt.Fprintf(env.Stderr, "allocation failure: %s\n", msg)
 			} else {
-				if ae.Code == api.CodeInvalidPartition && spec.Partition != "" {
-					// sbatch 22.05.8 checks the partition first and says so.
-					fmt.Fprintf(env.Stderr, "sbatch: error: invalid partition specified: %s\n", spec.Partition)
-				}
 				fmt.Fprintf(env.Stderr, "sbatch: error: Batch job submission failed: %s\n", msg)
 			}
 		} else {

@@ -356,7 +356,6 @@ type squeueQuery struct {
 	qos        []string
 	resv       []string
 	nodes      map[string]bool
-	noUser     bool // -u named only unknown users
 }
 
 // match applies the selection client-side too, so a horad that ignores a
@@ -370,9 +369,6 @@ func (q *squeueQuery) match(j *api.Job) bool {
 		// Without -t, finished jobs do not show, even when named by -j
 		// (measured on 22.05.8: the golden suite's "squeue -j $C1").
 		return false
-	}
-	if q.noUser {
-		return false // every -u name was unknown
 	}
 	if len(q.ids) > 0 && !slices.Contains(q.ids, j.ID) {
 		return false
@@ -568,8 +564,6 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 			}
 			q.users = append(q.users, name)
 		}
-		// ... and when no name is left, nothing matches (not everyone).
-		q.noUser = len(q.users) == 0
 	}
 	if v, ok := val("states", "SQUEUE_STATES"); ok {
 		st, bad := parseStates(v)
