@@ -64,6 +64,9 @@ type saRow struct {
 	now   time.Time
 	tfmt  string
 	idTxt string
+	// cluster is horad's cluster_name (Slurm's ClusterName), asked of
+	// horad only when a Cluster column is shown.
+	cluster string
 }
 
 // saField is a sacct field: canonical name (the header), default width
@@ -137,6 +140,19 @@ func (r *saRow) exitCode() string {
 	return strconv.Itoa(r.job.ExitCode) + ":" + strconv.Itoa(r.job.Signal)
 }
 
+// derivedExitCode is Slurm's DerivedExitCode: the highest exit code of the
+// job's steps, the batch step not counted, so 0:0 for a batch job without
+// steps (measured on 22.05.8: a job that exits 3 shows 3:0 and 0:0).
+func (r *saRow) derivedExitCode() string {
+	code, sig := 0, 0
+	for _, st := range r.job.Steps {
+		if st.ExitCode > code || st.ExitCode == code && st.Signal > sig {
+			code, sig = st.ExitCode, st.Signal
+		}
+	}
+	return strconv.Itoa(code) + ":" + strconv.Itoa(sig)
+}
+
 func (r *saRow) nodeList() string {
 	if r.kind == 's' {
 		return orDefault(r.step.Node, "None assigned")
@@ -186,7 +202,7 @@ var sacctFields = []saField{
 	{"AllocNodes", 10, func(r *saRow) string { return strconv.Itoa(r.nodes()) }},
 	{"State", 10, (*saRow).state},
 	{"ExitCode", 8, (*saRow).exitCode},
-	{"DerivedExitCode", 10, func(r *saRow) string { return r.jobOnly(r.exitCode()) }},
+	{"DerivedExitCode", 15, func(r *saRow) string { return r.jobOnly(r.derivedExitCode()) }},
 	{"Elapsed", 10, func(r *saRow) string { return sbatch.FormatLongDuration(r.elapsed()) }},
 	{"ElapsedRaw", 10, func(r *saRow) string { return strconv.FormatInt(r.elapsed(), 10) }},
 	{"CPUTime", 10, func(r *saRow) string { return sbatch.FormatLongDuration(r.elapsed() * int64(r.cpus())) }},
@@ -241,7 +257,7 @@ var sacctFields = []saField{
 	{"Comment", 15, func(r *saRow) string { return r.jobOnly(r.job.Spec.Comment) }},
 	{"Reason", 20, func(r *saRow) string { return r.jobOnly(reasonText(r.job)) }},
 	{"Restarts", 8, func(r *saRow) string { return r.jobOnly(strconv.Itoa(r.job.Restarts)) }},
-	{"Cluster", 10, func(r *saRow) string { return "hora" }},
+	{"Cluster", 10, func(r *saRow) string { return orDefault(r.cluster, "hora") }},
 	// Resource usage is not measured by horad yet: empty, as Slurm prints
 	// it for rows without accounting data.
 	{"MaxRSS", 10, func(r *saRow) string { return "" }},
@@ -592,6 +608,13 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 	}
 	slices.SortStableFunc(kept, func(a, b api.Job) int { return cmp.Compare(a.ID, b.ID) })
 	rows := sacctRows(kept, has("allocations") && len(steps) == 0, now, timeFormat(env))
+	if slices.ContainsFunc(out.cols, func(c saCol) bool { return c.f.name == "Cluster" }) {
+		if pr, err := cl.Ping(ctxOrBackground(ctx)); err == nil {
+			for i := range rows {
+				rows[i].cluster = pr.ClusterName
+			}
+		}
+	}
 	if len(steps) > 0 {
 		rows = slices.DeleteFunc(rows, func(r saRow) bool {
 			if whole[r.job.ID] {
