@@ -85,8 +85,13 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	if eligible == 0 {
 		eligible = j.SubmitTime
 	}
-	r.add("SubmitTime="+t(j.SubmitTime), "EligibleTime="+t(eligible))
-	r.add("AccrueTime=" + t(eligible))
+	eligibleText := t(eligible)
+	if j.State == api.StatePending && strings.HasPrefix(j.Reason, "JobHeld") {
+		// A held job is not eligible and accrues no age (22.05.8).
+		eligibleText = "Unknown"
+	}
+	r.add("SubmitTime="+t(j.SubmitTime), "EligibleTime="+eligibleText)
+	r.add("AccrueTime=" + eligibleText)
 	deadline := "N/A"
 	if j.Spec.Deadline != 0 {
 		deadline = t(j.Spec.Deadline)
@@ -105,7 +110,8 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	r.add("SuspendTime="+suspendTime, "SecsPreSuspend="+strconv.FormatInt(preSuspend, 10), "LastSchedEval="+t(lastEval), "Scheduler=Main")
 	r.add("Partition="+j.Spec.Partition, "AllocNode:Sid="+orNull(j.Spec.SubmitHost)+":0")
 	r.add("ReqNodeList=(null)", "ExcNodeList=(null)")
-	r.add("NodeList=" + orNull(hostlist(j.Nodes)))
+	// A job that never ran has an empty NodeList (22.05.8), not (null).
+	r.add("NodeList=" + hostlist(j.Nodes))
 	if len(j.Nodes) > 0 {
 		r.add("BatchHost=" + j.Nodes[0])
 	}
@@ -155,6 +161,10 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	r.add("StdErr=" + errp)
 	r.add("StdIn=" + in)
 	r.add("StdOut=" + out)
+	// 22.05.8 ends the record with "Power=" and an empty line of its own
+	// ("Power= " at the end of -o).
+	r.add("Power=")
+	r.add("")
 	return r
 }
 

@@ -621,6 +621,10 @@ func sinfoMain(ctx context.Context, env *Env, args []string) int {
 	} else {
 		groups = view.groups(fields, perNode, onlyParts)
 	}
+	if has("states") {
+		// Partitions left without a node of the asked states are not shown.
+		groups = slices.DeleteFunc(groups, func(g siGroup) bool { return len(g.nodes) == 0 })
+	}
 	header := !has("noheader")
 	if header && long {
 		fmt.Fprintln(env.Stdout, ctimeLine(view.now))

@@ -330,6 +330,9 @@ func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
 // job booked ahead its planned start (Slurm prints expected starts too).
 func shownStart(j *api.Job) int64 {
 	if j.StartTime == 0 && j.State == api.StatePending {
+		if j.ExpectedStart == 0 && j.Spec.Begin > 0 {
+			return j.Spec.Begin // waiting for --begin: Slurm shows that time
+		}
 		return j.ExpectedStart
 	}
 	return j.StartTime
