@@ -444,7 +444,7 @@ func goldenDifferences(t testing.TB) map[string]string {
 	out := map[string]string{}
 	in := false
 	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "#") {
+		if strings.HasPrefix(l, "# ") || strings.HasPrefix(l, "## ") { // ### groups stay inside
 			in = strings.Contains(l, "Golden differences")
 			continue
 		}
