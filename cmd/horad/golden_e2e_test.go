@@ -541,13 +541,43 @@ func seedFirstJobID(t testing.TB, first int64) func(varDir string) {
 	}
 }
 
-// TestGoldenRecord is the recorder's half (scripts/record-golden.sh): it
-// runs only with -golden.record, against the Slurm found on PATH.
+// TestGoldenRecord is the recorder's half (scripts/record-golden.sh): with
+// -golden.record it runs the script against the Slurm found on PATH and
+// rewrites the recording; without, it checks the recording against the
+// script.
 func TestGoldenRecord(t *testing.T) {
-	if !*goldenRecord {
-		return // the replay (TestGolden) is the test; recording needs a real Slurm
-	}
 	steps := parseGoldenScript(t)
+	if !*goldenRecord {
+		// Without a Slurm: the stored recording must match the script (a
+		// line edited without recording again fails here, not in a replay),
+		// and the script must cover what issue 12 asks.
+		_, recs := readGoldenSlurm(t)
+		per := map[string]int{}
+		for _, s := range steps {
+			if _, ok := recs[s.text]; !ok {
+				t.Errorf("%s:%d: %s has no recording: run scripts/record-golden.sh", goldenScript, s.line, s.text)
+			}
+			delete(recs, s.text)
+			if w := strings.Fields(s.text); s.kind == "run" && slurmCommands[w[0]] {
+				per[w[0]]++
+			}
+		}
+		for k := range recs {
+			t.Errorf("%s records %q, which the script no longer has", goldenSlurm, k)
+		}
+		total := 0
+		for name := range slurmCommands {
+			total += per[name]
+			if per[name] == 0 {
+				t.Errorf("the script has no %s line", name)
+			}
+		}
+		if total < 150 {
+			t.Errorf("the script has %d command lines of Slurm's commands, want at least 150", total)
+		}
+		t.Logf("%d command lines: %v", total, per)
+		return
+	}
 	work := t.TempDir()
 	os.Chmod(work, 0o755)
 	copyGoldenFiles(t, work)
