@@ -41,6 +41,7 @@ var sinfoOpts = []sbatch.Opt{
 	{Short: 'n', Long: "nodes", Arg: sbatch.RequiredArg, Key: "nodes"},
 	{Short: 'N', Long: "Node", Arg: sbatch.NoArg, Key: "Node"},
 	{Short: 'o', Long: "format", Arg: sbatch.RequiredArg, Key: "format"},
+	{Short: 'O', Long: "Format", Arg: sbatch.RequiredArg, Key: "Format"},
 	{Short: 'p', Long: "partition", Arg: sbatch.RequiredArg, Key: "partition"},
 	{Short: 'r', Long: "responding", Arg: sbatch.NoArg, Key: "responding"},
 	{Short: 'R', Long: "list-reasons", Arg: sbatch.NoArg, Key: "list-reasons"},
@@ -151,6 +152,53 @@ func nodeState(s string, long bool) string {
 		return n[1]
 	}
 	return n[0]
+}
+
+// sinfoLongNames maps sinfo -O field names (case-insensitive) to the -o
+// letter that prints the same thing (22.05.8 opts.c _parse_long_format).
+var sinfoLongNames = map[string]byte{
+	"available": 'a', "cpus": 'c', "cpusstate": 'C', "memory": 'm', "freemem": 'e', "cpusload": 'O',
+	"nodes": 'D', "nodeaiot": 'F', "nodeaddr": 'o', "nodehost": 'n', "nodelist": 'N', "partition": 'P',
+	"partitionname": 'R', "reason": 'E', "statecompact": 't', "statelong": 'T', "time": 'l',
+	"defaulttime": 'L', "size": 's', "root": 'r', "oversubscribe": 'h', "share": 'h', "groups": 'g',
+	"socketcorethread": 'z', "disk": 'd', "weight": 'w', "features": 'f', "features_act": 'b',
+	"gres": 'G', "timestamp": 'H', "user": 'u', "reservation": 'i', "sockets": 'X', "cores": 'Y',
+	"threads": 'Z',
+}
+
+// sinfoFormatFromNames turns -O "name[:[.]size][suffix],..." into the
+// equivalent -o format; a field without a size is 20 wide, left-justified.
+func sinfoFormatFromNames(list string) (format string, bad []string) {
+	var b strings.Builder
+	for _, item := range strings.Split(list, ",") {
+		if item == "" {
+			continue
+		}
+		name, spec, _ := strings.Cut(item, ":")
+		letter, ok := sinfoLongNames[strings.ToLower(name)]
+		if !ok {
+			bad = append(bad, name)
+			continue
+		}
+		right, width, i := false, 20, 0
+		if i < len(spec) && spec[i] == '.' {
+			right = true
+			i++
+		}
+		if j := i; j < len(spec) && spec[j] >= '0' && spec[j] <= '9' {
+			width = 0
+			for ; j < len(spec) && spec[j] >= '0' && spec[j] <= '9'; j++ {
+				width = width*10 + int(spec[j]-'0')
+			}
+			i = j
+		}
+		b.WriteByte('%')
+		if right {
+			b.WriteByte('.')
+		}
+		fmt.Fprintf(&b, "%d%c%s", width, letter, spec[i:])
+	}
+	return b.String(), bad
 }
 
 // sinfoValidStates is sinfo 22.05.8's list after "valid states:".
@@ -560,6 +608,14 @@ func sinfoMain(ctx context.Context, env *Env, args []string) int {
 	case has("format"):
 		v, _ := p.Last("format")
 		format = v.Val
+	case has("Format"):
+		v, _ := p.Last("Format")
+		var bad []string
+		format, bad = sinfoFormatFromNames(v.Val)
+		for _, b := range bad {
+			// sinfo 22.05.8's text, "job" included (opts.c).
+			fmt.Fprintf(env.Stderr, "%s: error: Invalid job format specification: %s\n", env.Prog, b)
+		}
 	case env.Getenv("SINFO_FORMAT") != "":
 		format = env.Getenv("SINFO_FORMAT")
 	case has("list-reasons"):
@@ -651,6 +707,7 @@ const sinfoHelp = `Usage: sinfo [OPTIONS]
   -n, --nodes=NODES          report on specific node(s)
   -N, --Node                 Node-centric format
   -o, --format=format        format specification
+  -O, --Format=format        long format specification
   -p, --partition=PARTITION  report on specific partition
   -r, --responding           report only responding nodes
   -R, --list-reasons         list reason nodes are down or drained

@@ -68,7 +68,7 @@ _hora_scancel() {
 }
 complete -F _hora_scancel scancel
 _hora_sinfo() {
-	_hora_complete '--all -a --dead -d --exact -e --noheader -h --iterate -i --long -l --clusters -M --nodes -n --Node -N --format -o --partition -p --responding -r --list-reasons -R --summarize -s --sort -S --states -t --verbose -v --version -V --help --usage' '' '--iterate -i --clusters -M --nodes -n --format -o --partition -p --sort -S --states -t'
+	_hora_complete '--all -a --dead -d --exact -e --noheader -h --iterate -i --long -l --clusters -M --nodes -n --Node -N --format -o --Format -O --partition -p --responding -r --list-reasons -R --summarize -s --sort -S --states -t --verbose -v --version -V --help --usage' '' '--iterate -i --clusters -M --nodes -n --format -o --Format -O --partition -p --sort -S --states -t'
 }
 complete -F _hora_sinfo sinfo
 _hora_scontrol() {
