@@ -221,6 +221,9 @@ type JobFilter struct {
 	History bool
 	// Since limits History to jobs submitted or ended at or after this Unix time.
 	Since int64
+	// Brief asks for the fields that select jobs only (BriefJob): qselect
+	// over 100,000 jobs needs their ids, not their paths and commands.
+	Brief bool
 }
 
 // Query encodes the filter as URL query parameters.
@@ -252,6 +255,9 @@ func (f JobFilter) Query() url.Values {
 	}
 	if f.Since != 0 {
 		q.Set("since", fmt.Sprint(f.Since))
+	}
+	if f.Brief {
+		q.Set("brief", "1")
 	}
 	return q
 }

@@ -27,6 +27,7 @@ const (
 	KindReason    Kind = "reason"     // Reason: the new pending reason
 	KindSuspend   Kind = "suspend"    // Time is when the job was stopped (RUNNING → SUSPENDED)
 	KindResume    Kind = "resume"     // Time is when it was continued (SUSPENDED → RUNNING)
+	KindAlter     Kind = "alter"      // Job: the pending job's new Spec and EligibleTime (qalter)
 
 	// Marks on the current run, written before the controller answers so
 	// that a restart ends the run as asked (DESIGN §5.3). The job's row does
