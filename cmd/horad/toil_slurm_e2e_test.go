@@ -11,29 +11,6 @@ import (
 	"time"
 )
 
-// toilSlurmWorkflow is a two-job toil workflow: the root job's value is
-// written by a follow-on; --disableChaining makes each a batch job of its
-// own, so toil submits twice and polls both.
-const toilSlurmWorkflow = `from toil.common import Toil
-from toil.job import Job
-
-def greet(job, who):
-    return "hello " + who
-
-def write(job, text, path):
-    with open(path, "w") as f:
-        f.write(text + "\n")
-
-if __name__ == "__main__":
-    parser = Job.Runner.getDefaultArgumentParser()
-    parser.add_argument("--out", required=True)
-    options = parser.parse_args()
-    root = Job.wrapJobFn(greet, "slurm")
-    root.addFollowOnJobFn(write, root.rv(), options.out)
-    with Toil(options) as toil:
-        toil.start(root)
-`
-
 // TestToilSlurmEndToEnd runs Debian's toil (scripts/deps.sh) with
 // --batchSystem slurm against a real horad: toil's own code submits with
 // `sbatch -J toil_job_… --export=ALL --mem=… --cpus-per-task=… -o … -e …
@@ -53,7 +30,7 @@ func TestToilSlurmEndToEnd(t *testing.T) {
 	}
 	c := newClusterWith(t, localBatch)
 	work := c.workDir()
-	wf := writeScript(t, work, "wf.py", toilSlurmWorkflow)
+	wf := writeScript(t, work, "wf.py", toilWorkflow)
 	out := filepath.Join(work, "out.txt")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
