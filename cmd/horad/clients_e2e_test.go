@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -304,4 +307,184 @@ func TestClientParsl(t *testing.T) {
 		// "CANCELLED by 0": Parsl's split keeps the first word.
 		return st[long] == "CANCELLED" && st[done] == "COMPLETED", out
 	})
+}
+
+// pbsCluster starts horad in a PBS flavour (openpbs or torque).
+func pbsCluster(t *testing.T, flavour string) *cluster {
+	return newClusterWith(t, localBatch+"\n[pbs]\nflavour = \""+flavour+"\"\nserver = \"headnode\"\n")
+}
+
+// shell runs a client's shell pipeline with hora's commands first on PATH.
+func (c *cluster) shell(dir, script string) result {
+	c.t.Helper()
+	cmd := exec.Command("/bin/bash", "-c", script)
+	cmd.Env = append(os.Environ(), "HORA_SOCKET="+c.sock, "TZ=UTC", "PATH="+c.bin+":"+os.Getenv("PATH"))
+	cmd.Dir = dir
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	code := 0
+	if err := cmd.Run(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			c.t.Fatalf("bash -c %q: %v", script, err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{o.String(), e.String(), code}
+}
+
+// TestClientsOpenPBS: the PBS Pro side of dask-jobqueue (qsub, first run of
+// digits, qdel of the bare number), Nextflow's PbsProExecutor (id = the
+// whole trimmed stdout; status from qstat -f of every server named by
+// qstat -B -f, through its grep) and Parsl's PBSProProvider (id = last
+// non-empty line; status from qstat -x -f -F json, ids matched by prefix).
+func TestClientsOpenPBS(t *testing.T) {
+	requireRoot(t)
+	c := pbsCluster(t, "openpbs")
+	work := c.workDir()
+	script := writeScript(t, work, "job.pbs", "#!/bin/bash\n#PBS -N nf-hello\n#PBS -l select=1:ncpus=1:mem=100mb\n#PBS -l walltime=00:10:00\nsleep 300\n")
+	short := writeScript(t, work, "short.pbs", "#!/bin/bash\n#PBS -S /bin/bash\n#PBS -N parsl.block-0\n#PBS -m n\n#PBS -l walltime=00:10:00\n#PBS -l select=1:ncpus=1\ntrue\n")
+
+	// dask-jobqueue: re.search(r"(?P<job_id>\d+)", out); cancel with the bare number.
+	r := c.run(0, work, "qsub", script)
+	daskID := regexp.MustCompile(`(?P<job_id>\d+)`).FindString(r.stdout)
+	if r.code != 0 || daskID == "" {
+		t.Fatalf("qsub: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	// Nextflow: the entire trimmed stdout, one line, is the id.
+	nfID := strings.TrimSpace(r.stdout)
+	if strings.Contains(nfID, "\n") || !strings.HasPrefix(nfID, daskID+".") {
+		t.Fatalf("qsub printed %q: Nextflow wants one line, dask its first digits", r.stdout)
+	}
+	nfStatus := func() (map[string]string, string) {
+		r := c.shell(work, `set -o pipefail; qstat -f $( qstat -B -f | awk -v ORS=' ' '$1 == "Server:" {print "@"$2}' ) | { grep -E '(Job Id:|job_state =)' || true; }`)
+		st := map[string]string{}
+		var id string
+		for _, l := range strings.Split(r.stdout, "\n") {
+			l = strings.TrimSpace(l)
+			if v, ok := strings.CutPrefix(l, "Job Id: "); ok {
+				id = v
+			} else if v, ok := strings.CutPrefix(l, "job_state = "); ok && id != "" {
+				st[id] = map[string]string{"F": "DONE", "E": "RUNNING", "R": "RUNNING", "Q": "PENDING",
+					"H": "HOLD", "S": "HOLD", "U": "HOLD", "W": "HOLD", "T": "HOLD", "M": "HOLD"}[v]
+			}
+		}
+		return st, r.stdout + r.stderr
+	}
+	pollUntil(t, "Nextflow's PBS Pro status", func() (bool, string) {
+		st, out := nfStatus()
+		return st[nfID] == "RUNNING", out
+	})
+
+	// Parsl: id = last non-empty stdout line; status by qstat -x -f -F json.
+	r = c.run(0, work, "qsub", short)
+	var parslID string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.TrimSpace(l) != "" {
+			parslID = strings.TrimSpace(l)
+		}
+	}
+	if r.code != 0 || parslID == "" {
+		t.Fatalf("qsub for Parsl: exit %d %q", r.code, r.stdout)
+	}
+	pollUntil(t, "Parsl's PBS Pro status", func() (bool, string) {
+		out := c.run(0, work, "qstat", "-x", "-f", "-F", "json", parslID)
+		if out.code != 0 {
+			return false, out.stderr
+		}
+		st := parslJSONState(t, out.stdout, parslID)
+		return st == "F", out.stdout
+	})
+
+	// dask-jobqueue's cancel: qdel <bare number>.
+	if r := c.run(0, work, "qdel", daskID); r.code != 0 {
+		t.Errorf("qdel %s: exit %d %q", daskID, r.code, r.stderr)
+	}
+	pollUntil(t, "the cancelled job leaves qstat -f", func() (bool, string) {
+		st, out := nfStatus()
+		_, listed := st[nfID]
+		return !listed, out
+	})
+}
+
+// parslJSONState is Parsl's reading of qstat -F json:
+// json["Jobs"][<id>]["job_state"], the id matched by prefix.
+func parslJSONState(t *testing.T, out, id string) string {
+	t.Helper()
+	var doc struct {
+		Jobs map[string]map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("qstat -F json is not JSON: %v\n%s", err, out)
+	}
+	for k, v := range doc.Jobs {
+		if strings.HasPrefix(k, strings.Split(id, ".")[0]) {
+			s, _ := v["job_state"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// TestClientsTorque: Nextflow's PbsExecutor (qsub -N; status from
+// qstat -f -1 through its grep, "Job Id:" byte-identical to qsub's output)
+// and Parsl's TorqueProvider (qstat <ids>, lines starting with Job or ---
+// skipped, the state in the 5th column, ids matched by prefix).
+func TestClientsTorque(t *testing.T) {
+	requireRoot(t)
+	c := pbsCluster(t, "torque")
+	work := c.workDir()
+	script := writeScript(t, work, ".command.run", "#!/bin/bash\n#PBS -o "+work+"/.command.log\n#PBS -j oe\n#PBS -l nodes=1:ppn=1\n#PBS -l walltime=00:10:00\nsleep 300\n")
+	r := c.run(0, work, "qsub", "-N", "nf-hello", script)
+	nfID := strings.TrimSpace(r.stdout)
+	if r.code != 0 || nfID == "" || strings.Contains(nfID, "\n") {
+		t.Fatalf("qsub: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	nfStatus := func() (string, string) {
+		r := c.shell(work, `set -o pipefail; qstat -f -1 | { grep -E '(Job Id:|job_state =)' || true; }`)
+		var id, state string
+		for _, l := range strings.Split(r.stdout, "\n") {
+			l = strings.TrimSpace(l)
+			if v, ok := strings.CutPrefix(l, "Job Id: "); ok {
+				id = v
+			} else if v, ok := strings.CutPrefix(l, "job_state = "); ok && id == nfID {
+				state = map[string]string{"C": "DONE", "R": "RUNNING", "Q": "PENDING", "H": "HOLD", "S": "HOLD"}[v]
+			}
+		}
+		return state, r.stdout + r.stderr
+	}
+	pollUntil(t, "Nextflow's Torque status", func() (bool, string) {
+		st, out := nfStatus()
+		return st == "RUNNING", out
+	})
+	// Parsl: qstat <id>; skip "Job"/"---" lines; parts[4] is the state.
+	parslState := func() (string, string) {
+		r := c.run(0, work, "qstat", nfID)
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(l, "Job") || strings.HasPrefix(l, "---") || strings.TrimSpace(l) == "" {
+				continue
+			}
+			parts := strings.Fields(l)
+			if len(parts) < 5 {
+				t.Fatalf("qstat line %q: Parsl wants a 5th column", l)
+			}
+			if strings.HasPrefix(nfID, strings.TrimRight(parts[0], "*")) || strings.HasPrefix(parts[0], strings.Split(nfID, ".")[0]) {
+				return parts[4], r.stdout
+			}
+		}
+		return "", r.stdout
+	}
+	if st, out := parslState(); st != "R" {
+		t.Errorf("Parsl reads state %q from:\n%s", st, out)
+	}
+	if r := c.run(0, work, "qdel", nfID); r.code != 0 {
+		t.Errorf("qdel %s: exit %d %q", nfID, r.code, r.stderr)
+	}
+	pollUntil(t, "Nextflow sees the job done", func() (bool, string) {
+		st, out := nfStatus()
+		return st == "DONE", out
+	})
+	if st, out := parslState(); st != "C" {
+		t.Errorf("after qdel Parsl reads %q from:\n%s", st, out)
+	}
 }
