@@ -47,6 +47,7 @@ var sacctOpts = []sbatch.Opt{
 	{Short: 'X', Long: "allocations", Arg: sbatch.NoArg, Key: "allocations"},
 	{Long: "help", Arg: sbatch.NoArg, Key: "help"},
 	{Long: "usage", Arg: sbatch.NoArg, Key: "usage"},
+	{Long: "units", Arg: sbatch.RequiredArg, Key: "units"},
 }
 
 const (
@@ -67,6 +68,9 @@ type saRow struct {
 	// cluster is horad's cluster_name (Slurm's ClusterName), asked of
 	// horad only when a Cluster column is shown.
 	cluster string
+	// units is --units: the unit (K M G T P) sizes are shown in; 0 = each
+	// in its own.
+	units byte
 }
 
 // saField is a sacct field: canonical name (the header), default width
@@ -138,6 +142,34 @@ func (r *saRow) exitCode() string {
 		return strconv.Itoa(r.step.ExitCode) + ":" + strconv.Itoa(r.step.Signal)
 	}
 	return strconv.Itoa(r.job.ExitCode) + ":" + strconv.Itoa(r.job.Signal)
+}
+
+// sacctUnit reads --units as Slurm's get_unit_type: the first character,
+// one of K M G T P in either case.
+func sacctUnit(v string) (byte, bool) {
+	if v == "" {
+		return 0, false
+	}
+	u := v[0] &^ 0x20 // upper case
+	return u, strings.IndexByte("KMGTP", u) >= 0
+}
+
+// inUnit shows a size given in unit from in unit to, as Slurm's
+// convert_num_unit with a unit asked for: whole numbers without decimals,
+// others with two.
+func inUnit(v float64, from, to byte) string {
+	const order = "KMGTP"
+	for d := strings.IndexByte(order, to) - strings.IndexByte(order, from); d != 0; {
+		if d > 0 {
+			v, d = v/1024, d-1
+		} else {
+			v, d = v*1024, d+1
+		}
+	}
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d%c", int64(v), to)
+	}
+	return fmt.Sprintf("%.2f%c", v, to)
 }
 
 // derivedExitCode is Slurm's DerivedExitCode: the highest exit code of the
@@ -231,7 +263,12 @@ var sacctFields = []saField{
 		return "1"
 	}},
 	{"ReqCPUS", 8, func(r *saRow) string { return strconv.Itoa(jobCPUs(r.job)) }},
-	{"ReqMem", 10, func(r *saRow) string { return memText(r.job.Spec.MemMB) }},
+	{"ReqMem", 10, func(r *saRow) string {
+		if r.units != 0 && r.job.Spec.MemMB > 0 {
+			return inUnit(float64(r.job.Spec.MemMB), 'M', r.units)
+		}
+		return memText(r.job.Spec.MemMB)
+	}},
 	{"ReqNodes", 8, func(r *saRow) string { return strconv.Itoa(max(r.job.Spec.Nodes, 1)) }},
 	{"Timelimit", 10, func(r *saRow) string { return r.jobOnly(timeLimitText(r.job.Spec.TimeLimit, true)) }},
 	{"TimelimitRaw", 10, func(r *saRow) string {
@@ -606,6 +643,17 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 	}
 	slices.SortStableFunc(kept, func(a, b api.Job) int { return cmp.Compare(a.ID, b.ID) })
 	rows := sacctRows(kept, has("allocations") && len(steps) == 0, now, timeFormat(env))
+	if has("units") {
+		u, ok := sacctUnit(last("units"))
+		if !ok {
+			// sacct 22.05.8: fatal("Invalid unit type").
+			fmt.Fprintf(env.Stderr, "%s: fatal: Invalid unit type\n", env.Prog)
+			return 1
+		}
+		for i := range rows {
+			rows[i].units = u
+		}
+	}
 	if slices.ContainsFunc(out.cols, func(c saCol) bool { return c.f.name == "Cluster" }) {
 		if pr, err := cl.Ping(ctxOrBackground(ctx)); err == nil {
 			for i := range rows {
@@ -691,6 +739,8 @@ Options:
      -u, --user:
 	           Use this comma separated list of user names to select
                    jobs to display.
+     --units=[KMGTP]:
+                   Display values in specified unit type.
      -V, --version: Print version.
      -X, --allocations:
 	           Only show statistics relevant to the job allocation
