@@ -361,8 +361,10 @@ var (
 	normCDate  = regexp.MustCompile(`(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d \d{4}`)
 	normEpoch  = regexp.MustCompile(`\b1[7-9]\d{8}\b`)
 	normNumber = regexp.MustCompile(`(^|[^A-Za-z\d])(\d+)`) // not x86
-	// Lines that say how long srun or salloc waited: timing, not behaviour.
-	normWaiting = regexp.MustCompile(`(?m)^2 (srun|salloc): (job \d+ queued and waiting for resources|job \d+ has been allocated resources|Pending job allocation \d+|Waiting for resource configuration|Nodes \S+ are ready for job)\n`)
+	// Lines that say how long srun or salloc waited, and salloc's "revoked"
+	// (printed or not as slurmctld's message races the exit): timing, not
+	// behaviour.
+	normWaiting = regexp.MustCompile(`(?m)^2 (srun|salloc): (job \d+ queued and waiting for resources|job \d+ has been allocated resources|Pending job allocation \d+|Waiting for resource configuration|Nodes \S+ are ready for job|Job allocation \d+ has been revoked\.)\n`)
 	normSid     = regexp.MustCompile(`(AllocNode:Sid=[^:\s]+):\d+`)
 	normMinSec  = regexp.MustCompile(`(^|[^:\d])\d:\d\d([^:\d]|$)`)
 	normHMS     = regexp.MustCompile(`\b00:0\d:\d\d\b`)
@@ -606,7 +608,7 @@ func TestGoldenRecord(t *testing.T) {
 		}
 	}
 	writeGoldenSlurm(t, steps, results, n, g.order[0])
-	t.Logf("recorded %d command lines into %s", len(results), goldenSlurm)
+	t.Logf("recorded %d results (command lines and waits) into %s", len(results), goldenSlurm)
 }
 
 // TestGolden replays the script against a real horad and compares with
