@@ -102,7 +102,8 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Names: []string{"numtasks"}, Header: "TASKS", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(max(j.Spec.NTasks, 1)) }},
 	{Letter: 'o', Names: []string{"command"}, Header: "COMMAND", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Command) }},
 	{Letter: 'k', Names: []string{"comment"}, Header: "COMMENT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Comment) }},
-	{Letter: 'm', Names: []string{"minmemory"}, Header: "MIN_MEMORY", Value: func(_ *listing.Ctx, j *api.Job) string { return sqMinMemory(j) }},
+	{Letter: 'm', Names: []string{"minmemory"}, Header: "MIN_MEMORY", Value: func(_ *listing.Ctx, j *api.Job) string { return reqMem(j, "0") }},
+	{Letter: 'b', Names: []string{"tres-per-node"}, Header: "TRES_PER_NODE", Value: func(_ *listing.Ctx, j *api.Job) string { return tresPerNode(j) }},
 	{Letter: 'c', Names: []string{"mincpus"}, Header: "MIN_CPUS", Value: sqCPUsPerTask},
 	{Letter: 'd', Names: []string{"mintmpdisk"}, Header: "MIN_TMP_DISK", Value: sqConst("0")},
 	{Letter: 'f', Names: []string{"feature"}, Header: "FEATURES", Value: sqConst("(null)")},
@@ -121,15 +122,6 @@ const squeueAllLetters = "ABCDEFGKLMNPQRSTUVWYZacdefgijklmnopqrtuvwxy"
 
 func sqConst(s string) func(*listing.Ctx, *api.Job) string {
 	return func(*listing.Ctx, *api.Job) string { return s }
-}
-
-// sqMinMemory is %m: a job that named no memory shows 0, without a unit
-// (measured on 22.05.8).
-func sqMinMemory(j *api.Job) string {
-	if j.Spec.MemMB == 0 {
-		return "0"
-	}
-	return strconv.FormatInt(j.Spec.MemMB, 10) + "M"
 }
 
 func sqJobID(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.ID, 10) }
