@@ -518,6 +518,10 @@ func goldenConfig() string {
 [[node]]
 name = "localhost"
 cpus = 64
+# slurm.conf's "CPUs=64" alone: Slurm counts 64 sockets of one core.
+sockets = 64
+cores_per_socket = 1
+threads_per_core = 1
 memory_mb = 20000
 
 [[partition]]
