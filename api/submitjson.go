@@ -52,6 +52,7 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.str("comment", s.Comment, true)
 	w.str("submit_host", s.SubmitHost, true)
 	w.bool("open_append", s.OpenAppend)
+	w.bool("alloc", s.Alloc)
 	w.int("ntasks_per_node", int64(s.NTasksPerNode))
 	w.bool("mem_all", s.MemAll)
 	w.int("mem_per_cpu", s.MemPerCPU)

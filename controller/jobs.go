@@ -97,8 +97,16 @@ func (c *Controller) checkSpec(who *Caller, s *api.JobSpec) error {
 	bad := func(field, format string, a ...any) error {
 		return &api.Error{Message: fmt.Sprintf("%s: %s", field, fmt.Sprintf(format, a...)), Code: api.CodeBadRequest}
 	}
-	if s.Script == "" {
+	switch {
+	case s.Alloc && s.Script != "":
+		return bad("script", "an allocation (salloc, srun) has no batch script")
+	case s.Alloc && s.Load > 0:
+		return &api.Error{Message: "Requested operation is presently disabled", Code: api.CodeDisabled}
+	case !s.Alloc && s.Script == "":
 		return bad("script", "empty batch script")
+	case s.Alloc:
+		// What runs in an allocation writes to its client's terminal.
+		s.Stdout, s.Stderr, s.Stdin = "/dev/null", "", ""
 	}
 	if !filepath.IsAbs(s.WorkDir) {
 		return bad("work_dir", "must be an absolute path, got %q", s.WorkDir)
@@ -195,6 +203,12 @@ func (c *Controller) cancel(ctx context.Context, who *Caller, req api.CancelRequ
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp := &api.CancelResponse{}
+	for _, ref := range req.Steps {
+		resp.Results = append(resp.Results, c.cancelStepLocked(ctx, who, ref, req.Signal))
+	}
+	if len(req.Steps) > 0 && len(req.IDs) == 0 {
+		return resp, nil
+	}
 	var targets []*job
 	if len(req.IDs) > 0 {
 		for _, id := range req.IDs {
@@ -367,8 +381,11 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 		stdin = expand(&j.Job, stdin)
 	}
 	script := []byte(j.Spec.Script)
-	if j.Spec.PBS != nil {
+	switch {
+	case j.Spec.PBS != nil:
 		script = pbsScript(j)
+	case j.Spec.Alloc:
+		script = []byte(allocHoldScript)
 	}
 	ls := nodes.LaunchSpec{
 		Key: stepKey(j, step), Node: node,

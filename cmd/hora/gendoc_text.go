@@ -112,6 +112,7 @@ func jobDocs() map[sbatch.Command]jobDoc {
 			synopsis: []string{"*srun* [_OPTIONS_...] _executable_ [_args_...]"},
 			description: []string{
 				"*srun* runs a program as tasks of a job step. Inside an allocation (a batch job or *salloc*(1), where *SLURM_JOB_ID* is set) the step uses the allocation's nodes; elsewhere srun first asks *horad*(8) for an allocation with the same options *sbatch*(1) takes, runs the step in it, and releases it when the step ends.",
+				"srun starts the tasks itself, as the calling user, once *horad*(8) has granted and recorded the step: on the local executor every node is this machine. Each task gets the step's Slurm environment, its output is passed on line by line (*-l* labels it), its standard input is srun's (every task by default, *-i* _N_ for one), and the signals srun receives are passed to every task; two interrupts within a second end the step. Steps on SSH nodes and in divisible real-time jobs are refused with *Requested operation is presently disabled*. A step that does not fit beside the job's running steps waits: *srun: Job* _N_ *step creation temporarily disabled, retrying (Requested nodes are busy)*.",
 				"The options below are those Slurm's srun accepts; the man page says for each what hora does with it.",
 			},
 			precedence:     "Values come from the input environment variables, then the command line.",
@@ -121,7 +122,7 @@ func jobDocs() map[sbatch.Command]jobDoc {
 			outputEnvIntro: "Each task gets the job's variables below, plus its own *SLURM_PROCID*, *SLURM_LOCALID*, *SLURM_NODEID* and *SLURM_STEP_ID*.",
 			exit: []gendoc.Item{
 				{Tag: "*0*", Text: "Every task exited with status 0."},
-				{Tag: "_N_", Text: "The largest exit status of the step's tasks, as in Slurm."},
+				{Tag: "_N_", Text: "The largest exit status of the step's tasks, or 128 plus the largest signal when a task was killed by a signal, as in Slurm."},
 				{Tag: "*1*", Text: "srun itself failed (no allocation, horad unreachable); *SLURM_EXIT_ERROR* overrides the value."},
 				{Tag: "*255*", Text: "A bad option or option value."},
 			},

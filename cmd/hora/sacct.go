@@ -199,6 +199,11 @@ func (r *saRow) nodeList() string {
 }
 
 func (r *saRow) nodes() int {
+	if r.kind == 's' && r.step.NTasks > 0 {
+		if hosts, err := sbatch.ExpandHostlist(r.step.Node); err == nil && len(hosts) > 0 {
+			return len(hosts) // an srun step on several nodes
+		}
+	}
 	if r.kind != 'j' {
 		return 1
 	}
@@ -208,6 +213,9 @@ func (r *saRow) nodes() int {
 func (r *saRow) cpus() int {
 	switch r.kind {
 	case 's':
+		if r.step.CPUs > 0 {
+			return r.step.CPUs // an srun step: the CPUs it held
+		}
 		return max(r.job.Spec.CPUsPerTask, 1)
 	case 'b':
 		return max(jobCPUs(r.job)/r.nodes(), 1)
@@ -225,6 +233,9 @@ var sacctFields = []saField{
 	{"JobName", 10, func(r *saRow) string {
 		if r.kind == 'b' {
 			return "batch"
+		}
+		if r.kind == 's' && r.step.Name != "" {
+			return r.step.Name // an srun step: its command
 		}
 		return r.job.Spec.Name
 	}},
@@ -260,6 +271,9 @@ var sacctFields = []saField{
 	{"NTasks", 8, func(r *saRow) string {
 		if r.kind == 'j' {
 			return ""
+		}
+		if r.kind == 's' && r.step.NTasks > 0 {
+			return strconv.Itoa(r.step.NTasks)
 		}
 		return "1"
 	}},
@@ -401,7 +415,8 @@ func sacctRows(jobs []api.Job, allocations bool, now time.Time, tfmt string) []s
 		}
 		// A divisible job has no batch step: its work runs as chunks,
 		// which are its steps (JOBID.0, JOBID.1, ...).
-		if j.StartTime != 0 && j.Spec.Load == 0 {
+		// An allocation (salloc, srun) runs no batch script either.
+		if j.StartTime != 0 && j.Spec.Load == 0 && !j.Spec.Alloc {
 			rows = append(rows, saRow{job: j, kind: 'b', now: now, tfmt: tfmt, idTxt: id + ".batch"})
 		}
 		for k := range j.Steps {

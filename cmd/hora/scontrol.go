@@ -385,7 +385,7 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 // showEntity resolves scontrol's abbreviable entity names.
 func showEntity(s string) string {
 	s = strings.ToLower(s)
-	for _, e := range []string{"jobs", "nodes", "partitions", "hostnames", "hostlist", "hostlistsorted", "config", "reservations"} {
+	for _, e := range []string{"jobs", "nodes", "partitions", "hostnames", "hostlist", "hostlistsorted", "config", "reservations", "steps"} {
 		if len(s) >= 3 && strings.HasPrefix(e, s) {
 			return strings.TrimSuffix(e, "s")
 		}
@@ -434,6 +434,8 @@ func scontrolShow(ctx context.Context, env *Env, what string, rest []string, one
 		return 0
 	case "job":
 		return showJobs(ctx, env, name, oneliner)
+	case "step":
+		return showSteps(ctxOrBackground(ctx), env, name, oneliner)
 	case "reservation":
 		return showReservations(ctx, env, name, oneliner)
 	case "node", "partition":

@@ -43,6 +43,7 @@ var squeueOpts = []sbatch.Opt{
 	{Short: 'R', Long: "reservation", Arg: sbatch.RequiredArg, Key: "reservation"},
 	{Short: 'r', Long: "array", Arg: sbatch.NoArg, Key: "array"},
 	{Short: 'S', Long: "sort", Arg: sbatch.RequiredArg, Key: "sort"},
+	{Short: 's', Long: "steps", Arg: sbatch.OptionalArg, Key: "steps"},
 	{Long: "start", Arg: sbatch.NoArg, Key: "start"},
 	{Short: 't', Long: "states", Arg: sbatch.RequiredArg, Key: "states"},
 	{Short: 'u', Long: "user", Arg: sbatch.RequiredArg, Key: "user"},
@@ -509,8 +510,9 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 	if _, ok := p.Last("version"); ok {
 		return printVersion(env)
 	}
-	if len(p.Args) > 0 {
-		fmt.Fprintf(env.Stderr, "%s: error: Unrecognized option: %s\n", env.Prog, p.Args[0])
+	_, stepsWanted := p.Last("steps")
+	if len(p.Args) > 1 || (len(p.Args) == 1 && !stepsWanted) {
+		fmt.Fprintf(env.Stderr, "%s: error: Unrecognized option: %s\n", env.Prog, p.Args[len(p.Args)-1])
 		fmt.Fprint(env.Stderr, squeueUsage)
 		return 1
 	}
@@ -595,6 +597,23 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 		for _, n := range names {
 			q.nodes[n] = true
 		}
+	}
+
+	if stepsWanted {
+		// squeue -s [list]: the running steps (steps.go).
+		var want []string
+		for _, a := range append(p.All("steps"), p.Args...) {
+			want = append(want, splitList(a)...)
+		}
+		format := squeueStepFormat
+		if v, ok := p.Last("format"); ok {
+			format = v.Val
+		}
+		cl := dial(env)
+		if cl == nil {
+			return 1
+		}
+		return squeueSteps(ctxOrBackground(ctx), env, cl, q.filter(), want, format, !has("noheader"))
 	}
 
 	// Output format: -o, -O, -l, --start, then the environment, then the default.
@@ -724,6 +743,8 @@ const squeueHelp = `Usage: squeue [OPTIONS]
   -q, --qos=qos(s)                comma separated list of qos's
                                   to view, default is all qos's
   -R, --reservation=name          reservation to view, default is all
+  -s, --step=step(s)              comma separated list of job steps
+				  to view, default is all
   -S, --sort=fields               comma separated list of fields to sort on
       --start                     print expected start times of pending jobs
   -t, --states=states             comma separated list of states to view,

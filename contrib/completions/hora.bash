@@ -60,7 +60,7 @@ _hora_salloc() {
 }
 complete -F _hora_salloc salloc
 _hora_squeue() {
-	_hora_complete '--account -A --all -a --noheader -h --iterate -i --jobs -j --long -l --clusters -M --me --name -n --noconvert --format -o --Format -O --partition -p --qos -q --reservation -R --array -r --sort -S --start --states -t --user -u --verbose -v --version -V --nodelist -w --help --usage' '' '--account -A --iterate -i --clusters -M --name -n --format -o --Format -O --partition -p --qos -q --reservation -R --sort -S --states -t --user -u --nodelist -w'
+	_hora_complete '--account -A --all -a --noheader -h --iterate -i --jobs -j --long -l --clusters -M --me --name -n --noconvert --format -o --Format -O --partition -p --qos -q --reservation -R --array -r --sort -S --steps -s --start --states -t --user -u --verbose -v --version -V --nodelist -w --help --usage' '' '--account -A --iterate -i --clusters -M --name -n --format -o --Format -O --partition -p --qos -q --reservation -R --sort -S --states -t --user -u --nodelist -w'
 }
 complete -F _hora_squeue squeue
 _hora_scancel() {

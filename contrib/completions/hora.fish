@@ -341,6 +341,7 @@ complete -c squeue -s q -l qos -r -d 'comma separated list of qos\'s to view, de
 complete -c squeue -s R -l reservation -r -d 'reservation to view, default is all'
 complete -c squeue -s r -l array -d 'Accepted as Slurm accepts it; not described by'
 complete -c squeue -s S -l sort -r -d 'comma separated list of fields to sort on'
+complete -c squeue -s s -l steps -d 'comma separated list of job steps to view'
 complete -c squeue -l start -d 'print expected start times of pending jobs'
 complete -c squeue -s t -l states -r -d 'comma separated list of states to view, default'
 complete -c squeue -s u -l user -r -d 'comma separated list of users to view'
