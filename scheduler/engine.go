@@ -31,6 +31,8 @@ type Engine struct {
 	now     float64
 	// susp are the suspended jobs, whose expected end moves with now.
 	susp []JobID
+	// gate holds dependencies and array throttles (gate.go).
+	gate gateState
 }
 
 type nodeRef struct {
@@ -76,6 +78,7 @@ type jobRec struct {
 	// suspended: stopped by scontrol suspend; its steps' expected ends
 	// move with now (shared.go).
 	suspended bool
+	gate      gateRec
 }
 
 // Reasons the Engine itself gives (the policies give the others).
@@ -293,12 +296,26 @@ func (e *Engine) apply(now float64, ev Event) bool {
 		e.suspend(now, ev.ID, true)
 	case Resume:
 		e.suspend(now, ev.ID, false)
+	case Ended:
+		e.gate.init()
+		if e.jobs[ev.ID] == nil {
+			e.gate.ended[ev.ID] = outcome{ok: ev.OK, startAt: ev.StartAt, endAt: ev.EndAt}
+		}
+		return false
+	case Purge:
+		delete(e.gate.ended, ev.ID)
+		return false
+	case SetDependency:
+		e.setDependency(now, ev)
+	case SetThrottle:
+		e.setThrottle(now, ev)
 	}
 	return true
 }
 
 // pass runs the scheduling pass of every partition whose state changed.
 func (e *Engine) pass(now float64) {
+	e.runTimers(now)
 	e.expireBlocked(now)
 	for _, p := range e.parts {
 		if p.dirty {
@@ -362,7 +379,16 @@ func (e *Engine) submit(now float64, j Job) {
 		return
 	}
 	r := &jobRec{job: j, part: p, blocked: blocked}
+	e.gate.init()
+	if needsGate(&j) {
+		// Accepted now; its policy sees it once its gates open (gate.go).
+		e.jobs[j.ID] = r
+		e.verdict(Admit{ID: j.ID})
+		e.enterGates(now, r, false)
+		return
+	}
 	if blocked != "" {
+		e.register(r)
 		// Slurm's default (EnforcePartLimits=NO): accept, never start.
 		e.jobs[j.ID] = r
 		e.blocked = append(e.blocked, j.ID)
@@ -383,6 +409,7 @@ func (e *Engine) submit(now float64, j Job) {
 	}
 	// Admit precedes any Start the pass (or the policy's Admit) emits.
 	e.verdict(Admit{ID: j.ID})
+	e.register(r)
 	p.dirty = true
 }
 
@@ -397,13 +424,17 @@ func (e *Engine) cancel(now float64, id JobID) {
 	r := e.jobs[id]
 	switch {
 	case r == nil:
+	case r.gated():
+		e.dropGated(now, r, false)
 	case r.blocked != "":
 		e.dropBlocked(id)
 		delete(e.jobs, id)
+		e.left(now, r, false)
 	case !r.started:
 		r.part.policy.Remove(now, id)
 		delete(e.jobs, id)
 		r.part.dirty = true
+		e.left(now, r, false)
 	case !r.removed:
 		r.removed = true
 		if !r.done {
@@ -411,6 +442,7 @@ func (e *Engine) cancel(now float64, id JobID) {
 		}
 		if len(r.steps) == 0 {
 			delete(e.jobs, id)
+			e.left(now, r, false)
 		}
 	}
 }
@@ -421,7 +453,7 @@ func (e *Engine) hold(now float64, id JobID, held bool) {
 		return
 	}
 	r.job.Held = held
-	if r.blocked != "" {
+	if r.blocked != "" || r.gated() {
 		return
 	}
 	if held {
@@ -443,9 +475,11 @@ func (e *Engine) finished(now float64, ev Finished) {
 		// free; its end still ends it.
 		if r.started && len(r.steps) == 0 {
 			delete(e.jobs, ev.ID)
+			e.left(now, r, !ev.Failed && !r.removed)
 		}
 		return
 	}
+	r.gate.failed = r.gate.failed || ev.Failed
 	for _, g := range r.steps[k].nodes {
 		e.release(g)
 	}
@@ -461,6 +495,7 @@ func (e *Engine) finished(now float64, ev Finished) {
 	}
 	if (r.removed || r.done) && len(r.steps) == 0 {
 		delete(e.jobs, ev.ID)
+		e.left(now, r, !r.removed)
 	}
 	r.part.dirty = true
 }
@@ -485,6 +520,26 @@ func (e *Engine) restore(now float64, ev Restore) {
 	}
 	r := &jobRec{job: j, part: p}
 	e.jobs[j.ID] = r
+	e.gate.init()
+	if ev.Running {
+		e.register(r)
+		r.gate.startAt = ev.Started
+		if j.Array != 0 {
+			a := e.gate.arrays[j.Array]
+			if a == nil {
+				a = &arrayRec{limit: j.ArrayLimit}
+				e.gate.arrays[j.Array] = a
+			}
+			a.active++
+			r.gate.inArray = true
+		}
+	} else if needsGate(&j) {
+		r.blocked = blocked
+		e.enterGates(now, r, true)
+		return
+	} else {
+		e.register(r)
+	}
 	if cr, ok := p.policy.(ChunkRestorer); ok && ev.Running && j.Load > 0 {
 		// Chunks are planned to end by the deadline: a sound bound for the
 		// other policies sharing these nodes until the chunk reports.
@@ -537,7 +592,9 @@ func (e *Engine) expireBlocked(now float64) {
 		j := &e.jobs[id].job
 		if j.Deadline > 0 && now+j.MinRun() >= j.Deadline {
 			e.blocked = slices.Delete(e.blocked, k, k+1)
+			r := e.jobs[id]
 			delete(e.jobs, id)
+			e.left(now, r, false)
 			e.out = append(e.out, End{ID: id, State: JobStateDeadline, Reason: ReasonDeadline})
 			continue
 		}
@@ -632,6 +689,8 @@ func (e *Engine) Reason(id JobID) string {
 		return ReasonNone
 	case r.job.Held:
 		return ReasonHeld
+	case r.gated():
+		return r.gateReason()
 	case r.blocked != "":
 		return r.blocked
 	}
@@ -642,7 +701,7 @@ func (e *Engine) Reason(id JobID) string {
 // (a begin time passes, a pending job's deadline expires); Inf if none.
 // Job ends are not included: the driver reports them as Finished.
 func (e *Engine) NextWakeup() float64 {
-	t := Inf
+	t := e.nextTimer()
 	for _, p := range e.parts {
 		t = min(t, p.policy.NextWakeup())
 	}
@@ -776,4 +835,19 @@ func (e *Engine) PlannedStart(id JobID) (float64, bool) {
 		return pl.PlannedStart(id)
 	}
 	return 0, false
+}
+
+// needsGate reports whether a job goes through the gates (gate.go) rather
+// than straight to its policy.
+func needsGate(j *Job) bool {
+	return j.Array != 0 || (j.Dep != nil && len(j.Dep.Terms) > 0)
+}
+
+// register enters a job that went straight to its policy into the index of
+// (user, name) groups that singleton dependencies read.
+func (e *Engine) register(r *jobRec) {
+	if r.job.Name != "" {
+		k := groupKey{r.job.User, r.job.Name}
+		e.gate.groups[k] = append(e.gate.groups[k], r.job.ID)
+	}
 }

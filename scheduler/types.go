@@ -35,6 +35,18 @@ type Job struct {
 	Load        float64 // divisible load σ (data units); 0 = rigid job
 	Held        bool    // user hold (JobHeldUser)
 	Reservation string  // run inside this named reservation
+
+	// Name is the job name, which singleton dependencies compare.
+	Name string
+	// Array is the job array this job is a task of (0 = none) and
+	// ArrayLimit that array's throttle (%N; 0 = none): the Engine keeps
+	// at most ArrayLimit of its tasks in the policy at once (gate.go).
+	Array      JobID
+	ArrayLimit int
+	// Dep is the job's dependency (nil = none) and KillOnInvalidDep ends
+	// the job, instead of keeping it pending, when Dep can never hold.
+	Dep              *Dependency
+	KillOnInvalidDep bool
 }
 
 // NodeSpec describes one node of the cluster.
