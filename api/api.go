@@ -126,6 +126,12 @@ type JobSpec struct {
 	Comment     string   `json:"comment,omitempty"`
 	SubmitHost  string   `json:"submit_host,omitempty"`
 	OpenAppend  bool     `json:"open_append,omitempty"` // --open-mode=append
+	// Array is --array as given ("0-15%4"); horad creates one job per task.
+	Array string `json:"array,omitempty"`
+	// Dependency is --dependency as given; KillOnInvalidDep is
+	// --kill-on-invalid-dep ("yes", "no"; "" = the cluster's default).
+	Dependency       string `json:"dependency,omitempty"`
+	KillOnInvalidDep string `json:"kill_on_invalid_dep,omitempty"`
 }
 
 // Job is a job as horad knows it: the spec plus what happened to it.
@@ -159,6 +165,18 @@ type Job struct {
 	Steps         []Step `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
 	StdoutPath    string `json:"stdout_path,omitempty"` // expanded
 	StderrPath    string `json:"stderr_path,omitempty"`
+	// ArrayJobID is the array this job is a task of (0 = none; the array's
+	// id is its first task's job id) and ArrayTaskID its task id.
+	ArrayJobID  int64 `json:"array_job_id,omitempty"`
+	ArrayTaskID int64 `json:"array_task_id,omitempty"`
+	// ArrayThrottle is the array's %N (0 = none); ArrayPending, on the
+	// array's first task in a folded listing, the ids of the pending tasks
+	// it stands for (squeue 7_[3-15%4]). Both set by horad, not stored.
+	ArrayThrottle int     `json:"array_throttle,omitempty"`
+	ArrayPending  []int64 `json:"array_pending,omitempty"`
+	// Dependency is what is left of the job's dependency in Slurm's form
+	// ("afterok:7(unfulfilled)"), "" when none (set by horad).
+	Dependency string `json:"dependency,omitempty"`
 }
 
 // Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.
@@ -207,11 +225,21 @@ type CancelRequest struct {
 	// Filtered is true when the client used anything but bare ids; unknown ids
 	// are then errors (scancel's two code paths, COMPAT.md §4).
 	Filtered bool `json:"filtered,omitempty"`
+	// Tasks selects array tasks ("7_3", "7_[1-3]"); an id in IDs that names
+	// an array selects all its tasks, as in Slurm.
+	Tasks []TaskSel `json:"tasks,omitempty"`
+}
+
+// TaskSel names tasks of a job array by their task ids.
+type TaskSel struct {
+	Array int64   `json:"array"`
+	Tasks []int64 `json:"tasks"`
 }
 
 // ControlRequest names jobs for hold/release.
 type ControlRequest struct {
-	IDs []int64 `json:"ids"`
+	IDs   []int64   `json:"ids"`
+	Tasks []TaskSel `json:"tasks,omitempty"` // array tasks, as in CancelRequest
 }
 
 // JobResult is the outcome for one job of a multi-job request.

@@ -170,6 +170,10 @@ type JobFilter struct {
 	History bool
 	// Since limits History to jobs submitted or ended at or after this Unix time.
 	Since int64
+	// Fold gives the pending tasks of a job array with the same reason as
+	// one job, the one of the lowest task, with ArrayPending listing them
+	// all (squeue without -r: 7_[3-15%4]).
+	Fold bool
 }
 
 // Query encodes the filter as URL query parameters.
@@ -202,6 +206,9 @@ func (f JobFilter) Query() url.Values {
 	if f.Since != 0 {
 		q.Set("since", fmt.Sprint(f.Since))
 	}
+	if f.Fold {
+		q.Set("fold", "1")
+	}
 	return q
 }
 
@@ -225,6 +232,13 @@ func (c *Client) Cancel(ctx context.Context, r CancelRequest) (*CancelResponse, 
 func (c *Client) Hold(ctx context.Context, ids []int64) (*CancelResponse, error) {
 	out := &CancelResponse{}
 	return out, c.do(ctx, "POST", PathHold, ControlRequest{IDs: ids}, out)
+}
+
+// Control posts a ControlRequest (hold, release, suspend, resume, requeue,
+// with array task selectors) to path.
+func (c *Client) Control(ctx context.Context, path string, req ControlRequest) (*CancelResponse, error) {
+	out := &CancelResponse{}
+	return out, c.do(ctx, "POST", path, req, out)
 }
 
 // Release clears holds.

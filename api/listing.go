@@ -18,7 +18,7 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL1"
+const listingMagic = "HJL2"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
@@ -56,6 +56,9 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, v)
 	}
 	b = appendBool(b, s.OpenAppend)
+	for _, v := range [...]string{s.Array, s.Dependency, s.KillOnInvalidDep} {
+		b = appendStr(b, v)
+	}
 
 	b = binary.AppendUvarint(b, uint64(j.UID))
 	b = binary.AppendUvarint(b, uint64(j.GID))
@@ -83,7 +86,15 @@ func appendJob(b []byte, j *Job) []byte {
 		}
 	}
 	b = appendStr(b, j.StdoutPath)
-	return appendStr(b, j.StderrPath)
+	b = appendStr(b, j.StderrPath)
+	for _, v := range [...]int64{j.ArrayJobID, j.ArrayTaskID, int64(j.ArrayThrottle)} {
+		b = binary.AppendVarint(b, v)
+	}
+	b = binary.AppendUvarint(b, uint64(len(j.ArrayPending)))
+	for _, v := range j.ArrayPending {
+		b = binary.AppendVarint(b, v)
+	}
+	return appendStr(b, j.Dependency)
 }
 
 func appendStr(b []byte, s string) []byte {
@@ -296,6 +307,7 @@ func (d *listingDecoder) job(j *Job) {
 	s.Load = d.float()
 	s.Input, s.Reservation, s.Account, s.QOS, s.Comment, s.SubmitHost = d.field(), d.field(), d.field(), d.field(), d.field(), d.field()
 	s.OpenAppend = d.bool()
+	s.Array, s.Dependency, s.KillOnInvalidDep = d.field(), d.field(), d.field()
 
 	j.UID = uint32(d.uvarint())
 	j.GID = uint32(d.uvarint())
@@ -323,4 +335,16 @@ func (d *listingDecoder) job(j *Job) {
 	}
 	j.StdoutPath = d.field()
 	j.StderrPath = d.field()
+	j.ArrayJobID, j.ArrayTaskID, j.ArrayThrottle = d.varint(), d.varint(), d.int()
+	if n := d.uvarint(); n > 0 && d.err == nil {
+		if n > uint64(len(d.b)-d.off) { // a task id takes at least one byte
+			d.fail(errTruncated)
+			return
+		}
+		j.ArrayPending = make([]int64, n)
+		for i := range j.ArrayPending {
+			j.ArrayPending[i] = d.varint()
+		}
+	}
+	j.Dependency = d.field()
 }

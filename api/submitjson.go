@@ -52,6 +52,9 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.str("comment", s.Comment, true)
 	w.str("submit_host", s.SubmitHost, true)
 	w.bool("open_append", s.OpenAppend)
+	w.str("array", s.Array, true)
+	w.str("dependency", s.Dependency, true)
+	w.str("kill_on_invalid_dep", s.KillOnInvalidDep, true)
 	w.b = append(w.b, '}')
 	if r.TestOnly {
 		w.b = append(w.b, `,"test_only":true`...)

@@ -19,6 +19,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"hora/api"
 	"hora/config"
 	"hora/nodes"
+	"hora/sbatch"
 	"hora/scheduler"
 	"hora/store"
 )
@@ -52,6 +54,7 @@ type Controller struct {
 	operators map[uint32]bool
 	admin     map[string]*nodeAdmin       // drained or down nodes (nodeadmin.go)
 	resvs     map[string]*api.Reservation // advance reservations by name (reservations.go)
+	arrays    map[int64]*arrayInfo        // job arrays by id (arrays.go)
 	// recovering is set while recover rebuilds the Engine: no scheduling
 	// pass may run before every running job holds its nodes again.
 	recovering bool
@@ -74,6 +77,11 @@ type job struct {
 	nodeFailed       bool            // a node of the job went down: its end is a node failure
 	requeueRequested bool            // scontrol requeue: its end puts it back to PENDING
 
+	// dep is the job's dependency as the Engine has it, depShown the
+	// user's terms aligned with it and depSep their separator (arrays.go).
+	dep      *scheduler.Dependency
+	depShown []sbatch.DepTerm
+	depSep   string
 }
 
 // Options configures New.
@@ -106,7 +114,8 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
-		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, work: newWorkQueue(), wake: make(chan struct{}, 1),
+		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{},
+		work: newWorkQueue(), wake: make(chan struct{}, 1),
 		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{},
 	}
 	for _, p := range o.Config.Partitions {
@@ -191,6 +200,7 @@ func (c *Controller) recover(ctx context.Context) error {
 		return fmt.Errorf("reattach: %w", err)
 	}
 	var suspended []int64 // running jobs restored suspended
+	var pending []*job    // restored after the loop, once every job is known (dependencies)
 	onNode := map[nodes.StepKey]nodes.Status{}
 	for _, s := range steps {
 		onNode[s.Key] = s
@@ -279,6 +289,21 @@ func (c *Controller) recover(ctx context.Context) error {
 			}
 		}
 		c.addJob(j)
+		pending = append(pending, j)
+	}
+	// Dependencies: first what the Engine must know of finished jobs, then
+	// the pending jobs, each after the pending jobs it waits on.
+	for _, id := range c.ids {
+		if j := c.jobs[id]; j.State.Finished() {
+			c.eng.Handle(endedEvent(now, j))
+		}
+	}
+	for _, j := range pending {
+		if err := c.prepareDepLocked(j); err != nil {
+			c.log.Warn("dependency no longer readable; dropped", "job", j.ID, "dependency", j.Spec.Dependency)
+		}
+	}
+	for _, j := range pendingRestoreOrder(pending) {
 		c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j)})
 	}
 	// Steps the store does not know as running (left over after a crash
@@ -304,6 +329,7 @@ func (c *Controller) recover(ctx context.Context) error {
 }
 
 func (c *Controller) addJob(j *job) {
+	c.noteArrayLocked(j)
 	if _, ok := c.jobs[j.ID]; ok {
 		c.jobs[j.ID] = j
 		return
@@ -332,8 +358,17 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 		ID: scheduler.JobID(j.ID), Partition: j.Spec.Partition, User: j.UID, Nodes: n,
 		TimeLimit: limit, Submit: float64(j.SubmitTime), Begin: float64(j.Spec.Begin),
 		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
-		Reservation: j.Spec.Reservation,
+		Reservation: j.Spec.Reservation, Name: j.Spec.Name,
+		Array: scheduler.JobID(j.ArrayJobID), ArrayLimit: c.arrayThrottle(j),
+		Dep: j.dep, KillOnInvalidDep: c.killOnInvalidDep(&j.Spec),
 	}
+}
+
+func (c *Controller) arrayThrottle(j *job) int {
+	if a := c.arrays[j.ArrayJobID]; a != nil && j.ArrayJobID != 0 {
+		return a.throttle
+	}
+	return 0
 }
 
 // applyLocked carries out the Engine's actions. State changes that need no
@@ -622,6 +657,15 @@ func (c *Controller) pruneLocked() {
 		j := c.jobs[id]
 		if j.State.Finished() && j.EndTime < cut {
 			delete(c.jobs, id)
+			c.eng.Handle(scheduler.Purge{Now: c.nowSec(), ID: schedID(id)})
+			if a := c.arrays[j.ArrayJobID]; a != nil && j.ArrayJobID != 0 {
+				if i, found := slices.BinarySearch(a.ids, id); found {
+					a.ids = slices.Delete(a.ids, i, i+1)
+				}
+				if len(a.ids) == 0 {
+					delete(c.arrays, j.ArrayJobID)
+				}
+			}
 			continue
 		}
 		keep = append(keep, id)
@@ -690,6 +734,9 @@ func outputPaths(j *api.Job) (string, string) {
 	out := j.Spec.Stdout
 	if out == "" {
 		out = "slurm-%j.out"
+		if j.ArrayJobID != 0 {
+			out = "slurm-%A_%a.out" // Slurm's default for array tasks
+		}
 	}
 	o := expand(j, out)
 	e := o

@@ -39,6 +39,19 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 	if spec.Hold {
 		j.Reason = "JobHeldUser"
 	}
+	var arr sbatch.Array
+	if spec.Array != "" && !req.TestOnly {
+		a, ok := sbatch.ParseArray(spec.Array, c.cfg.MaxArraySize)
+		if !ok {
+			return nil, &api.Error{Message: sbatch.MsgInvalidArray, Code: api.CodeBadRequest}
+		}
+		arr = a
+	}
+	if spec.Dependency != "" {
+		if _, ok := sbatch.ParseDependency(spec.Dependency); !ok {
+			return nil, &api.Error{Message: sbatch.MsgDependency, Code: api.CodeBadRequest}
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.TestOnly {
@@ -54,7 +67,13 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 		return &api.SubmitResponse{JobID: c.nextID, StartTime: int64(math.Ceil(start)), Nodes: nodeList,
 			Partition: c.partitionOf(spec.Partition), CPUs: cpus}, nil
 	}
+	if len(arr.Tasks) > 0 {
+		return c.submitArrayLocked(ctx, j, arr)
+	}
 	j.ID = c.nextID
+	if err := c.prepareDepLocked(j); err != nil {
+		return nil, err
+	}
 	acts := c.eng.Handle(scheduler.Submit{Now: c.nowSec(), Job: c.schedJob(j)})
 	for _, a := range acts {
 		if r, ok := a.(scheduler.Reject); ok {
@@ -455,6 +474,7 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	if j.Spec.Reservation != "" {
 		set("SLURM_JOB_RESERVATION", j.Spec.Reservation)
 	}
+	c.arrayEnv(j, set)
 	set("ENVIRONMENT", "BATCH")
 	set("HORA_JOB_ID", id)
 	return env
@@ -488,8 +508,12 @@ func expandPattern(j *api.Job, pattern string) string {
 	if len(j.Nodes) > 0 {
 		node = j.Nodes[0]
 	}
+	arrayJob, task := j.ID, int64(-1)
+	if j.ArrayJobID != 0 {
+		arrayJob, task = j.ArrayJobID, j.ArrayTaskID
+	}
 	return sbatch.ExpandPattern(pattern, sbatch.PatternFields{
-		JobID: j.ID, ArrayJobID: j.ID, ArrayTaskID: -1, User: j.User, JobName: j.Spec.Name,
+		JobID: j.ID, ArrayJobID: arrayJob, ArrayTaskID: task, User: j.User, JobName: j.Spec.Name,
 		Node: node, StepID: "batch",
 	})
 }

@@ -408,7 +408,7 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 		return nil
 	}
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: schedID(j.ID),
-		Step: scheduler.BatchStep, Failed: true}))
+		Step: scheduler.BatchStep, Failed: true, Requeue: true}))
 	c.eng.Handle(scheduler.Restore{Now: c.nowSec(), Job: c.schedJob(j)})
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: c.nowSec()}))
 	return nil
@@ -458,7 +458,7 @@ func (c *Controller) routeNodeOps(mux *http.ServeMux) {
 			if err := decode(r, &req); err != nil {
 				return nil, err
 			}
-			return c.suspend(ctx, who, req.IDs, stop), nil
+			return c.suspend(ctx, who, c.expandIDs(req.IDs, req.Tasks), stop), nil
 		}))
 	}
 	mux.HandleFunc("POST "+api.PathRequeue, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
@@ -466,7 +466,7 @@ func (c *Controller) routeNodeOps(mux *http.ServeMux) {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
-		return c.requeueJobs(ctx, who, req.IDs), nil
+		return c.requeueJobs(ctx, who, c.expandIDs(req.IDs, req.Tasks)), nil
 	}))
 }
 

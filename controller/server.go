@@ -162,6 +162,9 @@ func (c *Controller) hCancel(ctx context.Context, who *Caller, r *http.Request) 
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	if len(req.IDs) > 0 || len(req.Tasks) > 0 {
+		req.IDs, req.Tasks = c.expandIDs(req.IDs, req.Tasks), nil
+	}
 	return c.cancel(ctx, who, req)
 }
 
@@ -171,7 +174,7 @@ func (c *Controller) hHold(hold bool) handlerFunc {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
-		return c.hold(ctx, who, req.IDs, hold), nil
+		return c.hold(ctx, who, c.expandIDs(req.IDs, req.Tasks), hold), nil
 	}
 }
 
@@ -211,7 +214,8 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	parts, names := q["partition"], q["name"]
 	all, full, history := q.Get("all") == "1", q.Get("full") == "1", q.Get("history") == "1"
 	keep := func(j *api.Job) bool {
-		if len(ids) > 0 && !slices.Contains(ids, j.ID) {
+		// An array's id names all its tasks, as in Slurm.
+		if len(ids) > 0 && !slices.Contains(ids, j.ID) && (j.ArrayJobID == 0 || !slices.Contains(ids, j.ArrayJobID)) {
 			return false
 		}
 		if len(uids) > 0 && !slices.Contains(uids, j.UID) {
@@ -257,11 +261,36 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	// Sized for every job at once: growing a slice of 10,000 jobs by
 	// appends copied it a dozen times under the lock.
 	out.Jobs = listings.get(len(c.ids))
+	type foldKey struct {
+		array  int64
+		reason string
+	}
+	var folded map[foldKey]int // → index in out.Jobs of the row that stands for them
+	if q.Get("fold") == "1" {
+		folded = map[foldKey]int{}
+	}
 	for _, id := range c.ids {
 		j := c.jobs[id]
-		if keep(&j.Job) {
-			out.Jobs = append(out.Jobs, c.present(who, j.Job, full))
+		if !keep(&j.Job) {
+			continue
 		}
+		if folded != nil && j.ArrayJobID != 0 && j.State == api.StatePending {
+			reason := j.Reason
+			if reason != "JobHeldUser" && reason != "JobHeldAdmin" {
+				reason = c.eng.Reason(schedID(j.ID))
+			}
+			k := foldKey{j.ArrayJobID, reason}
+			if i, ok := folded[k]; ok {
+				out.Jobs[i].ArrayPending = append(out.Jobs[i].ArrayPending, j.ArrayTaskID)
+				continue
+			}
+			folded[k] = len(out.Jobs)
+			row := c.present(who, j.Job, full)
+			row.ArrayPending = []int64{j.ArrayTaskID}
+			out.Jobs = append(out.Jobs, row)
+			continue
+		}
+		out.Jobs = append(out.Jobs, c.present(who, j.Job, full))
 	}
 	return out, nil
 }
@@ -298,6 +327,12 @@ func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
 	}
 	if !full || (who.UID != j.UID && !c.operators[who.UID]) {
 		j.Spec.Script, j.Spec.Env = "", nil
+	}
+	if lj := c.jobs[j.ID]; lj != nil && j.State == api.StatePending {
+		j.Dependency = c.dependencyText(lj)
+	}
+	if j.ArrayJobID != 0 {
+		j.ArrayThrottle = c.arrayThrottle(&job{Job: j})
 	}
 	if len(j.Steps) > 0 {
 		j.Steps = slices.Clone(j.Steps)

@@ -121,7 +121,7 @@ var passThrough = map[string]bool{
 	"export-file": true, "extra-node-info": true, "get-user-env": true, "gid": true,
 	"gpu-bind": true, "gpu-freq": true, "gpus": true, "gpus-per-node": true,
 	"gpus-per-socket": true, "gpus-per-task": true, "gres": true, "gres-flags": true,
-	"hint": true, "kill-on-invalid-dep": true, "licenses": true, "mail-type": true,
+	"hint": true, "licenses": true, "mail-type": true,
 	"mail-user": true, "mcs-label": true, "mem-bind": true, "mem-per-gpu": true,
 	"mincpus": true, "network": true, "nice": true, "no-kill": true, "nodefile": true,
 	"nodelist": true, "ntasks-per-core": true, "ntasks-per-gpu": true,

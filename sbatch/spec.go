@@ -340,15 +340,13 @@ type state struct {
 	flags *Flags
 	in    Input
 
-	export           string
-	exportSet        bool
-	memSet           bool   // --mem given (beats --mem-per-cpu given earlier)
-	memPerCPU        int64  // MiB, from --mem-per-cpu
-	ntasksPerNode    int    // --ntasks-per-node
-	input            string // --input, kept for --load
-	exit             int    // exit status of the error apply reported, 0 = exitOption
-	unsupportedArray string
-	dependency       string
+	export        string
+	exportSet     bool
+	memSet        bool   // --mem given (beats --mem-per-cpu given earlier)
+	memPerCPU     int64  // MiB, from --mem-per-cpu
+	ntasksPerNode int    // --ntasks-per-node
+	input         string // --input, kept for --load
+	exit          int    // exit status of the error apply reported, 0 = exitOption
 }
 
 // apply applies one setting and returns Slurm's error text for a bad value
@@ -464,9 +462,21 @@ func (st *state) apply(s setting) string {
 		}
 		sp.Load = f
 	case "array":
-		st.unsupportedArray = v
+		// Checked by horad against its MaxArraySize, as slurmctld does:
+		// every refusal is "Invalid job array specification".
+		sp.Array = v
 	case "dependency":
-		st.dependency = v
+		// Also checked by horad, which knows the jobs it names.
+		sp.Dependency = v
+	case "kill-on-invalid-dep":
+		switch strings.ToLower(v) {
+		case "yes", "kill":
+			sp.KillOnInvalidDep = "yes"
+		case "no", "nokill":
+			sp.KillOnInvalidDep = "no"
+		default:
+			return "Invalid --kill-on-invalid-dep specification"
+		}
 	case "ignore-pbs", "wrap":
 		// Handled before the settings are applied.
 	default:
@@ -480,15 +490,6 @@ func (st *state) apply(s setting) string {
 // finish derives what depends on several options.
 func (st *state) finish() error {
 	sp := st.spec
-	// Job arrays and dependencies change what runs and when; api.JobSpec
-	// has no field for them, so accepting them silently would run the
-	// wrong thing. An empty --dependency= (some tools send it) is no-op.
-	if st.unsupportedArray != "" {
-		return &Error{Msg: "error: hora does not support job arrays (--array=" + st.unsupportedArray + ")", Exit: exitOption}
-	}
-	if st.dependency != "" {
-		return &Error{Msg: "error: hora does not support job dependencies (--dependency=" + st.dependency + ")", Exit: exitOption}
-	}
 	if st.ntasksPerNode > 0 && sp.NTasks == 0 {
 		sp.NTasks = st.ntasksPerNode * max(sp.Nodes, 1)
 	}

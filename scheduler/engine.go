@@ -474,12 +474,14 @@ func (e *Engine) finished(now float64, ev Finished) {
 		// A restored running job whose nodes were unknown has no step to
 		// free; its end still ends it.
 		if r.started && len(r.steps) == 0 {
+			r.gate.requeue = ev.Requeue
 			delete(e.jobs, ev.ID)
 			e.left(now, r, !ev.Failed && !r.removed)
 		}
 		return
 	}
 	r.gate.failed = r.gate.failed || ev.Failed
+	r.gate.requeue = ev.Requeue
 	for _, g := range r.steps[k].nodes {
 		e.release(g)
 	}

@@ -153,6 +153,7 @@ type gateRec struct {
 	startAt   float64    // when it started (for "after" terms of others)
 	failed    bool       // a step failed (for afterok/afternotok of others)
 	restoring bool       // being restored: its policy takes it without admission
+	requeue   bool       // leaving to come back pending (Finished.Requeue)
 }
 
 // enterGates enters a new or restored pending job that has a dependency or
@@ -455,7 +456,9 @@ func (e *Engine) left(now float64, r *jobRec, ok bool) {
 		return
 	}
 	id := r.job.ID
-	e.gate.ended[id] = outcome{ok: ok && !r.gate.failed, startAt: r.gate.startAt, endAt: now}
+	if !r.gate.requeue {
+		e.gate.ended[id] = outcome{ok: ok && !r.gate.failed, startAt: r.gate.startAt, endAt: now}
+	}
 	if r.gate.inArray {
 		r.gate.inArray = false
 		if a := e.gate.arrays[r.job.Array]; a != nil {
@@ -478,6 +481,11 @@ func (e *Engine) left(now float64, r *jobRec, ok bool) {
 				e.gate.groups[k] = g
 			}
 		}
+	}
+	if r.gate.requeue {
+		// Its dependents wait for the next run, which Restore brings.
+		e.checkGroup(now, r)
+		return
 	}
 	ws := e.gate.waiters[id]
 	delete(e.gate.waiters, id)

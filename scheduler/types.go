@@ -124,6 +124,10 @@ type Finished struct {
 	// because of its own exit status. Policies that implement NodeFailer
 	// hear of it.
 	NodeFail bool
+	// Requeue is true when the job goes back to pending (scontrol requeue,
+	// a node failure with --requeue; the driver Restores it next): the jobs
+	// that depend on it keep waiting for its next run.
+	Requeue bool
 	// Transfer and Compute are measured seconds of a chunk whose data was
 	// sent before it ran (0 = not measured): the time of the transfer and
 	// of the run. Policies that implement Measurer learn from them.

@@ -27,6 +27,7 @@ const (
 	KindReason    Kind = "reason"     // Reason: the new pending reason
 	KindSuspend   Kind = "suspend"    // Time is when the job was stopped (RUNNING → SUSPENDED)
 	KindResume    Kind = "resume"     // Time is when it was continued (SUSPENDED → RUNNING)
+	KindUpdate    Kind = "update"     // Job: the new Spec and Priority (scontrol update)
 
 	// Marks on the current run, written before the controller answers so
 	// that a restart ends the run as asked (DESIGN §5.3). The job's row does
@@ -43,7 +44,7 @@ type Event struct {
 	Time  int64 // Unix seconds; Append fills in the current time when 0
 	Kind  Kind
 
-	Job        *api.Job     // KindSubmit
+	Job        *api.Job     // KindSubmit, KindUpdate
 	Nodes      []string     // KindStart, KindNodeFail
 	StdoutPath string       // KindStart
 	StderrPath string       // KindStart

@@ -219,6 +219,23 @@ func apply(j *api.Job, ev *Event) error {
 		j.SuspendTime, j.SuspendedSecs = 0, 0
 		j.Restarts++
 
+	case KindUpdate:
+		switch {
+		case ev.Job == nil:
+			return bad("no job")
+		case j.State.Finished():
+			return bad("the job has finished")
+		}
+		// A task's shared script and environment are not repeated in its
+		// update (they cannot change): keep what the row has.
+		spec := ev.Job.Spec
+		spec.Args = slices.Clone(spec.Args)
+		spec.Env = slices.Clone(spec.Env)
+		if spec.Script == "" && len(spec.Env) == 0 {
+			spec.Script, spec.Env = j.Spec.Script, j.Spec.Env
+		}
+		j.Spec, j.Priority = spec, ev.Job.Priority
+
 	case KindRequeueRequest, KindNodeFail:
 		// Only marks on the running run: the row stays as it is, and
 		// RunMarks reads them back for recovery.

@@ -158,11 +158,11 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 // jobColumns are the jobs columns in the order scanJob reads them.
 const jobColumns = `id, uid, gid, user_name, group_name, state, reason, priority, partition, name,
 	submit_time, eligible_time, start_time, end_time, exit_code, signal, cancelled_by, nodes,
-	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs`
+	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs, array_job_id, array_task_id`
 
 // sqlPutJob inserts or replaces a job's row.
 const sqlPutJob = `INSERT INTO jobs (` + jobColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	uid = excluded.uid, gid = excluded.gid, user_name = excluded.user_name,
 	group_name = excluded.group_name, state = excluded.state, reason = excluded.reason,
@@ -172,7 +172,8 @@ ON CONFLICT (id) DO UPDATE SET
 	exit_code = excluded.exit_code, signal = excluded.signal,
 	cancelled_by = excluded.cancelled_by, nodes = excluded.nodes, restarts = excluded.restarts,
 	stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, spec = excluded.spec,
-	suspend_time = excluded.suspend_time, suspended_secs = excluded.suspended_secs`
+	suspend_time = excluded.suspend_time, suspended_secs = excluded.suspended_secs,
+	array_job_id = excluded.array_job_id, array_task_id = excluded.array_task_id`
 
 // putJob writes a job's row and the steps that differ from oldSteps.
 func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) error {
@@ -191,7 +192,7 @@ func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) err
 		j.ID, j.UID, j.GID, j.User, j.Group, string(j.State), j.Reason, j.Priority, j.Spec.Partition,
 		j.Spec.Name, j.SubmitTime, j.EligibleTime, j.StartTime, j.EndTime, j.ExitCode, j.Signal,
 		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, string(spec),
-		j.SuspendTime, j.SuspendedSecs)
+		j.SuspendTime, j.SuspendedSecs, j.ArrayJobID, j.ArrayTaskID)
 	if err != nil {
 		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
@@ -267,7 +268,7 @@ func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api
 		if err := rows.Scan(&j.ID, &j.UID, &j.GID, &j.User, &j.Group, &state, &j.Reason, &j.Priority,
 			new(string), new(string), &j.SubmitTime, &j.EligibleTime, &j.StartTime, &j.EndTime,
 			&j.ExitCode, &j.Signal, &j.CancelledBy, &nodes, &j.Restarts, &j.StdoutPath, &j.StderrPath,
-			&spec, &j.SuspendTime, &j.SuspendedSecs); err != nil {
+			&spec, &j.SuspendTime, &j.SuspendedSecs, &j.ArrayJobID, &j.ArrayTaskID); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -315,10 +316,136 @@ FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, 
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	if err := shareArraySpecs(ctx, q, out, byID); err != nil {
+		return nil, err
+	}
 	for i := range out {
 		canonical(&out[i])
 	}
 	return out, nil
+}
+
+// shareArraySpecs gives array tasks the script and environment their
+// array's first task holds for them all (SubmitArray stores them once).
+func shareArraySpecs(ctx context.Context, q querier, out []api.Job, byID map[int64]int) error {
+	type shared struct {
+		script string
+		env    []string
+	}
+	cache := map[int64]shared{}
+	for i := range out {
+		j := &out[i]
+		if j.ArrayJobID == 0 || j.ArrayJobID == j.ID || j.Spec.Script != "" {
+			continue
+		}
+		sh, ok := cache[j.ArrayJobID]
+		if !ok {
+			if k, in := byID[j.ArrayJobID]; in {
+				sh = shared{out[k].Spec.Script, out[k].Spec.Env}
+			} else {
+				rows, err := q.QueryContext(ctx, `SELECT spec FROM jobs WHERE id = ?`, j.ArrayJobID)
+				if err != nil {
+					return err
+				}
+				var text string
+				if rows.Next() {
+					if err := rows.Scan(&text); err != nil {
+						rows.Close()
+						return err
+					}
+				}
+				rows.Close()
+				var spec api.JobSpec
+				if text != "" {
+					if err := json.Unmarshal([]byte(text), &spec); err != nil {
+						return fmt.Errorf("array %d: spec: %w", j.ArrayJobID, err)
+					}
+				}
+				sh = shared{spec.Script, spec.Env}
+			}
+			cache[j.ArrayJobID] = sh
+		}
+		j.Spec.Script, j.Spec.Env = sh.script, sh.env
+	}
+	return nil
+}
+
+// SubmitArray records the tasks of a job array, all or none, in one
+// transaction: consecutive ids from the next one (jobs[0].ID may name the
+// first, as with Submit), every task's ArrayJobID set to the first id. The
+// tasks after the first are stored without the script and environment they
+// share with it, so that a 10,000-task array writes them once; reads give
+// them back. On success each job's ID and defaults are set as Submit sets them.
+func (s *Store) SubmitArray(ctx context.Context, jobs []*api.Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	now := time.Now().Unix()
+	prepared := make([]api.Job, len(jobs))
+	for i, job := range jobs {
+		j := *job
+		if i > 0 {
+			j.Spec.Script, j.Spec.Env = "", nil
+		}
+		j.Nodes, j.Steps = slices.Clone(j.Nodes), slices.Clone(j.Steps)
+		j.Spec.Args = slices.Clone(j.Spec.Args)
+		if j.State == "" {
+			j.State = api.StatePending
+		}
+		if j.Reason == "" {
+			j.Reason = reasonNone
+		}
+		if j.SubmitTime == 0 {
+			j.SubmitTime = now
+		}
+		j.CancelledBy = -1
+		canonical(&j)
+		prepared[i] = j
+	}
+	var first int64
+	err := s.write(ctx, func(sqltx *sql.Tx) error {
+		tx := s.prepared(sqltx)
+		next, err := nextJobID(ctx, tx)
+		if err != nil {
+			return err
+		}
+		first = prepared[0].ID
+		if first == 0 {
+			first = next
+		} else if first < next {
+			return fmt.Errorf("job id %d: already allocated (next is %d)", first, next)
+		}
+		if _, err := tx.ExecContext(ctx, sqlSetNextJobID,
+			strconv.FormatInt(first+int64(len(prepared)), 10), metaNextJobID); err != nil {
+			return err
+		}
+		for i := range prepared {
+			sj := prepared[i]
+			sj.ID, sj.ArrayJobID = first+int64(i), first
+			ev := Event{JobID: sj.ID, Time: sj.SubmitTime, Kind: KindSubmit, Job: &sj}
+			var nj api.Job
+			if err := apply(&nj, &ev); err != nil {
+				return err
+			}
+			if err := putJob(ctx, tx, &nj, nil); err != nil {
+				return err
+			}
+			if err := putEvent(ctx, tx, &ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, job := range jobs {
+		script, env := job.Spec.Script, job.Spec.Env
+		*job = prepared[i]
+		job.ID, job.ArrayJobID = first+int64(i), first
+		job.Spec.Script, job.Spec.Env = script, env
+	}
+	return nil
 }
 
 // readTx runs fn in a read transaction of the read-only pool, so that a job's
@@ -364,8 +491,9 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		conds = append(conds, `id IN (SELECT value FROM json_each(?))`)
-		args = append(args, string(ids))
+		// An array's id names all its tasks.
+		conds = append(conds, `(id IN (SELECT value FROM json_each(?)) OR array_job_id IN (SELECT value FROM json_each(?)))`)
+		args = append(args, string(ids), string(ids))
 	}
 	where := ""
 	if len(conds) > 0 {

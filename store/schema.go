@@ -115,6 +115,15 @@ CREATE TABLE node_admin (
 ALTER TABLE jobs ADD COLUMN suspend_time   INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN suspended_secs INTEGER NOT NULL DEFAULT 0;
 `},
+	{"job arrays", `
+-- Each task of a job array is a job of its own; array_job_id is the array's
+-- id (its first task's job id, 0 = not a task) and array_task_id the task's
+-- index. A task other than the first stores its spec without the script and
+-- the environment, which it shares with the first (store/README.md).
+ALTER TABLE jobs ADD COLUMN array_job_id  INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN array_task_id INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_array ON jobs(array_job_id) WHERE array_job_id != 0;
+`},
 }
 
 // migrate brings db to the last of ms in one immediate transaction, so two

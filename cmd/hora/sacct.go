@@ -167,11 +167,23 @@ func (r *saRow) cpus() int {
 
 func (r *saRow) ts(u int64) string { return fmtTime(u, r.tfmt, r.now) }
 
+// rawTxt is JobIDRaw: the job's own id (an array task's too) and the step.
+func (r *saRow) rawTxt() string {
+	if r.job.ArrayJobID == 0 {
+		return r.idTxt
+	}
+	raw := strconv.FormatInt(r.job.ID, 10)
+	if _, step, ok := strings.Cut(r.idTxt, "."); ok {
+		raw += "." + step
+	}
+	return raw
+}
+
 // sacctFields lists the supported fields in the order abbreviations are
 // resolved (an abbreviation picks the first name it prefixes).
 var sacctFields = []saField{
 	{"JobID", -12, func(r *saRow) string { return r.idTxt }},
-	{"JobIDRaw", -12, func(r *saRow) string { return r.idTxt }},
+	{"JobIDRaw", -12, func(r *saRow) string { return r.rawTxt() }},
 	{"JobName", 10, func(r *saRow) string {
 		if r.kind == 'b' {
 			return "batch"
@@ -322,6 +334,9 @@ func sacctRows(jobs []api.Job, allocations bool, now time.Time, tfmt string) []s
 	for i := range jobs {
 		j := &jobs[i]
 		id := strconv.FormatInt(j.ID, 10)
+		if j.ArrayJobID != 0 {
+			id = strconv.FormatInt(j.ArrayJobID, 10) + "_" + strconv.FormatInt(j.ArrayTaskID, 10)
+		}
 		rows = append(rows, saRow{job: j, kind: 'j', now: now, tfmt: tfmt, idTxt: id})
 		if allocations {
 			continue

@@ -87,21 +87,21 @@ func scancelMain(ctx context.Context, env *Env, args []string) int {
 	quiet, verbose := has("quiet"), has("verbose")
 
 	var targets []scancelTarget
+	var refs []jobRef
 	for _, a := range p.Args {
-		for _, s := range splitList(a) {
-			id, ok := parseJobID(s)
+		for _, s := range splitJobIDs(a) {
+			r, ok := parseJobRef(s)
 			if !ok {
 				fmt.Fprintf(env.Stderr, "%s: error: Invalid job id %s\n", env.Prog, s)
 				return 1
 			}
-			targets = append(targets, scancelTarget{id, s})
+			refs = append(refs, r)
+			targets = append(targets, scancelTarget{r.id, s})
 		}
 	}
 
-	req := api.CancelRequest{}
-	for _, t := range targets {
-		req.IDs = append(req.IDs, t.id)
-	}
+	cr := controlRequest(refs)
+	req := api.CancelRequest{IDs: cr.IDs, Tasks: cr.Tasks}
 	if v, ok := p.Last("signal"); ok {
 		n, ok := parseSignal(v.Val)
 		if !ok {

@@ -267,10 +267,24 @@ func (c *sqCtx) appendValue(b []byte, f *sqField, j *api.Job) []byte {
 	case sqLiteral:
 		return append(b, f.text...)
 	case 'i', 'A', 'F':
+		if j.ArrayJobID != 0 {
+			switch {
+			case f.kind == 'i':
+				s = strconv.FormatInt(j.ArrayJobID, 10) + "_" + arrayTaskText(j, true)
+			case f.kind == 'F' || len(j.ArrayPending) > 1:
+				s = strconv.FormatInt(j.ArrayJobID, 10)
+			default:
+				s = strconv.FormatInt(j.ID, 10)
+			}
+			return appendCol(b, s, f.col)
+		}
 		c.numBuf = strconv.AppendInt(c.numBuf[:0], j.ID, 10)
 		return appendCol(b, string(c.numBuf), f.col)
 	case 'K':
 		s = "N/A"
+		if j.ArrayJobID != 0 {
+			s = arrayTaskText(j, false)
+		}
 	case 'j':
 		s = j.Spec.Name
 	case 'u':
@@ -337,7 +351,9 @@ func (c *sqCtx) appendValue(b []byte, f *sqField, j *api.Job) []byte {
 		s = orNull(j.Spec.Reservation)
 	case 'Z':
 		s = j.Spec.WorkDir
-	case 'E', 'f', 'Y', 'w', 'W':
+	case 'E':
+		s = orNull(j.Dependency)
+	case 'f', 'Y', 'w', 'W':
 		s = "(null)"
 	case 'o':
 		s = orNull(j.Spec.Command)
@@ -543,6 +559,8 @@ type squeueQuery struct {
 	qos        []string
 	resv       []string
 	nodes      map[string]bool
+	tasks      map[int64][]int64 // -j 7_3: only these tasks of array 7
+	expand     bool              // -r: one line per array task
 }
 
 // match applies the selection client-side too, so a horad that ignores a
@@ -556,7 +574,11 @@ func (q *squeueQuery) match(j *api.Job) bool {
 		// Without -t, finished jobs show only when named by -j.
 		return false
 	}
-	if len(q.ids) > 0 && !slices.Contains(q.ids, j.ID) {
+	if len(q.ids) > 0 && !slices.Contains(q.ids, j.ID) && !slices.Contains(q.ids, j.ArrayJobID) {
+		return false
+	}
+	if sel, ok := q.tasks[j.ArrayJobID]; ok && j.ArrayJobID != 0 && !slices.Contains(q.ids, j.ID) &&
+		!slices.Contains(sel, j.ArrayTaskID) {
 		return false
 	}
 	if len(q.users) > 0 && !slices.Contains(q.users, j.User) &&
@@ -593,7 +615,8 @@ func (q *squeueQuery) match(j *api.Job) bool {
 // filter returns what horad is asked for: finished jobs only when a
 // finished state or an id was named.
 func (q *squeueQuery) filter() api.JobFilter {
-	f := api.JobFilter{IDs: q.ids, Users: q.users, Partitions: q.partitions, Names: q.names}
+	f := api.JobFilter{IDs: q.ids, Users: q.users, Partitions: q.partitions, Names: q.names,
+		Fold: !q.expand && q.tasks == nil}
 	if len(q.ids) > 0 {
 		f.All = true
 	}
@@ -721,20 +744,27 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 	if v, ok := p.Last("jobs"); ok && v.Set {
 		var spelled []string
 		for _, a := range p.All("jobs") {
-			spelled = append(spelled, splitList(a)...)
+			spelled = append(spelled, splitJobIDs(a)...)
 		}
 		for _, s := range spelled {
-			id, ok := parseJobID(s)
+			r, ok := parseJobRef(s)
 			if !ok {
 				fmt.Fprintf(env.Stderr, "%s: error: Invalid job id: %s\n", env.Prog, s)
 				return 1
 			}
-			if !slices.Contains(q.ids, id) {
-				q.ids = append(q.ids, id)
+			if r.tasks != nil {
+				if q.tasks == nil {
+					q.tasks = map[int64][]int64{}
+				}
+				q.tasks[r.id] = append(q.tasks[r.id], r.tasks...)
+			}
+			if !slices.Contains(q.ids, r.id) {
+				q.ids = append(q.ids, r.id)
 			}
 		}
 		oneID = len(q.ids) == 1
 	}
+	q.expand = has("array")
 	if has("me") {
 		q.users = append(q.users, currentUID())
 	} else if v, ok := val("user", "SQUEUE_USERS"); ok {
@@ -928,5 +958,22 @@ Help options:
   --help                          show this help message
   --usage                         display a brief summary of squeue options
 
-hora: array (-r), steps (-s), clusters (-M) and --json/--yaml are not supported.
+hora: steps (-s), clusters (-M) and --json/--yaml are not supported.
 `
+
+// arrayTaskText is an array task's id as squeue prints it: "3", or for a
+// folded row of pending tasks the folded list with the throttle, bracketed
+// in the JOBID column ("[3-15%4]") and bare in ARRAY_TASK_ID ("3-15%4").
+func arrayTaskText(j *api.Job, brackets bool) string {
+	if j.ArrayPending == nil || (len(j.ArrayPending) == 1 && j.ArrayThrottle == 0) {
+		return strconv.FormatInt(j.ArrayTaskID, 10)
+	}
+	s := sbatch.FormatArrayTasks(j.ArrayPending)
+	if j.ArrayThrottle > 0 {
+		s += "%" + strconv.Itoa(j.ArrayThrottle)
+	}
+	if brackets {
+		s = "[" + s + "]"
+	}
+	return s
+}

@@ -1,0 +1,72 @@
+package store
+
+import (
+	"slices"
+	"testing"
+
+	"hora/api"
+)
+
+// An array's tasks are written in one call with consecutive ids; each task's
+// row is the fold of its events, and reads give every task the script and
+// environment stored once, with the first task. They survive a reopen.
+func TestSubmitArrayDurableAndShared(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	var jobs []*api.Job
+	for i := range 5 {
+		j := testJob(1)
+		j.ArrayTaskID = int64(2 * i)
+		jobs = append(jobs, j)
+	}
+	if err := s.SubmitArray(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	first := jobs[0].ID
+	for i, j := range jobs {
+		if j.ID != first+int64(i) || j.ArrayJobID != first {
+			t.Fatalf("task %d: id %d array %d, want %d and %d", i, j.ID, j.ArrayJobID, first+int64(i), first)
+		}
+		if j.Spec.Script == "" || len(j.Spec.Env) == 0 {
+			t.Fatalf("task %d lost its script or environment in memory", i)
+		}
+	}
+	s.Close()
+	s = openStore(t, dir)
+	defer s.Close()
+	all, err := s.Jobs(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 5 {
+		t.Fatalf("%d jobs after reopen, want 5", len(all))
+	}
+	for i, j := range all {
+		if j.ArrayJobID != first || j.ArrayTaskID != int64(2*i) {
+			t.Fatalf("task %d read back as array %d task %d", i, j.ArrayJobID, j.ArrayTaskID)
+		}
+		if j.Spec.Script != jobs[0].Spec.Script || !slices.Equal(j.Spec.Env, jobs[0].Spec.Env) {
+			t.Fatalf("task %d read back without the shared script/env: %q %v", i, j.Spec.Script, j.Spec.Env)
+		}
+	}
+	// One task alone (not its first) also gets them.
+	one, err := s.Job(ctx, first+3)
+	if err != nil || one.Spec.Script != jobs[0].Spec.Script {
+		t.Fatalf("lone task: %v %q", err, one.Spec.Script)
+	}
+	next, _ := s.GetMeta(ctx, metaNextJobID)
+	if next != "6" {
+		t.Fatalf("next id %s, want 6", next)
+	}
+	// An update event keeps the shared script; the fold agrees with the row.
+	upd := one
+	upd.Spec.Script, upd.Spec.Env = "", nil
+	upd.Spec.Comment = "changed"
+	if err := s.Append(ctx, Event{JobID: one.ID, Kind: KindUpdate, Job: &upd}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Job(ctx, one.ID); got.Spec.Comment != "changed" || got.Spec.Script != jobs[0].Spec.Script {
+		t.Fatalf("after update: %+v", got.Spec)
+	}
+}
