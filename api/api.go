@@ -396,4 +396,12 @@ const (
 	CodeDeadline         = "DeadlineNotGuaranteed"
 	CodeInternal         = "Internal"
 	CodeReservation      = "ReservationInvalid"
+	// CodeTimeout is set by the client itself, never sent by horad: no
+	// answer came within the message timeout (Slurm's MessageTimeout).
+	CodeTimeout = "Timeout"
 )
+
+// MsgSocketTimeout is Slurm's strerror text for ESLURM_SOCKET_TIMEOUT-like
+// failures (SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT), which its commands print
+// when slurmctld does not answer within MessageTimeout.
+const MsgSocketTimeout = "Socket timed out on send/recv operation"

@@ -23,10 +23,35 @@ var DefaultSocketPaths = []string{"/run/hora/horad.sock", "./var/horad.sock"}
 // MediaListing asked for; horad still serves it to them.
 const MediaGob = "application/x-gob"
 
+// DefaultMessageTimeout bounds every request of a client, as Slurm's
+// MessageTimeout (10 s by default) bounds its commands' exchanges with
+// slurmctld: a stopped or wedged horad makes a command fail with Slurm's
+// text instead of hanging. $HORA_MESSAGE_TIMEOUT (seconds) overrides it.
+const DefaultMessageTimeout = 10 * time.Second
+
 // Client talks to horad over its Unix socket.
 type Client struct {
 	Socket string
-	t      *transport
+	// Timeout bounds each request whose context has no deadline of its
+	// own; 0 means no bound (a caller that waits on purpose passes a
+	// context with its own deadline or cancellation).
+	Timeout time.Duration
+	t       *transport
+}
+
+// MessageTimeout is the per-request bound from $HORA_MESSAGE_TIMEOUT
+// (seconds, > 0), else DefaultMessageTimeout. A malformed value is an error
+// naming the variable, so a typo does not silently mean "wait for ever".
+func MessageTimeout() (time.Duration, error) {
+	v := os.Getenv("HORA_MESSAGE_TIMEOUT")
+	if v == "" {
+		return DefaultMessageTimeout, nil
+	}
+	secs, err := strconv.ParseFloat(v, 64)
+	if err != nil || secs <= 0 || secs > 1e6 {
+		return 0, fmt.Errorf("HORA_MESSAGE_TIMEOUT=%q: want a number of seconds greater than 0", v)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
 }
 
 // ErrNoDaemon means no socket answered; the message lists what was tried.
@@ -40,6 +65,10 @@ func (e *ErrNoDaemon) Error() string {
 // Dial finds the daemon: $HORA_SOCKET if set (and only it), else the default
 // paths in order. It returns *ErrNoDaemon naming every path tried.
 func Dial() (*Client, error) {
+	timeout, err := MessageTimeout()
+	if err != nil {
+		return nil, err
+	}
 	paths := DefaultSocketPaths
 	if s := os.Getenv("HORA_SOCKET"); s != "" {
 		paths = []string{s}
@@ -51,7 +80,9 @@ func Dial() (*Client, error) {
 			tried = append(tried, fmt.Sprintf("%s (%s)", p, shortErr(err)))
 			continue
 		}
-		return newClient(p, c), nil
+		cl := newClient(p, c)
+		cl.Timeout = timeout
+		return cl, nil
 	}
 	return nil, &ErrNoDaemon{Tried: tried}
 }
@@ -83,6 +114,26 @@ func newClient(path string, first net.Conn) *Client {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	if _, has := ctx.Deadline(); !has && c.Timeout > 0 {
+		// The bound covers the whole exchange, answer body included: a
+		// daemon stopped half-way through a listing is as hung as one that
+		// never answered.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.Timeout, errMessageTimeout)
+		defer cancel()
+	}
+	err := c.exchange(ctx, method, path, in, out)
+	if err != nil && errors.Is(context.Cause(ctx), errMessageTimeout) {
+		return &Error{Message: MsgSocketTimeout, Code: CodeTimeout}
+	}
+	return err
+}
+
+// errMessageTimeout marks a context ended by the client's own message
+// timeout, as opposed to a caller's cancellation or deadline.
+var errMessageTimeout = errors.New("message timeout")
+
+func (c *Client) exchange(ctx context.Context, method, path string, in, out any) error {
 	var body []byte
 	var hdr [][2]string
 	if in != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -181,20 +182,7 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 	if _, ok := envMap["SBATCH_IGNORE_PBS"]; ok {
 		ignorePBS = true
 	}
-	var envSettings []setting
-	for _, e := range sbatchEnv {
-		val, ok := envMap[e.Var]
-		if !ok {
-			continue
-		}
-		if e.Flag {
-			if !envFlagSet(val) {
-				continue
-			}
-			val = ""
-		}
-		envSettings = append(envSettings, setting{e.Key, "--" + e.Key, val, "environment variable " + e.Var})
-	}
+	envSettings := envSettingsFor(Sbatch, envMap)
 	if _, ok := p.Last("ignore-pbs"); ok {
 		ignorePBS = true
 	}
@@ -219,12 +207,17 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 		all = append(all, setting{v.Key, v.Name, v.Val, ""})
 	}
 
-	st := &state{spec: spec, flags: flags, in: in}
+	st := &state{cmd: Sbatch, spec: spec, flags: flags, in: in}
 	for _, s := range all {
-		if msg := st.apply(s); msg != "" {
-			e := &Error{Msg: "error: " + msg, Exit: exitOption}
-			if st.exit != 0 {
-				e.Exit = st.exit
+		o := Lookup(Sbatch, s.key)
+		if o == nil || o.Set == nil {
+			continue // accepted without effect, or handled above
+		}
+		if err := o.Set(st, o, s.val); err != nil {
+			e := &Error{Msg: "error: " + err.Error(), Exit: exitOption}
+			var oe *optError
+			if errors.As(err, &oe) && oe.exit != 0 {
+				e.Exit = oe.exit
 			}
 			if s.where != "" {
 				// Slurm names no place; hora adds one so that a bad
@@ -267,6 +260,33 @@ func devNullIfNone(v string) string {
 		return "/dev/null"
 	}
 	return v
+}
+
+// envSettingsFor returns the settings command c's input environment
+// variables make (each option's EnvNames; the first of several names that
+// is set wins), ordered by variable name so that the result does not depend
+// on the table's order. A flag option is set when its variable is empty,
+// "yes" or a non-zero number.
+func envSettingsFor(c Command, env map[string]string) []setting {
+	var out []setting
+	for _, o := range OptionsOf(c) {
+		for _, name := range o.Env.For(c) {
+			val, ok := env[name]
+			if !ok {
+				continue
+			}
+			if o.Arg == NoArg {
+				if !envFlagSet(val) {
+					break
+				}
+				val = ""
+			}
+			out = append(out, setting{o.Key(), "--" + o.Long, val, "environment variable " + name})
+			break
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].where < out[j].where })
+	return out
 }
 
 func envFlagSet(v string) bool {
@@ -336,155 +356,17 @@ func checkScript(b []byte) error {
 
 // state accumulates settings; later settings override earlier ones.
 type state struct {
+	cmd   Command
 	spec  *api.JobSpec
 	flags *Flags
 	in    Input
 
-	export        string
-	exportSet     bool
-	memSet        bool   // --mem given (beats --mem-per-cpu given earlier)
-	memPerCPU     int64  // MiB, from --mem-per-cpu
-	ntasksPerNode int    // --ntasks-per-node
-	input         string // --input, kept for --load
-	exit          int    // exit status of the error apply reported, 0 = exitOption
-}
-
-// apply applies one setting and returns Slurm's error text for a bad value
-// (without "error: "), or "".
-func (st *state) apply(s setting) string {
-	sp := st.spec
-	v := s.val
-	switch s.key {
-	case "job-name":
-		sp.Name = v
-	case "output":
-		sp.Stdout = devNullIfNone(v)
-	case "error":
-		sp.Stderr = devNullIfNone(v)
-	case "input":
-		sp.Stdin = devNullIfNone(v)
-		st.input = v
-	case "chdir":
-		sp.WorkDir = absPath(st.in.Cwd, v)
-	case "partition":
-		sp.Partition = v
-	case "reservation":
-		sp.Reservation = v
-	case "qos":
-		sp.QOS = v
-	case "account":
-		sp.Account = v
-	case "comment":
-		sp.Comment = v
-	case "hold":
-		sp.Hold = true
-	case "requeue":
-		// Neither flag leaves the choice to the cluster (job_requeue).
-		sp.Requeue, sp.NoRequeue = true, false
-	case "no-requeue":
-		sp.Requeue, sp.NoRequeue = false, true
-	case "parsable":
-		st.flags.Parsable = true
-	case "test-only":
-		st.flags.TestOnly = true
-	case "wait":
-		st.flags.Wait = true
-	case "quiet":
-		st.flags.Quiet = true
-	case "open-mode":
-		// Slurm looks at the first letter only.
-		switch {
-		case v != "" && (v[0] == 'a' || v[0] == 'A'):
-			sp.OpenAppend = true
-		case v != "" && (v[0] == 't' || v[0] == 'T'):
-			sp.OpenAppend = false
-		default:
-			return "Invalid --open-mode specification"
-		}
-	case "time", "time-min":
-		secs, err := ParseSlurmDuration(v)
-		if err != nil {
-			return "Invalid --" + s.key + " specification"
-		}
-		if s.key == "time" {
-			sp.TimeLimit = secs
-		} else {
-			sp.TimeMin = secs
-		}
-	case "begin", "deadline":
-		t, err := ParseSlurmTime(v, st.in.Now)
-		if err != nil {
-			return "Invalid --" + s.key + " specification"
-		}
-		if s.key == "begin" {
-			sp.Begin = t.Unix()
-		} else {
-			sp.Deadline = t.Unix()
-		}
-	case "nodes":
-		lo, hi, msg := parseNodeRange(v)
-		if msg != "" {
-			return msg
-		}
-		sp.Nodes, sp.NodesMax = lo, hi
-	case "ntasks", "cpus-per-task", "ntasks-per-node":
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			st.exit = exitFile // Slurm's parse_int exits with 1
-			return fmt.Sprintf("Invalid numeric value %q for --%s.", v, s.key)
-		}
-		switch s.key {
-		case "ntasks":
-			sp.NTasks = n
-		case "cpus-per-task":
-			sp.CPUsPerTask = n
-		default:
-			st.ntasksPerNode = n
-		}
-	case "mem":
-		mb, err := ParseMemMB(v)
-		if err != nil {
-			return "Invalid --mem specification"
-		}
-		sp.MemMB, st.memSet, st.memPerCPU = mb, true, 0
-	case "mem-per-cpu":
-		mb, err := ParseMemMB(v)
-		if err != nil {
-			return "Invalid --mem-per-cpu specification"
-		}
-		st.memPerCPU, st.memSet = mb, false
-	case "export":
-		st.export, st.exportSet = v, true
-	case "load":
-		f, err := ParseSize(v)
-		if err != nil || f <= 0 {
-			return "Invalid --load specification"
-		}
-		sp.Load = f
-	case "array":
-		// Checked by horad against its MaxArraySize, as slurmctld does:
-		// every refusal is "Invalid job array specification".
-		sp.Array = v
-	case "dependency":
-		// Also checked by horad, which knows the jobs it names.
-		sp.Dependency = v
-	case "kill-on-invalid-dep":
-		switch strings.ToLower(v) {
-		case "yes", "kill":
-			sp.KillOnInvalidDep = "yes"
-		case "no", "nokill":
-			sp.KillOnInvalidDep = "no"
-		default:
-			return "Invalid --kill-on-invalid-dep specification"
-		}
-	case "ignore-pbs", "wrap":
-		// Handled before the settings are applied.
-	default:
-		if !passThrough[s.key] {
-			return "internal: option --" + s.key + " has no handler"
-		}
-	}
-	return ""
+	export           string
+	exportSet        bool
+	memSet           bool   // --mem given (beats --mem-per-cpu given earlier)
+	memPerCPU        int64  // MiB, from --mem-per-cpu
+	ntasksPerNode    int    // --ntasks-per-node
+	input            string // --input, kept for --load
 }
 
 // finish derives what depends on several options.

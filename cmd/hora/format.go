@@ -71,41 +71,6 @@ func printVersion(env *Env) int {
 	return 0
 }
 
-// column is one output field: its width and justification, as parsed from
-// "%.18i" (right, 18), "%8j" (left, 8) or "%R" (natural width).
-type column struct {
-	width int
-	right bool
-	// trunc cuts values longer than width. squeue and sinfo truncate plain
-	// text but never time columns and node lists (COMPAT.md §3.1).
-	trunc bool
-}
-
-// appendCol appends s laid out in the column. It works on bytes, as the C
-// printf that Slurm uses does, and allocates nothing.
-func appendCol(b []byte, s string, c column) []byte {
-	if c.width <= 0 {
-		return append(b, s...)
-	}
-	if c.trunc && len(s) > c.width {
-		s = s[:c.width]
-	}
-	pad := c.width - len(s)
-	if c.right {
-		b = appendSpaces(b, pad)
-		return append(b, s...)
-	}
-	b = append(b, s...)
-	return appendSpaces(b, pad)
-}
-
-func appendSpaces(b []byte, n int) []byte {
-	for ; n > 0; n-- {
-		b = append(b, ' ')
-	}
-	return b
-}
-
 // timeFormat is $SLURM_TIME_FORMAT, which every Slurm client honours for
 // printed time stamps (COMPAT.md §1.5).
 func timeFormat(env *Env) string { return env.Getenv("SLURM_TIME_FORMAT") }

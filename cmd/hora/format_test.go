@@ -302,26 +302,6 @@ func runCmd(t *testing.T, cmd Command, prog string, envv map[string]string, args
 	return out.String(), errb.String(), code
 }
 
-func TestAppendCol(t *testing.T) {
-	cases := []struct {
-		s    string
-		c    column
-		want string
-	}{
-		{"abc", column{}, "abc"},
-		{"abc", column{width: 5, right: true, trunc: true}, "  abc"},
-		{"abc", column{width: 5, trunc: true}, "abc  "},
-		{"abcdefgh", column{width: 5, right: true, trunc: true}, "abcde"},
-		{"abcdefgh", column{width: 5, trunc: true}, "abcde"},
-		{"1-00:00:00", column{width: 5, right: true}, "1-00:00:00"},
-	}
-	for _, c := range cases {
-		if got := string(appendCol(nil, c.s, c.c)); got != c.want {
-			t.Errorf("appendCol(%q, %+v) = %q, want %q", c.s, c.c, got, c.want)
-		}
-	}
-}
-
 func TestParseJobID(t *testing.T) {
 	for s, want := range map[string]int64{"123": 123, "123_4": 123, "123_[1-3]": 123, "123.batch": 123, "7.0": 7} {
 		if got, ok := parseJobID(s); !ok || got != want {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hora/api"
+	"hora/cmd/hora/listing"
 	"hora/sbatch"
 )
 
@@ -379,7 +380,7 @@ func writeSacct(w io.Writer, o *sacctOut, rows []saRow) error {
 			if len(v) > wd && wd > 0 {
 				v = v[:wd-1] + "+"
 			}
-			line = appendCol(line, v, column{width: wd, right: right})
+			line = listing.AppendCol(line, v, listing.Column{Width: wd, Right: right})
 			line = append(line, ' ')
 		}
 		line = append(line, '\n')

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"hora/api"
+	"hora/cmd/hora/listing"
 	"hora/sbatch"
 )
 
@@ -68,7 +69,7 @@ const sinfoAggregate = "DNnoCF"
 // siField is one piece of an sinfo line.
 type siField struct {
 	kind   byte // 0 = literal
-	col    column
+	col    listing.Column
 	auto   bool // '#': width of the longest value (COMPAT.md §5.1)
 	suffix string
 	text   string
@@ -90,11 +91,11 @@ func parseSinfoFormat(f string) (fields []siField, bad []string) {
 			i++
 		}
 		if i < len(t) && t[i] == '.' {
-			fl.col.right = true
+			fl.col.Right = true
 			i++
 		}
 		for i < len(t) && t[i] >= '0' && t[i] <= '9' {
-			fl.col.width = fl.col.width*10 + int(t[i]-'0')
+			fl.col.Width = fl.col.Width*10 + int(t[i]-'0')
 			i++
 		}
 		if i >= len(t) {
@@ -110,7 +111,7 @@ func parseSinfoFormat(f string) (fields []siField, bad []string) {
 			continue
 		}
 		// Time columns and node lists are padded, never cut (as squeue).
-		fl.col.trunc = !strings.ContainsRune("lLNnH", rune(fl.kind))
+		fl.col.Trunc = !strings.ContainsRune("lLNnH", rune(fl.kind))
 		fields = append(fields, fl)
 	}
 	return fields, bad
@@ -445,7 +446,7 @@ func writeSinfo(w io.Writer, v *sinfoView, fields []siField, groups []siGroup, h
 		for _, r := range rows {
 			wd = max(wd, len(r[fi]))
 		}
-		f.col = column{width: wd, trunc: true}
+		f.col = listing.Column{Width: wd, Trunc: true}
 	}
 	bw := bufio.NewWriter(w)
 	var line []byte
@@ -456,7 +457,7 @@ func writeSinfo(w io.Writer, v *sinfoView, fields []siField, groups []siGroup, h
 				line = append(line, f.text...)
 				continue
 			}
-			line = appendCol(line, vals[fi], f.col)
+			line = listing.AppendCol(line, vals[fi], f.col)
 			line = append(line, f.suffix...)
 		}
 		line = append(line, '\n')

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"hora/api"
+	"hora/cmd/hora/listing"
 	"hora/sbatch"
 )
 
@@ -53,80 +53,162 @@ var squeueOpts = []sbatch.Opt{
 	{Long: "usage", Arg: sbatch.NoArg, Key: "usage"},
 }
 
-// Internal field kinds for -O names that have no -o letter. They sit above
-// the ASCII letters so they cannot collide with one.
-const (
-	sqDeadline byte = 200 + iota
-	sqStdout
-	sqStderr
-	sqStdin
-	sqExitCode
-	sqCPUsPerTask
-	sqNumTasks
-	sqLiteral byte = 0
-)
+// squeueFields is squeue's field table: one line per field with its -o
+// letter, its -O names, its header (HEAD table in opts.c, COMPAT.md §3.3
+// and §3.4) and its value. Keep marks the fields squeue pads but never cuts
+// (time columns and node lists, §3.1). A new field is one more line.
+var squeueFields = listing.NewTable([]listing.Field[api.Job]{
+	{Letter: 'i', Names: []string{"jobarrayid"}, Header: "JOBID", Value: sqJobArrayID},
+	{Letter: 'A', Names: []string{"jobid"}, Header: "JOBID", Value: sqJobID},
+	{Letter: 'F', Names: []string{"arrayjobid"}, Header: "ARRAY_JOB_ID", Value: sqArrayJobID},
+	{Letter: 'K', Names: []string{"arraytaskid"}, Header: "ARRAY_TASK_ID", Value: sqArrayTaskID},
+	{Letter: 'j', Names: []string{"name"}, Header: "NAME", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Spec.Name }},
+	{Letter: 'u', Names: []string{"username"}, Header: "USER", Value: func(_ *listing.Ctx, j *api.Job) string { return j.User }},
+	{Letter: 'U', Names: []string{"userid"}, Header: "UID", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatUint(uint64(j.UID), 10) }},
+	{Letter: 'g', Names: []string{"groupname"}, Header: "GROUP", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Group }},
+	{Letter: 'G', Names: []string{"groupid"}, Header: "GID", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatUint(uint64(j.GID), 10) }},
+	{Letter: 't', Names: []string{"statecompact"}, Header: "ST", Value: func(_ *listing.Ctx, j *api.Job) string { return j.State.Compact() }},
+	{Letter: 'T', Names: []string{"state"}, Header: "STATE", Value: func(_ *listing.Ctx, j *api.Job) string { return string(j.State) }},
+	{Letter: 'M', Names: []string{"timeused"}, Header: "TIME", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return c.Duration(timeUsed(j, c.NowUnix)) }},
+	{Letter: 'l', Names: []string{"timelimit"}, Header: "TIME_LIMIT", Keep: true, Value: func(_ *listing.Ctx, j *api.Job) string { return timeLimitText(j.Spec.TimeLimit, false) }},
+	{Letter: 'L', Names: []string{"timeleft"}, Header: "TIME_LEFT", Keep: true, Value: sqTimeLeft},
+	{Letter: 'D', Names: []string{"numnodes"}, Header: "NODES", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(jobNodeCount(j)) }},
+	{Letter: 'C', Names: []string{"numcpus"}, Header: "CPUS", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(jobCPUs(j)) }},
+	{Letter: 'R', Names: []string{"reasonlist"}, Header: "NODELIST(REASON)", Keep: true, Value: sqReasonList},
+	{Letter: 'r', Names: []string{"reason"}, Header: "REASON", Value: func(_ *listing.Ctx, j *api.Job) string { return reasonText(j) }},
+	{Letter: 'N', Names: []string{"nodelist"}, Header: "NODELIST", Keep: true, Value: func(_ *listing.Ctx, j *api.Job) string { return hostlist(j.Nodes) }},
+	{Letter: 'P', Names: []string{"partition"}, Header: "PARTITION", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Spec.Partition }},
+	{Letter: 'S', Names: []string{"starttime"}, Header: "START_TIME", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, shownStart(j)) }},
+	{Letter: 'e', Names: []string{"endtime"}, Header: "END_TIME", Keep: true, Value: sqEndTime},
+	{Letter: 'V', Names: []string{"submittime"}, Header: "SUBMIT_TIME", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, j.SubmitTime) }},
+	{Names: []string{"deadline"}, Header: "DEADLINE", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, j.Spec.Deadline) }},
+	{Letter: 'Q', Names: []string{"prioritylong"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.Priority, 10) }},
+	{Letter: 'p', Names: []string{"priority"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string {
+		return strconv.FormatFloat(float64(j.Priority)/4294967295, 'f', 8, 64)
+	}},
+	{Letter: 'q', Names: []string{"qos"}, Header: "QOS", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.QOS) }},
+	{Letter: 'a', Names: []string{"account"}, Header: "ACCOUNT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Account) }},
+	{Letter: 'v', Names: []string{"reservation"}, Header: "RESERVATION", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Reservation) }},
+	{Letter: 'Z', Names: []string{"workdir"}, Header: "WORK_DIR", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Spec.WorkDir }},
+	{Names: []string{"stdout"}, Header: "STDOUT", Value: func(_ *listing.Ctx, j *api.Job) string { return j.StdoutPath }},
+	{Names: []string{"stderr"}, Header: "STDERR", Value: sqStderr},
+	{Names: []string{"stdin"}, Header: "STDIN", Value: sqStdin},
+	{Letter: 'E', Names: []string{"dependency"}, Header: "DEPENDENCY", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Dependency) }},
+	{Names: []string{"exit_code"}, Header: "EXIT_CODE", Value: func(_ *listing.Ctx, j *api.Job) string {
+		return strconv.Itoa(j.ExitCode) + ":" + strconv.Itoa(j.Signal)
+	}},
+	{Names: []string{"cpus-per-task"}, Header: "CPUS_PER_TASK", Value: sqCPUsPerTask},
+	{Names: []string{"numtasks"}, Header: "TASKS", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(max(j.Spec.NTasks, 1)) }},
+	{Letter: 'o', Names: []string{"command"}, Header: "COMMAND", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Command) }},
+	{Letter: 'k', Names: []string{"comment"}, Header: "COMMENT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Comment) }},
+	{Letter: 'm', Names: []string{"minmemory"}, Header: "MIN_MEMORY", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.Spec.MemMB, 10) + "M" }},
+	{Letter: 'c', Names: []string{"mincpus"}, Header: "MIN_CPUS", Value: sqCPUsPerTask},
+	{Letter: 'd', Names: []string{"mintmpdisk"}, Header: "MIN_TMP_DISK", Value: sqConst("0")},
+	{Letter: 'f', Names: []string{"feature"}, Header: "FEATURES", Value: sqConst("(null)")},
+	{Letter: 'B', Names: []string{"batchhost"}, Header: "EXEC_HOST", Value: sqBatchHost},
+	{Letter: 'Y', Names: []string{"schednodes"}, Header: "SCHEDNODES", Value: sqConst("(null)")},
+	{Letter: 'y', Names: []string{"nice"}, Header: "NICE", Value: sqConst("0")},
+	{Letter: 'x', Names: []string{"excnodes"}, Header: "EXC_NODES", Value: sqConst("")},
+	{Letter: 'n', Names: []string{"reqnodes"}, Header: "REQ_NODES", Value: sqConst("")},
+	{Letter: 'w', Names: []string{"wckey"}, Header: "WCKEY", Value: sqConst("(null)")},
+	{Letter: 'W', Names: []string{"licenses"}, Header: "LICENSES", Value: sqConst("(null)")},
+})
 
-// squeueHeaders maps a field kind to its header (HEAD table in opts.c, as
-// listed in COMPAT.md §3.3, plus the -O-only fields of §3.4).
-var squeueHeaders = map[byte]string{
-	'i': "JOBID", 'A': "JOBID", 'F': "ARRAY_JOB_ID", 'K': "ARRAY_TASK_ID",
-	'j': "NAME", 'u': "USER", 'U': "UID", 'g': "GROUP", 'G': "GID",
-	't': "ST", 'T': "STATE", 'M': "TIME", 'l': "TIME_LIMIT", 'L': "TIME_LEFT",
-	'D': "NODES", 'C': "CPUS", 'R': "NODELIST(REASON)", 'r': "REASON",
-	'N': "NODELIST", 'P': "PARTITION", 'S': "START_TIME", 'e': "END_TIME",
-	'V': "SUBMIT_TIME", 'Q': "PRIORITY", 'p': "PRIORITY", 'q': "QOS",
-	'a': "ACCOUNT", 'v': "RESERVATION", 'Z': "WORK_DIR", 'E': "DEPENDENCY",
-	'o': "COMMAND", 'k': "COMMENT", 'm': "MIN_MEMORY", 'c': "MIN_CPUS",
-	'd': "MIN_TMP_DISK", 'f': "FEATURES", 'B': "EXEC_HOST", 'Y': "SCHEDNODES",
-	'y': "NICE", 'x': "EXC_NODES", 'n': "REQ_NODES", 'w': "WCKEY", 'W': "LICENSES",
-	sqDeadline: "DEADLINE", sqStdout: "STDOUT", sqStderr: "STDERR", sqStdin: "STDIN",
-	sqExitCode: "EXIT_CODE", sqCPUsPerTask: "CPUS_PER_TASK", sqNumTasks: "TASKS",
+// squeueAllLetters is the order of the fields in `-o %all`.
+const squeueAllLetters = "ABCDEFGKLMNPQRSTUVWYZacdefgijklmnopqrtuvwxy"
+
+func sqConst(s string) func(*listing.Ctx, *api.Job) string {
+	return func(*listing.Ctx, *api.Job) string { return s }
 }
 
-// squeueLongNames maps -O names (lower case) to field kinds (COMPAT.md §3.4).
-var squeueLongNames = map[string]byte{
-	"jobid": 'A', "jobarrayid": 'i', "arrayjobid": 'F', "arraytaskid": 'K',
-	"name": 'j', "username": 'u', "userid": 'U', "groupname": 'g', "groupid": 'G',
-	"state": 'T', "statecompact": 't', "reason": 'r', "reasonlist": 'R',
-	"timeused": 'M', "timelimit": 'l', "timeleft": 'L', "numnodes": 'D',
-	"numcpus": 'C', "nodelist": 'N', "partition": 'P', "submittime": 'V',
-	"starttime": 'S', "endtime": 'e', "deadline": sqDeadline,
-	"reservation": 'v', "workdir": 'Z', "stdout": sqStdout, "stderr": sqStderr,
-	"stdin": sqStdin, "dependency": 'E', "qos": 'q', "account": 'a',
-	"prioritylong": 'Q', "priority": 'p', "exit_code": sqExitCode,
-	"cpus-per-task": sqCPUsPerTask, "numtasks": sqNumTasks, "command": 'o',
-	"comment": 'k', "minmemory": 'm', "mincpus": 'c', "mintmpdisk": 'd',
-	"feature": 'f', "batchhost": 'B', "schednodes": 'Y', "nice": 'y',
-	"excnodes": 'x', "reqnodes": 'n', "wckey": 'w', "licenses": 'W',
-}
-
-// sqField is one piece of an output line: a job field or literal text.
-type sqField struct {
-	kind   byte
-	col    column
-	suffix string // literal text printed after the field
-	text   string // the literal itself (kind sqLiteral)
-}
-
-// noTrunc lists the kinds squeue pads but never cuts (time columns and
-// node lists, COMPAT.md §3.1): a cut time or host name would mislead.
-func noTrunc(kind byte) bool {
-	switch kind {
-	case 'M', 'l', 'L', 'S', 'e', 'V', 'N', 'R', sqDeadline:
-		return false
+// sqJobID is %A: the job's own id; for a folded row of pending array
+// tasks the array's id, as Slurm shows its meta record's.
+func sqJobID(_ *listing.Ctx, j *api.Job) string {
+	if j.ArrayJobID != 0 && len(j.ArrayPending) > 1 {
+		return strconv.FormatInt(j.ArrayJobID, 10)
 	}
-	return true
+	return strconv.FormatInt(j.ID, 10)
 }
 
-// parseSqueueFormat parses an -o string. Like Slurm, which tokenises on '%'
-// with strtok, text before the first '%' is a literal prefix, text after the
-// type letter is the field's suffix, and runs of '%' collapse ("%%i" is
-// "%i", which ReFrame relies on). Unknown letters are returned so that the
-// caller can complain; their suffix is kept as literal text.
-func parseSqueueFormat(f string) (fields []sqField, bad []string) {
+// sqJobArrayID is %i: "7_3" for a task, "7_[3-15%4]" for folded tasks.
+func sqJobArrayID(_ *listing.Ctx, j *api.Job) string {
+	if j.ArrayJobID == 0 {
+		return strconv.FormatInt(j.ID, 10)
+	}
+	return strconv.FormatInt(j.ArrayJobID, 10) + "_" + arrayTaskText(j, true)
+}
+
+func sqArrayJobID(_ *listing.Ctx, j *api.Job) string {
+	if j.ArrayJobID != 0 {
+		return strconv.FormatInt(j.ArrayJobID, 10)
+	}
+	return strconv.FormatInt(j.ID, 10)
+}
+
+func sqArrayTaskID(_ *listing.Ctx, j *api.Job) string {
+	if j.ArrayJobID == 0 {
+		return "N/A"
+	}
+	return arrayTaskText(j, false)
+}
+
+func sqTimeLeft(c *listing.Ctx, j *api.Job) string {
+	switch lim := j.Spec.TimeLimit; {
+	case lim == api.NoLimit:
+		return "UNLIMITED"
+	case lim == 0:
+		return "NOT_SET"
+	default:
+		return c.Duration(lim - timeUsed(j, c.NowUnix))
+	}
+}
+
+// sqReasonList is the %R rule of print.c (COMPAT.md §3.3).
+func sqReasonList(_ *listing.Ctx, j *api.Job) string {
+	if showsReason(j.State) {
+		return "(" + reasonText(j) + ")"
+	}
+	return hostlist(j.Nodes)
+}
+
+func sqEndTime(c *listing.Ctx, j *api.Job) string {
+	if j.EndTime == 0 && j.StartTime != 0 && j.Spec.TimeLimit == api.NoLimit {
+		return "NONE"
+	}
+	return sqTime(c, endTime(j))
+}
+
+func sqStderr(_ *listing.Ctx, j *api.Job) string {
+	if j.StderrPath == "" {
+		return j.StdoutPath
+	}
+	return j.StderrPath
+}
+
+func sqStdin(_ *listing.Ctx, j *api.Job) string {
+	if j.Spec.Stdin == "" {
+		return "/dev/null"
+	}
+	return j.Spec.Stdin
+}
+
+func sqCPUsPerTask(_ *listing.Ctx, j *api.Job) string {
+	return strconv.Itoa(max(j.Spec.CPUsPerTask, 1))
+}
+
+func sqBatchHost(_ *listing.Ctx, j *api.Job) string {
+	if len(j.Nodes) > 0 {
+		return j.Nodes[0]
+	}
+	return "n/a"
+}
+
+// parseSqueueFormat parses an -o string (listing.ParsePercent), with
+// squeue's `%all`.
+func parseSqueueFormat(f string) (listing.Format[api.Job], []string) {
 	if f == "%all" {
 		var b strings.Builder
-		for i, k := range "ABCDEFGKLMNPQRSTUVWYZacdefgijklmnopqrtuvwxy" {
+		for i, k := range squeueAllLetters {
 			if i > 0 {
 				b.WriteByte('|')
 			}
@@ -135,112 +217,21 @@ func parseSqueueFormat(f string) (fields []sqField, bad []string) {
 		}
 		f = b.String()
 	}
-	toks := strings.Split(f, "%")
-	if toks[0] != "" {
-		fields = append(fields, sqField{kind: sqLiteral, text: toks[0]})
-	}
-	for _, t := range toks[1:] {
-		if t == "" {
-			continue
-		}
-		var c column
-		i := 0
-		if t[0] == '.' {
-			c.right = true
-			i++
-		}
-		for i < len(t) && t[i] >= '0' && t[i] <= '9' {
-			c.width = c.width*10 + int(t[i]-'0')
-			i++
-		}
-		if i >= len(t) {
-			bad = append(bad, t)
-			continue
-		}
-		kind := t[i]
-		suffix := t[i+1:]
-		if _, ok := squeueHeaders[kind]; !ok || kind >= 128 {
-			bad = append(bad, string(kind))
-			if suffix != "" {
-				fields = append(fields, sqField{kind: sqLiteral, text: suffix})
-			}
-			continue
-		}
-		c.trunc = noTrunc(kind)
-		fields = append(fields, sqField{kind: kind, col: c, suffix: suffix})
-	}
-	return fields, bad
+	return squeueFields.ParsePercent(f)
 }
 
-// parseSqueueFormat2 parses an -O list: "name[:[.][size][suffix]]",
-// comma separated, names case-insensitive, default width 20 left-justified
-// (COMPAT.md §3.4).
-func parseSqueueFormat2(f string) (fields []sqField, bad []string) {
-	for _, item := range strings.Split(f, ",") {
-		if item == "" {
-			continue
-		}
-		name, spec, hasSpec := strings.Cut(item, ":")
-		kind, ok := squeueLongNames[strings.ToLower(strings.TrimSpace(name))]
-		if !ok {
-			bad = append(bad, name)
-			continue
-		}
-		c := column{width: 20}
-		suffix := ""
-		if hasSpec {
-			i := 0
-			if i < len(spec) && spec[i] == '.' {
-				c.right = true
-				i++
-			}
-			if i < len(spec) && spec[i] >= '0' && spec[i] <= '9' {
-				c.width = 0
-				for i < len(spec) && spec[i] >= '0' && spec[i] <= '9' {
-					c.width = c.width*10 + int(spec[i]-'0')
-					i++
-				}
-			}
-			suffix = spec[i:]
-		}
-		c.trunc = noTrunc(kind)
-		fields = append(fields, sqField{kind: kind, col: c, suffix: suffix})
-	}
-	return fields, bad
-}
-
-// sqCtx is what a row needs beside the job: the clock and time format.
-type sqCtx struct {
-	now    time.Time
-	nowU   int64
-	tfmt   string
-	numBuf []byte
-	// durs remembers formatted durations: thousands of pending jobs all
-	// show 0:00, and fmt.Sprintf for each was a tenth of squeue's work.
-	durs map[int64]string
-}
-
-func (c *sqCtx) duration(secs int64) string {
-	if s, ok := c.durs[secs]; ok {
-		return s
-	}
-	s := sbatch.FormatSqueueDuration(secs)
-	if c.durs == nil {
-		c.durs = map[int64]string{}
-	}
-	if len(c.durs) < 4096 {
-		c.durs[secs] = s
-	}
-	return s
+// parseSqueueFormat2 parses an -O list, default width 20 (COMPAT.md §3.4).
+func parseSqueueFormat2(f string) (listing.Format[api.Job], []string) {
+	return squeueFields.ParseNames(f, 20)
 }
 
 // sqTime prints a squeue time stamp: N/A when unset (unlike scontrol's
 // Unknown, COMPAT.md §3.3).
-func (c *sqCtx) sqTime(u int64) string {
+func sqTime(c *listing.Ctx, u int64) string {
 	if u == 0 {
 		return "N/A"
 	}
-	return fmtTime(u, c.tfmt, c.now)
+	return fmtTime(u, c.TimeFormat, c.Now)
 }
 
 // showsReason is the %R rule of print.c (COMPAT.md §3.3): waiting and
@@ -260,178 +251,9 @@ func reasonText(j *api.Job) string {
 	return j.Reason
 }
 
-// appendValue appends field f of job j, laid out in its column.
-func (c *sqCtx) appendValue(b []byte, f *sqField, j *api.Job) []byte {
-	var s string
-	switch f.kind {
-	case sqLiteral:
-		return append(b, f.text...)
-	case 'i', 'A', 'F':
-		if j.ArrayJobID != 0 {
-			switch {
-			case f.kind == 'i':
-				s = strconv.FormatInt(j.ArrayJobID, 10) + "_" + arrayTaskText(j, true)
-			case f.kind == 'F' || len(j.ArrayPending) > 1:
-				s = strconv.FormatInt(j.ArrayJobID, 10)
-			default:
-				s = strconv.FormatInt(j.ID, 10)
-			}
-			return appendCol(b, s, f.col)
-		}
-		c.numBuf = strconv.AppendInt(c.numBuf[:0], j.ID, 10)
-		return appendCol(b, string(c.numBuf), f.col)
-	case 'K':
-		s = "N/A"
-		if j.ArrayJobID != 0 {
-			s = arrayTaskText(j, false)
-		}
-	case 'j':
-		s = j.Spec.Name
-	case 'u':
-		s = j.User
-	case 'U':
-		s = strconv.FormatUint(uint64(j.UID), 10)
-	case 'g':
-		s = j.Group
-	case 'G':
-		s = strconv.FormatUint(uint64(j.GID), 10)
-	case 't':
-		s = j.State.Compact()
-	case 'T':
-		s = string(j.State)
-	case 'M':
-		s = c.duration(timeUsed(j, c.nowU))
-	case 'l':
-		s = timeLimitText(j.Spec.TimeLimit, false)
-	case 'L':
-		switch lim := j.Spec.TimeLimit; {
-		case lim == api.NoLimit:
-			s = "UNLIMITED"
-		case lim == 0:
-			s = "NOT_SET"
-		default:
-			s = c.duration(lim - timeUsed(j, c.nowU))
-		}
-	case 'D':
-		s = strconv.Itoa(jobNodeCount(j))
-	case 'C':
-		s = strconv.Itoa(jobCPUs(j))
-	case 'R':
-		if showsReason(j.State) {
-			return appendCol(b, "("+reasonText(j)+")", f.col)
-		}
-		s = hostlist(j.Nodes)
-	case 'r':
-		s = reasonText(j)
-	case 'N':
-		s = hostlist(j.Nodes)
-	case 'P':
-		s = j.Spec.Partition
-	case 'S':
-		s = c.sqTime(shownStart(j))
-	case 'e':
-		if j.EndTime == 0 && j.StartTime != 0 && j.Spec.TimeLimit == api.NoLimit {
-			s = "NONE"
-		} else {
-			s = c.sqTime(endTime(j))
-		}
-	case 'V':
-		s = c.sqTime(j.SubmitTime)
-	case sqDeadline:
-		s = c.sqTime(j.Spec.Deadline)
-	case 'Q':
-		s = strconv.FormatInt(j.Priority, 10)
-	case 'p':
-		s = strconv.FormatFloat(float64(j.Priority)/4294967295, 'f', 8, 64)
-	case 'q':
-		s = orNull(j.Spec.QOS)
-	case 'a':
-		s = orNull(j.Spec.Account)
-	case 'v':
-		s = orNull(j.Spec.Reservation)
-	case 'Z':
-		s = j.Spec.WorkDir
-	case 'E':
-		s = orNull(j.Dependency)
-	case 'f', 'Y', 'w', 'W':
-		s = "(null)"
-	case 'o':
-		s = orNull(j.Spec.Command)
-	case 'k':
-		s = orNull(j.Spec.Comment)
-	case 'm':
-		s = strconv.FormatInt(j.Spec.MemMB, 10) + "M"
-	case 'c', sqCPUsPerTask:
-		s = strconv.Itoa(max(j.Spec.CPUsPerTask, 1))
-	case sqNumTasks:
-		s = strconv.Itoa(max(j.Spec.NTasks, 1))
-	case 'd', 'y':
-		s = "0"
-	case 'B':
-		if len(j.Nodes) > 0 {
-			s = j.Nodes[0]
-		} else {
-			s = "n/a"
-		}
-	case 'x', 'n':
-		s = ""
-	case sqStdout:
-		s = j.StdoutPath
-	case sqStderr:
-		s = j.StderrPath
-		if s == "" {
-			s = j.StdoutPath
-		}
-	case sqStdin:
-		s = j.Spec.Stdin
-		if s == "" {
-			s = "/dev/null"
-		}
-	case sqExitCode:
-		s = strconv.Itoa(j.ExitCode) + ":" + strconv.Itoa(j.Signal)
-	}
-	return appendCol(b, s, f.col)
-}
-
-// appendHeader appends the header line of a format.
-func appendHeader(b []byte, fields []sqField) []byte {
-	for i := range fields {
-		f := &fields[i]
-		if f.kind == sqLiteral {
-			b = append(b, f.text...)
-			continue
-		}
-		b = appendCol(b, squeueHeaders[f.kind], f.col)
-		b = append(b, f.suffix...)
-	}
-	return append(b, '\n')
-}
-
 // writeSqueue prints jobs (already filtered and sorted) in the given format.
-// It is the hot loop of `squeue` on a long queue: rows are built with
-// append into one reused buffer and written through a bufio.Writer.
-func writeSqueue(w io.Writer, jobs []api.Job, fields []sqField, header bool, now time.Time, tfmt string) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	c := &sqCtx{now: now, nowU: now.Unix(), tfmt: tfmt, numBuf: make([]byte, 0, 24)}
-	line := make([]byte, 0, 256)
-	if header {
-		line = appendHeader(line, fields)
-		bw.Write(line)
-	}
-	for i := range jobs {
-		j := &jobs[i]
-		line = line[:0]
-		for k := range fields {
-			f := &fields[k]
-			line = c.appendValue(line, f, j)
-			if f.kind != sqLiteral {
-				line = append(line, f.suffix...)
-			}
-		}
-		line = append(line, '\n')
-		bw.Write(line)
-	}
-	return bw.Flush()
+func writeSqueue(w io.Writer, jobs []api.Job, fields listing.Format[api.Job], header bool, now time.Time, tfmt string) error {
+	return fields.Write(w, jobs, listing.NewCtx(now, tfmt, sbatch.FormatSqueueDuration), header)
 }
 
 // stateRank orders states for the 't'/'T' sort keys. Measured on 22.05.8
@@ -818,7 +640,7 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 
 	// Output format: -o, -O, -l, --start, then the environment, then the default.
 	format, sortSpec := squeueDefaultFormat, squeueDefaultSort
-	var fields []sqField
+	var fields listing.Format[api.Job]
 	var bad []string
 	long := has("long")
 	switch {

@@ -81,8 +81,8 @@ func TestSqueueRequests(t *testing.T) {
 
 func TestSqueueFormatParse(t *testing.T) {
 	fields, bad := parseSqueueFormat("x%%i|%.5t%20j")
-	if len(bad) != 0 || len(fields) != 4 || fields[0].text != "x" || fields[1].kind != 'i' ||
-		fields[1].suffix != "|" || !fields[2].col.right || fields[2].col.width != 5 || fields[3].col.width != 20 {
+	if len(bad) != 0 || len(fields) != 4 || fields[0].Text != "x" || fields[1].Field.Letter != 'i' ||
+		fields[1].Suffix != "|" || !fields[2].Col.Right || fields[2].Col.Width != 5 || fields[3].Col.Width != 20 {
 		t.Errorf("parse: %+v %v", fields, bad)
 	}
 	if _, bad := parseSqueueFormat2("jobid,nosuch"); len(bad) != 1 || bad[0] != "nosuch" {

@@ -1,0 +1,78 @@
+package listing
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAppendCol(t *testing.T) {
+	cases := []struct {
+		s    string
+		c    Column
+		want string
+	}{
+		{"abc", Column{}, "abc"},
+		{"abc", Column{Width: 5, Right: true, Trunc: true}, "  abc"},
+		{"abc", Column{Width: 5, Trunc: true}, "abc  "},
+		{"abcdefgh", Column{Width: 5, Right: true, Trunc: true}, "abcde"},
+		{"abcdefgh", Column{Width: 5, Trunc: true}, "abcde"},
+		{"1-00:00:00", Column{Width: 5, Right: true}, "1-00:00:00"},
+	}
+	for _, c := range cases {
+		if got := string(AppendCol(nil, c.s, c.c)); got != c.want {
+			t.Errorf("AppendCol(%q, %+v) = %q, want %q", c.s, c.c, got, c.want)
+		}
+	}
+}
+
+type row struct {
+	id   int
+	name string
+}
+
+var testTable = NewTable([]Field[row]{
+	{Letter: 'i', Names: []string{"JobId", "id"}, Header: "ID", Value: func(_ *Ctx, r *row) string { return strconv.Itoa(r.id) }},
+	{Letter: 'n', Names: []string{"Name"}, Header: "NAME", Keep: true, Value: func(_ *Ctx, r *row) string { return r.name }},
+	{Names: []string{"Empty"}, Header: "E", Value: func(*Ctx, *row) string { return "" }},
+})
+
+func TestParseAndWrite(t *testing.T) {
+	rows := []row{{1, "alpha"}, {22, "b"}}
+	c := NewCtx(time.Unix(0, 0), "", func(s int64) string { return strconv.FormatInt(s, 10) })
+	f, bad := testTable.ParsePercent("<%.3i|%2n%%z>")
+	if len(bad) != 1 || bad[0] != "z" {
+		t.Errorf("bad letters %q", bad)
+	}
+	var b bytes.Buffer
+	if err := f.Write(&b, rows, c, true); err != nil {
+		t.Fatal(err)
+	}
+	// Keep never cuts "alpha" to 2; the unknown letter's suffix stays.
+	want := "< ID|NAME>\n<  1|alpha>\n< 22|b >\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+	f, bad = testTable.ParseNames("ID:.4,name:3x,nosuch", 20)
+	if len(bad) != 1 || bad[0] != "nosuch" {
+		t.Errorf("bad names %q", bad)
+	}
+	if got := string(f.AppendRow(nil, c, &rows[0])); got != "   1alphax\n" {
+		t.Errorf("-O row %q", got)
+	}
+	attrs := testTable.AppendAttrs(nil, c, &rows[1])
+	if len(attrs) != 2 || attrs[0] != (Attr{"JobId", "22"}) || attrs[1] != (Attr{"Name", "b"}) {
+		t.Errorf("attrs %v", attrs)
+	}
+}
+
+func TestDuplicateNamePanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "twice") {
+			t.Errorf("recover %v", r)
+		}
+	}()
+	NewTable([]Field[row]{{Names: []string{"a"}}, {Names: []string{"A"}}})
+}

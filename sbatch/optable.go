@@ -1,0 +1,334 @@
+package sbatch
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Command is a set of the commands that accept an option (a bit each).
+// The job options of sbatch, srun, salloc and qsub are one registry
+// (Options), as in Slurm's src/common/slurm_opt.c: each record says which
+// commands take it, and the commands differ only in that.
+type Command uint8
+
+const (
+	Sbatch Command = 1 << iota
+	Srun
+	Salloc
+	Qsub
+
+	// Slurm is the set of Slurm's three job commands.
+	Slurm = Sbatch | Srun | Salloc
+)
+
+// Commands lists the single commands in a fixed order (help, man pages).
+var Commands = []Command{Sbatch, Srun, Salloc, Qsub}
+
+func (c Command) String() string {
+	switch c {
+	case Sbatch:
+		return "sbatch"
+	case Srun:
+		return "srun"
+	case Salloc:
+		return "salloc"
+	case Qsub:
+		return "qsub"
+	}
+	var names []string
+	for _, one := range Commands {
+		if c&one != 0 {
+			names = append(names, one.String())
+		}
+	}
+	return strings.Join(names, "|")
+}
+
+// CommandNamed returns the command called name ("sbatch", ...).
+func CommandNamed(name string) (Command, bool) {
+	for _, c := range Commands {
+		if c.String() == name {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// EnvNames are the input environment variables that set an option, per
+// command (Slurm's names from sbatch.1, srun.1 and salloc.1 "INPUT
+// ENVIRONMENT VARIABLES"). A field may hold several names separated by
+// blanks (SBATCH_CLUSTERS SLURM_CLUSTERS); the first one set is read.
+type EnvNames struct {
+	Sbatch, Srun, Salloc string
+}
+
+// For returns the variable names command c reads for the option.
+func (e EnvNames) For(c Command) []string {
+	switch c {
+	case Sbatch:
+		return strings.Fields(e.Sbatch)
+	case Srun:
+		return strings.Fields(e.Srun)
+	case Salloc:
+		return strings.Fields(e.Salloc)
+	}
+	return nil
+}
+
+// Section is the heading of --help an option is listed under (Slurm's
+// headings, in Slurm's order).
+type Section int
+
+const (
+	secRun Section = iota
+	secConstraint
+	secConsumable
+	secAffinity
+	secGPU
+	secHora
+	secHelp
+	secOther
+)
+
+var sectionTitles = []string{
+	secRun:        "Parallel run options:",
+	secConstraint: "Constraint options:",
+	secConsumable: "Consumable resources related options:",
+	secAffinity:   "Affinity/Multi-core options:",
+	secGPU:        "GPU scheduling options:",
+	secHora:       "hora options:",
+	secHelp:       "Help options:",
+	secOther:      "Other options:",
+}
+
+// setFunc applies one value of an option to the job being built. It
+// returns nil or the error to print (see optError); o is the record, so
+// that one function can serve several options.
+type setFunc func(st *state, o *Option, val string) error
+
+// Option is one job option: everything sbatch, srun, salloc and qsub know
+// about it, and everything --help, the man pages and the shell completions
+// are generated from.
+type Option struct {
+	Long    string  // long name without "--"
+	Short   rune    // short letter, 0 if none
+	Arg     ArgKind // NoArg, RequiredArg, OptionalArg
+	ArgName string  // argument's name in --help and man pages ("time")
+	Cmds    Command // commands that accept it
+	// PBS is the qsub spelling of the same request ("-N", "-l walltime"),
+	// empty when qsub has none. The PBS front end reads it.
+	PBS     string
+	Env     EnvNames
+	Aliases []string // other long names (getopt-equivalent)
+	Section Section
+	// Help is the one-line description of --help (hora's words).
+	Help string
+	// Man is the paragraph of the man page's OPTIONS entry, plain text
+	// (the generator escapes it for roff). Sentences, no markup.
+	Man string
+	// Set applies a value. nil means accepted without effect (the man page
+	// says so) unless Command is set.
+	Set setFunc
+	// Command marks options the command handles itself rather than a
+	// setter (--help, --usage, --version, --wrap, --ignore-pbs).
+	Command bool
+	// Values lists the words the argument may be, for completions.
+	Values []string
+}
+
+// Ignored reports whether hora accepts the option without acting on it.
+func (o *Option) Ignored() bool { return o.Set == nil && !o.Command }
+
+// Key is the name the parser reports for the option (Opt.Key).
+func (o *Option) Key() string { return o.Long }
+
+// Lookup returns the record of the option called long (or one of its
+// aliases) that command c accepts, or nil.
+func Lookup(c Command, long string) *Option {
+	for i := range Options {
+		o := &Options[i]
+		if o.Cmds&c == 0 {
+			continue
+		}
+		if o.Long == long || slices.Contains(o.Aliases, long) {
+			return o
+		}
+	}
+	return nil
+}
+
+// OptionsOf returns the records command c accepts, in the registry's order.
+func OptionsOf(c Command) []*Option {
+	var out []*Option
+	for i := range Options {
+		if Options[i].Cmds&c != 0 {
+			out = append(out, &Options[i])
+		}
+	}
+	return out
+}
+
+// GetoptTable returns the getopt table of command c: one entry per long
+// name (aliases included), keyed by the record's long name.
+func GetoptTable(c Command) []Opt {
+	var out []Opt
+	for _, o := range OptionsOf(c) {
+		out = append(out, Opt{o.Short, o.Long, o.Arg, o.Key()})
+		for _, a := range o.Aliases {
+			out = append(out, Opt{0, a, o.Arg, o.Key()})
+		}
+	}
+	return out
+}
+
+// SbatchOptions is sbatch's getopt table, derived from Options.
+var SbatchOptions = GetoptTable(Sbatch)
+
+// UsageErrorText is what command c prints (after "c: ") when getopt refuses
+// an argument: glibc's line and Slurm's hint. Slurm exits 255 after it.
+func UsageErrorText(c Command, getoptMsg string) string {
+	return getoptMsg + "\nTry \"" + c.String() + " --help\" for more information"
+}
+
+// helpLine formats one option the way Slurm's --help does: the option in
+// the first 30 columns, the text after it (after one blank when the option
+// is wider), continuation lines indented to column 30.
+func helpLine(b *strings.Builder, o *Option) {
+	left := "      "
+	if o.Short != 0 {
+		left = "  -" + string(o.Short) + ", "
+	}
+	left += "--" + o.Long + argSpelling(o)
+	const col = 30
+	if len(left) < col {
+		left += strings.Repeat(" ", col-len(left))
+	} else {
+		left += " "
+	}
+	b.WriteString(left)
+	lines := wrapWords(o.Help, 79-col)
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteString(strings.Repeat(" ", col))
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if len(lines) == 0 {
+		b.WriteByte('\n')
+	}
+}
+
+func argSpelling(o *Option) string {
+	name := o.ArgName
+	if name == "" {
+		name = "value"
+	}
+	switch o.Arg {
+	case RequiredArg:
+		return "=" + name
+	case OptionalArg:
+		return "[=" + name + "]"
+	}
+	return ""
+}
+
+// wrapWords breaks text into lines of at most width bytes at blanks.
+func wrapWords(text string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(text) {
+		if cur != "" && len(cur)+1+len(w) > width {
+			lines = append(lines, cur)
+			cur = ""
+		}
+		if cur != "" {
+			cur += " "
+		}
+		cur += w
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
+}
+
+// usageLines are the synopsis heads of Slurm's --help and --usage.
+var helpHeads = map[Command]string{
+	Sbatch: "Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]",
+	Srun:   "Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]] [ : [OPTIONS(N)...]] executable(N) [args(N)...]",
+	Salloc: "Usage: salloc [OPTIONS(0)...] [ : [OPTIONS(N)]] [command(0) [args(0)...]]",
+}
+
+var usageTails = map[Command]string{
+	Sbatch: "executable [args...]",
+	Srun:   "executable [args...]",
+	Salloc: "[command [args...]]",
+}
+
+// Help returns command c's --help text: Slurm's layout (synopsis, then the
+// options by section, each under Slurm's heading), hora's descriptions.
+func Help(c Command) string {
+	var b strings.Builder
+	b.WriteString(helpHeads[c])
+	b.WriteString("\n")
+	for sec := range sectionTitles {
+		var opts []*Option
+		for _, o := range OptionsOf(c) {
+			if o.Section == Section(sec) {
+				opts = append(opts, o)
+			}
+		}
+		if len(opts) == 0 {
+			continue
+		}
+		b.WriteString("\n" + sectionTitles[sec] + "\n")
+		for _, o := range opts {
+			helpLine(&b, o)
+		}
+	}
+	return b.String()
+}
+
+// Usage returns command c's --usage text: Slurm's layout, every option
+// once in brackets, wrapped at 80 columns under the command name.
+func Usage(c Command) string {
+	head := "Usage: " + c.String() + " "
+	indent := strings.Repeat(" ", len(head))
+	var b strings.Builder
+	line := head
+	first := true
+	add := func(item string) {
+		if !first && len(line)+1+len(item) > 79 {
+			b.WriteString(line + "\n")
+			line = indent
+			first = true
+		}
+		if !first {
+			line += " "
+		}
+		line += item
+		first = false
+	}
+	for _, o := range OptionsOf(c) {
+		if o.Section == secHelp || o.Section == secOther {
+			continue
+		}
+		if o.Short != 0 && o.Arg == RequiredArg {
+			add(fmt.Sprintf("[-%c %s]", o.Short, argName(o)))
+			continue
+		}
+		add("[--" + o.Long + argSpelling(o) + "]")
+	}
+	b.WriteString(line + "\n")
+	b.WriteString(indent + usageTails[c] + "\n")
+	return b.String()
+}
+
+func argName(o *Option) string {
+	if o.ArgName == "" {
+		return "value"
+	}
+	return o.ArgName
+}

@@ -1,0 +1,197 @@
+package sbatch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The setters of the option registry (Option.Set). #SBATCH lines, #PBS
+// lines, input environment variables and the command line all reach the
+// job through them, in that order, so the last value wins (COMPAT.md §1.2).
+
+// optError is a bad option value: msg is Slurm's text without "error: ",
+// exit the status to leave with (0 = exitOption, 255).
+type optError struct {
+	msg  string
+	exit int
+}
+
+func (e *optError) Error() string { return e.msg }
+
+// invalidSpec is Slurm's usual complaint about a value: "Invalid --time
+// specification".
+func invalidSpec(o *Option) error {
+	return &optError{msg: "Invalid --" + o.Long + " specification"}
+}
+
+func setString(field func(*state) *string) setFunc {
+	return func(st *state, _ *Option, v string) error {
+		*field(st) = v
+		return nil
+	}
+}
+
+func setFlag(field func(*state) *bool) setFunc {
+	return func(st *state, _ *Option, _ string) error {
+		*field(st) = true
+		return nil
+	}
+}
+
+// setCount reads a positive integer as Slurm's parse_int does, which
+// exits with 1 (not 255) on a bad value.
+func setCount(field func(*state) *int) setFunc {
+	return func(st *state, o *Option, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return &optError{msg: fmt.Sprintf("Invalid numeric value %q for --%s.", v, o.Long), exit: exitFile}
+		}
+		*field(st) = n
+		return nil
+	}
+}
+
+func setDuration(field func(*state) *int64) setFunc {
+	return func(st *state, o *Option, v string) error {
+		secs, err := ParseSlurmDuration(v)
+		if err != nil {
+			return invalidSpec(o)
+		}
+		*field(st) = secs
+		return nil
+	}
+}
+
+// setAbsTime reads --begin/--deadline against Input.Now.
+func setAbsTime(field func(*state) *int64) setFunc {
+	return func(st *state, o *Option, v string) error {
+		t, err := ParseSlurmTime(v, st.in.Now)
+		if err != nil {
+			return invalidSpec(o)
+		}
+		*field(st) = t.Unix()
+		return nil
+	}
+}
+
+func setOutput(st *state, _ *Option, v string) error {
+	st.spec.Stdout = devNullIfNone(v)
+	return nil
+}
+
+func setError(st *state, _ *Option, v string) error {
+	st.spec.Stderr = devNullIfNone(v)
+	return nil
+}
+
+// setInput sets standard input and remembers the name for --load, whose
+// input data it is.
+func setInput(st *state, _ *Option, v string) error {
+	st.spec.Stdin = devNullIfNone(v)
+	st.input = v
+	return nil
+}
+
+func setChdir(st *state, _ *Option, v string) error {
+	st.spec.WorkDir = absPath(st.in.Cwd, v)
+	return nil
+}
+
+func setHold(st *state, _ *Option, _ string) error {
+	st.spec.Hold = true
+	return nil
+}
+
+// Neither --requeue nor --no-requeue leaves the choice to the cluster's
+// JobRequeue default.
+func setRequeue(st *state, _ *Option, _ string) error {
+	st.spec.Requeue, st.spec.NoRequeue = true, false
+	return nil
+}
+
+func setNoRequeue(st *state, _ *Option, _ string) error {
+	st.spec.Requeue, st.spec.NoRequeue = false, true
+	return nil
+}
+
+// setOpenMode looks at the first letter only, as Slurm does.
+func setOpenMode(st *state, o *Option, v string) error {
+	switch {
+	case v != "" && (v[0] == 'a' || v[0] == 'A'):
+		st.spec.OpenAppend = true
+	case v != "" && (v[0] == 't' || v[0] == 'T'):
+		st.spec.OpenAppend = false
+	default:
+		return invalidSpec(o)
+	}
+	return nil
+}
+
+func setNodes(st *state, _ *Option, v string) error {
+	lo, hi, msg := parseNodeRange(v)
+	if msg != "" {
+		return &optError{msg: msg}
+	}
+	st.spec.Nodes, st.spec.NodesMax = lo, hi
+	return nil
+}
+
+// setMem: --mem beats a --mem-per-cpu given before it.
+func setMem(st *state, o *Option, v string) error {
+	mb, err := ParseMemMB(v)
+	if err != nil {
+		return invalidSpec(o)
+	}
+	st.spec.MemMB, st.memSet, st.memPerCPU = mb, true, 0
+	return nil
+}
+
+func setMemPerCPU(st *state, o *Option, v string) error {
+	mb, err := ParseMemMB(v)
+	if err != nil {
+		return invalidSpec(o)
+	}
+	st.memPerCPU, st.memSet = mb, false
+	return nil
+}
+
+func setExport(st *state, _ *Option, v string) error {
+	st.export, st.exportSet = v, true
+	return nil
+}
+
+func setLoad(st *state, o *Option, v string) error {
+	f, err := ParseSize(v)
+	if err != nil || f <= 0 {
+		return invalidSpec(o)
+	}
+	st.spec.Load = f
+	return nil
+}
+
+// --array and --dependency are checked by horad, as slurmctld checks them:
+// against its MaxArraySize and the jobs it knows. Every refusal of an array
+// is "Invalid job array specification", of a dependency "Job dependency
+// problem" (an empty --dependency clears one from the script).
+func setArray(st *state, _ *Option, v string) error {
+	st.spec.Array = v
+	return nil
+}
+
+func setDependency(st *state, _ *Option, v string) error {
+	st.spec.Dependency = v
+	return nil
+}
+
+func setKillOnInvalidDep(st *state, o *Option, v string) error {
+	switch strings.ToLower(v) {
+	case "yes", "kill":
+		st.spec.KillOnInvalidDep = "yes"
+	case "no", "nokill":
+		st.spec.KillOnInvalidDep = "no"
+	default:
+		return invalidSpec(o)
+	}
+	return nil
+}
