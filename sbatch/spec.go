@@ -361,12 +361,12 @@ type state struct {
 	flags *Flags
 	in    Input
 
-	export           string
-	exportSet        bool
-	memSet           bool   // --mem given (beats --mem-per-cpu given earlier)
-	memPerCPU        int64  // MiB, from --mem-per-cpu
-	ntasksPerNode    int    // --ntasks-per-node
-	input            string // --input, kept for --load
+	export        string
+	exportSet     bool
+	memSet        bool   // --mem given (beats --mem-per-cpu given earlier)
+	memPerCPU     int64  // MiB, from --mem-per-cpu
+	ntasksPerNode int    // --ntasks-per-node
+	input         string // --input, kept for --load
 }
 
 // finish derives what depends on several options.
