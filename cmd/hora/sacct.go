@@ -587,7 +587,7 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 	for i := range jobs {
 		j := &jobs[i]
 		if !inWindow(j, start, end, states) ||
-			(len(ids) > 0 && !slices.Contains(ids, j.ID)) ||
+			(len(ids) > 0 && !slices.Contains(ids, j.ID) && (j.ArrayJobID == 0 || !slices.Contains(ids, j.ArrayJobID))) ||
 			(len(names) > 0 && !slices.Contains(names, j.Spec.Name)) ||
 			(len(parts) > 0 && !slices.Contains(parts, j.Spec.Partition)) ||
 			(len(accounts) > 0 && !slices.Contains(accounts, j.Spec.Account)) ||

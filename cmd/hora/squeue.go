@@ -382,6 +382,7 @@ type squeueQuery struct {
 	resv       []string
 	nodes      map[string]bool
 	tasks      map[int64][]int64 // -j 7_3: only these tasks of array 7
+	plain      []int64           // ids -j gave without tasks
 	expand     bool              // -r: one line per array task
 }
 
@@ -399,8 +400,8 @@ func (q *squeueQuery) match(j *api.Job) bool {
 	if len(q.ids) > 0 && !slices.Contains(q.ids, j.ID) && !slices.Contains(q.ids, j.ArrayJobID) {
 		return false
 	}
-	if sel, ok := q.tasks[j.ArrayJobID]; ok && j.ArrayJobID != 0 && !slices.Contains(q.ids, j.ID) &&
-		!slices.Contains(sel, j.ArrayTaskID) {
+	if sel, ok := q.tasks[j.ArrayJobID]; ok && j.ArrayJobID != 0 && !slices.Contains(q.plain, j.ID) &&
+		!slices.Contains(q.plain, j.ArrayJobID) && !slices.Contains(sel, j.ArrayTaskID) {
 		return false
 	}
 	if len(q.users) > 0 && !slices.Contains(q.users, j.User) &&
@@ -579,6 +580,8 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 					q.tasks = map[int64][]int64{}
 				}
 				q.tasks[r.id] = append(q.tasks[r.id], r.tasks...)
+			} else {
+				q.plain = append(q.plain, r.id)
 			}
 			if !slices.Contains(q.ids, r.id) {
 				q.ids = append(q.ids, r.id)

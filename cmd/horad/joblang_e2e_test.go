@@ -1,0 +1,121 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Job arrays through the real clients: one submit creates every task, the
+// throttle holds (pending tasks folded as Slurm folds them, -r expands
+// them), tasks see Slurm's SLURM_ARRAY_* and %A_%a file names, and scancel,
+// hold and release act on single tasks and task lists.
+func TestJobArraysEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, localBatch)
+	work := c.workDir()
+	gate := filepath.Join(work, "go")
+	script := writeScript(t, work, "task.sh", "#!/bin/sh\n"+
+		"echo \"$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX $SLURM_ARRAY_TASK_STEP\"\n"+
+		"while [ ! -e "+gate+" ]; do sleep 0.05; done\n")
+	id := c.submit(work, "--array=0-5%2", "-o", "out-%A_%a.txt", script)
+	task := func(k int) string { return id + "_" + strconv.Itoa(k) }
+	c.waitState(task(0), "RUNNING")
+	c.waitState(task(1), "RUNNING")
+	r := c.run(0, work, "squeue", "-h", "-o", "%i %t %r")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	slices.Sort(lines)
+	want := []string{id + "_0 R None", id + "_1 R None", id + "_[2-5%2] PD JobArrayTaskLimit"}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("squeue folded:\n%s\nwant the lines %q", r.stdout, want)
+	}
+	if r := c.run(0, work, "squeue", "-h", "-r", "-o", "%i"); strings.Count(r.stdout, "\n") != 6 {
+		t.Fatalf("squeue -r shows %q, want the 6 tasks", r.stdout)
+	}
+	if r := c.run(0, work, "scancel", id+"_[4-5]"); r.code != 0 {
+		t.Fatalf("scancel %s_[4-5]: %+v", id, r)
+	}
+	if r := c.run(0, work, "scontrol", "hold", id+"_3"); r.code != 0 {
+		t.Fatalf("scontrol hold: %+v", r)
+	}
+	c.waitState(task(4), "CANCELLED")
+	c.waitState(task(5), "CANCELLED")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitState(task(2), "COMPLETED")
+	if got := strings.TrimSpace(c.run(0, work, "squeue", "-h", "-j", id+"_3", "-o", "%r").stdout); got != "JobHeldUser" {
+		t.Fatalf("held task's reason %q", got)
+	}
+	c.run(0, work, "scontrol", "release", id+"_3")
+	c.waitState(task(3), "COMPLETED")
+	for k := 0; k < 4; k++ {
+		b, err := os.ReadFile(filepath.Join(work, "out-"+id+"_"+strconv.Itoa(k)+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.TrimSpace(string(b)), id+" "+strconv.Itoa(k)+" 6 0 5 1"; got != want {
+			t.Fatalf("task %d saw %q, want %q", k, got, want)
+		}
+	}
+	sa := c.run(0, work, "sacct", "-n", "-X", "-j", id, "-o", "jobid,state", "-P").stdout
+	if !strings.Contains(sa, id+"_3|COMPLETED") || !strings.Contains(sa, id+"_5|CANCELLED") {
+		t.Fatalf("sacct rows per task:\n%s", sa)
+	}
+}
+
+// Dependencies through the real clients, with Slurm's texts for bad input
+// (nothing created), DependencyNeverSatisfied and --kill-on-invalid-dep,
+// and a pending dependency that survives kill -9 of horad.
+func TestDependenciesEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, localBatch)
+	work := c.workDir()
+	ok := writeScript(t, work, "ok.sh", "#!/bin/sh\nexit 0\n")
+	a := c.submit(work, "-H", "-o", "/dev/null", ok)
+	b := c.submit(work, "-o", "/dev/null", "--dependency=afterok:"+a, ok)
+	never := c.submit(work, "-o", "/dev/null", "--dependency=afternotok:"+a, ok)
+	killed := c.submit(work, "-o", "/dev/null", "--kill-on-invalid-dep=yes", "--dependency=afternotok:"+a, ok)
+	if got := c.run(0, work, "squeue", "-h", "-j", b, "-o", "%r %E").stdout; got != "Dependency afterok:"+a+"(unfulfilled)\n" {
+		t.Fatalf("squeue of the dependent: %q", got)
+	}
+
+	before := c.run(0, work, "squeue", "-h", "-t", "all").stdout
+	for _, bad := range []struct{ args []string }{
+		{[]string{"--array=5-1"}},
+		{[]string{"--array=0-1001"}},
+		{[]string{"--dependency=afterok:abc"}},
+		{[]string{"--dependency=afterok:" + a + "?afterany:" + b + ",singleton"}},
+	} {
+		r := c.run(0, work, "sbatch", append(bad.args, ok)...)
+		msg := "Job dependency problem"
+		if strings.HasPrefix(bad.args[0], "--array") {
+			msg = "Invalid job array specification"
+		}
+		if r.code != 1 || r.stderr != "sbatch: error: Batch job submission failed: "+msg+"\n" {
+			t.Fatalf("sbatch %v: exit %d stderr %q", bad.args, r.code, r.stderr)
+		}
+	}
+	if r := c.run(0, work, "scancel", "7_[1-"); r.code != 1 || r.stderr != "scancel: error: Invalid job id 7_[1-\n" {
+		t.Fatalf("scancel 7_[1-: %+v", r)
+	}
+	if after := c.run(0, work, "squeue", "-h", "-t", "all").stdout; after != before {
+		t.Fatalf("refused requests changed the queue:\n%s\nthen\n%s", before, after)
+	}
+
+	// kill -9 with the dependents pending: they come back waiting.
+	c.kill9()
+	c.start()
+	if got := c.run(0, work, "squeue", "-h", "-j", b, "-o", "%r").stdout; got != "Dependency\n" {
+		t.Fatalf("after restart the dependent's reason is %q", got)
+	}
+	c.run(0, work, "scontrol", "release", a)
+	c.waitState(b, "COMPLETED")
+	c.waitState(killed, "CANCELLED")
+	waitFor(t, "DependencyNeverSatisfied", func() bool {
+		return c.run(0, work, "squeue", "-h", "-j", never, "-o", "%r").stdout == "DependencyNeverSatisfied\n"
+	})
+}
