@@ -59,9 +59,8 @@ func TestSubmitArrayDurableAndShared(t *testing.T) {
 	if next != "6" {
 		t.Fatalf("next id %s, want 6", next)
 	}
-	// An update event keeps the shared script; the fold agrees with the row.
+	// An update gives the task a spec of its own; the fold agrees with the row.
 	upd := one
-	upd.Spec.Script, upd.Spec.Env = "", nil
 	upd.Spec.Comment = "changed"
 	if err := s.Append(ctx, Event{JobID: one.ID, Kind: KindUpdate, Job: &upd}); err != nil {
 		t.Fatal(err)
@@ -69,4 +68,9 @@ func TestSubmitArrayDurableAndShared(t *testing.T) {
 	if got, _ := s.Job(ctx, one.ID); got.Spec.Comment != "changed" || got.Spec.Script != jobs[0].Spec.Script {
 		t.Fatalf("after update: %+v", got.Spec)
 	}
+	// ... and only that task: the others keep the array's spec.
+	if other, _ := s.Job(ctx, one.ID+1); other.Spec.Comment == "changed" || other.Spec.Script != jobs[0].Spec.Script {
+		t.Fatalf("another task after the update: %+v", other.Spec)
+	}
+	checkFold(t, s, one.ID)
 }

@@ -226,14 +226,10 @@ func apply(j *api.Job, ev *Event) error {
 		case j.State.Finished():
 			return bad("the job has finished")
 		}
-		// A task's shared script and environment are not repeated in its
-		// update (they cannot change): keep what the row has.
+		// The whole spec: an array task gets one of its own here.
 		spec := ev.Job.Spec
 		spec.Args = slices.Clone(spec.Args)
 		spec.Env = slices.Clone(spec.Env)
-		if spec.Script == "" && len(spec.Env) == 0 {
-			spec.Script, spec.Env = j.Spec.Script, j.Spec.Env
-		}
 		j.Spec, j.Priority = spec, ev.Job.Priority
 
 	case KindRequeueRequest, KindNodeFail:

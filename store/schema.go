@@ -118,11 +118,16 @@ ALTER TABLE jobs ADD COLUMN suspended_secs INTEGER NOT NULL DEFAULT 0;
 	{"job arrays", `
 -- Each task of a job array is a job of its own; array_job_id is the array's
 -- id (its first task's job id, 0 = not a task) and array_task_id the task's
--- index. A task other than the first stores its spec without the script and
--- the environment, which it shares with the first (store/README.md).
+-- index. The tasks share the spec they were submitted with: it is stored
+-- once, in job_arrays, and a task's spec column (and its submit event's) is
+-- '' until an update gives the task a spec of its own (store/README.md).
 ALTER TABLE jobs ADD COLUMN array_job_id  INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN array_task_id INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX jobs_array ON jobs(array_job_id) WHERE array_job_id != 0;
+CREATE TABLE job_arrays (
+	array_job_id INTEGER PRIMARY KEY,
+	spec         TEXT    NOT NULL -- api.JobSpec as JSON, shared by the tasks
+) STRICT;
 `},
 }
 
