@@ -19,6 +19,7 @@ const (
 	PathNodes      = "/v1/nodes"        // GET → NodesResponse
 	PathPartitions = "/v1/partitions"   // GET → PartitionsResponse
 	PathPing       = "/v1/ping"         // GET → PingResponse
+	PathUpdate     = "/v1/jobs/update"  // POST JobUpdateRequest → CancelResponse
 
 	PathReservations      = "/v1/reservations"        // GET ?name= → ReservationsResponse
 	PathReservationCreate = "/v1/reservations/create" // POST ReservationRequest → ReservationResponse
@@ -132,6 +133,8 @@ type JobSpec struct {
 	// --kill-on-invalid-dep ("yes", "no"; "" = the cluster's default).
 	Dependency       string `json:"dependency,omitempty"`
 	KillOnInvalidDep string `json:"kill_on_invalid_dep,omitempty"`
+	// Nice is --nice / scontrol update Nice= (shown, and lowers Priority).
+	Nice int `json:"nice,omitempty"`
 }
 
 // Job is a job as horad knows it: the spec plus what happened to it.
@@ -228,6 +231,28 @@ type CancelRequest struct {
 	// Tasks selects array tasks ("7_3", "7_[1-3]"); an id in IDs that names
 	// an array selects all its tasks, as in Slurm.
 	Tasks []TaskSel `json:"tasks,omitempty"`
+}
+
+// JobUpdateRequest is scontrol update JobId=… (or JobName=… without a
+// JobId, which selects the jobs of that name): the fields given, nil for
+// those left alone. Times are Unix seconds, durations seconds.
+type JobUpdateRequest struct {
+	IDs    []int64   `json:"ids,omitempty"`
+	Tasks  []TaskSel `json:"tasks,omitempty"`
+	ByName string    `json:"by_name,omitempty"`
+
+	TimeLimit     *int64  `json:"time_limit,omitempty"` // NoLimit for UNLIMITED
+	Name          *string `json:"name,omitempty"`
+	Partition     *string `json:"partition,omitempty"`
+	Nodes         *int    `json:"nodes,omitempty"`
+	Dependency    *string `json:"dependency,omitempty"`
+	Begin         *int64  `json:"begin,omitempty"`
+	Deadline      *int64  `json:"deadline,omitempty"`
+	Comment       *string `json:"comment,omitempty"`
+	Nice          *int    `json:"nice,omitempty"`
+	Priority      *int64  `json:"priority,omitempty"`
+	Features      *string `json:"features,omitempty"`
+	ArrayThrottle *int    `json:"array_throttle,omitempty"`
 }
 
 // TaskSel names tasks of a job array by their task ids.

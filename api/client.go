@@ -292,6 +292,12 @@ func (c *Client) Control(ctx context.Context, path string, req ControlRequest) (
 	return out, c.do(ctx, "POST", path, req, out)
 }
 
+// Update changes jobs (scontrol update JobId=…).
+func (c *Client) Update(ctx context.Context, r JobUpdateRequest) (*CancelResponse, error) {
+	out := &CancelResponse{}
+	return out, c.do(ctx, "POST", PathUpdate, r, out)
+}
+
 // Release clears holds.
 func (c *Client) Release(ctx context.Context, ids []int64) (*CancelResponse, error) {
 	out := &CancelResponse{}

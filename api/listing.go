@@ -59,6 +59,7 @@ func appendJob(b []byte, j *Job) []byte {
 	for _, v := range [...]string{s.Array, s.Dependency, s.KillOnInvalidDep} {
 		b = appendStr(b, v)
 	}
+	b = binary.AppendVarint(b, int64(s.Nice))
 
 	b = binary.AppendUvarint(b, uint64(j.UID))
 	b = binary.AppendUvarint(b, uint64(j.GID))
@@ -308,6 +309,7 @@ func (d *listingDecoder) job(j *Job) {
 	s.Input, s.Reservation, s.Account, s.QOS, s.Comment, s.SubmitHost = d.field(), d.field(), d.field(), d.field(), d.field(), d.field()
 	s.OpenAppend = d.bool()
 	s.Array, s.Dependency, s.KillOnInvalidDep = d.field(), d.field(), d.field()
+	s.Nice = d.int()
 
 	j.UID = uint32(d.uvarint())
 	j.GID = uint32(d.uvarint())

@@ -55,6 +55,9 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.str("array", s.Array, true)
 	w.str("dependency", s.Dependency, true)
 	w.str("kill_on_invalid_dep", s.KillOnInvalidDep, true)
+	if s.Nice != 0 {
+		w.int("nice", int64(s.Nice))
+	}
 	w.b = append(w.b, '}')
 	if r.TestOnly {
 		w.b = append(w.b, `,"test_only":true`...)

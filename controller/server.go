@@ -51,6 +51,7 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("POST "+api.PathCancel, c.handle(c.hCancel))
 	mux.HandleFunc("POST "+api.PathHold, c.handle(c.hHold(true)))
 	mux.HandleFunc("POST "+api.PathRelease, c.handle(c.hHold(false)))
+	mux.HandleFunc("POST "+api.PathUpdate, c.handle(c.hUpdate))
 	mux.HandleFunc("GET "+api.PathNodes, c.handle(c.hNodes))
 	mux.HandleFunc("GET "+api.PathPartitions, c.handle(c.hPartitions))
 	mux.HandleFunc("GET "+api.PathPing, c.handle(c.hPing))

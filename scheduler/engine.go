@@ -309,6 +309,9 @@ func (e *Engine) apply(now float64, ev Event) bool {
 		e.setDependency(now, ev)
 	case SetThrottle:
 		e.setThrottle(now, ev)
+	case Update:
+		e.gate.init()
+		e.update(now, ev.Job)
 	}
 	return true
 }

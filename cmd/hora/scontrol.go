@@ -73,7 +73,7 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 		r.add("JobId="+id, "JobName="+j.Spec.Name)
 	}
 	r.add(fmt.Sprintf("UserId=%s(%d)", j.User, j.UID), fmt.Sprintf("GroupId=%s(%d)", j.Group, j.GID), "MCS_label=N/A")
-	r.add("Priority="+strconv.FormatInt(j.Priority, 10), "Nice=0", "Account="+orNull(j.Spec.Account), "QOS="+orNull(j.Spec.QOS))
+	r.add("Priority="+strconv.FormatInt(j.Priority, 10), "Nice="+strconv.Itoa(j.Spec.Nice), "Account="+orNull(j.Spec.Account), "QOS="+orNull(j.Spec.QOS))
 	// scontrol writes a reason with a description (ReqNodeNotAvail, ...)
 	// with its blanks as underscores, so that the line stays key=value.
 	r.add("JobState="+string(j.State), "Reason="+strings.ReplaceAll(reasonText(j), " ", "_"), "Dependency="+orNull(j.Dependency))
@@ -312,6 +312,8 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 		return scontrolResv(ctx, env, verb, words[1:]) // reservation.go
 	case verb == "update" && isNodeUpdate(words[1:]):
 		return scontrolUpdateNode(ctx, env, words[1:])
+	case verb == "update" && isJobUpdate(words[1:]):
+		return scontrolUpdateJob(ctx, env, words[1:])
 	case verb == "suspend" || verb == "resume" || verb == "requeue":
 		return scontrolSuspend(ctx, env, verb, words[1:])
 	case verb == "hold" || verb == "uhold" || verb == "release":

@@ -119,3 +119,49 @@ func TestDependenciesEndToEnd(t *testing.T) {
 		return c.run(0, work, "squeue", "-h", "-j", never, "-o", "%r").stdout == "DependencyNeverSatisfied\n"
 	})
 }
+
+// scontrol update JobId= through the real client: scontrol's own checks
+// and horad's refusals with Slurm's texts (nothing changes), then changes
+// that show in scontrol show job and survive a restart.
+func TestScontrolUpdateJobEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, localBatch)
+	work := c.workDir()
+	ok := writeScript(t, work, "ok.sh", "#!/bin/sh\nexit 0\n")
+	a := c.submit(work, "-H", "-t", "10", "-o", "/dev/null", ok)
+	b := c.submit(work, "-o", "/dev/null", "--dependency=afterok:"+a, ok)
+	show := func(id string) string { return c.run(0, work, "scontrol", "-o", "show", "job", id).stdout }
+	before := show(a)
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"TimeLimit=banana"}, "scontrol: error: Invalid TimeLimit value\n"},
+		{[]string{"Bogus=5"}, "Update of this parameter is not supported: Bogus=5\nRequest aborted\n"},
+		{[]string{"Partition=nope"}, "Invalid partition name specified for job " + a + "\n"},
+		{[]string{"Dependency=afterok:" + b}, "Circular job dependency for job " + a + "\n"},
+		{[]string{"Dependency=afterok:" + a}, "Job dependency problem for job " + a + "\n"},
+	} {
+		r := c.run(0, work, "scontrol", append([]string{"update", "JobId=" + a}, tc.args...)...)
+		if r.code != 1 || r.stderr != tc.stderr {
+			t.Fatalf("scontrol update %v: exit %d stderr %q, want %q", tc.args, r.code, r.stderr, tc.stderr)
+		}
+	}
+	if r := c.run(65534, work, "scontrol", "update", "JobId="+a, "TimeLimit=5"); r.code != 1 || r.stderr != "Invalid user id for job "+a+"\n" {
+		t.Fatalf("nobody updating root's job: %+v", r)
+	}
+	if after := show(a); after != before {
+		t.Fatalf("refused updates changed the job:\n%s\n%s", before, after)
+	}
+	if r := c.run(0, work, "scontrol", "update", "JobId="+a, "TimeLimit=1:00:00", "JobName=renamed", "Comment=hello", "Nice=3"); r.code != 0 {
+		t.Fatalf("update: %+v", r)
+	}
+	c.kill9()
+	c.start()
+	got := show(a)
+	for _, want := range []string{"JobName=renamed ", "TimeLimit=01:00:00 ", "Comment=hello", "Nice=3 "} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("after update and restart, no %q in\n%s", want, got)
+		}
+	}
+}

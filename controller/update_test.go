@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"testing"
+
+	"hora/api"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// scontrol update JobId=: Slurm's owner and operator rules and texts; a
+// refused update changes nothing; an accepted one is durable (it survives a
+// restart) and reaches the Engine (a dependency added makes the job wait,
+// a cycle is refused).
+func TestUpdateJobRules(t *testing.T) {
+	f := newFixture(t)
+	c := f.controller(t)
+	user := &Caller{UID: 65534, GID: 65534, User: "nobody"}
+	held := f.spec("true")
+	held.Hold = true
+	held.TimeLimit = 600
+	a, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: held})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := held
+	b.Hold = false
+	b.Dependency = "afterok:" + itoa(a.JobID)
+	br, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := func(who *Caller, req api.JobUpdateRequest) string {
+		t.Helper()
+		r := c.updateJobs(t.Context(), who, req)
+		if len(r.Results) != 1 {
+			t.Fatalf("%d results", len(r.Results))
+		}
+		return r.Results[0].Error
+	}
+	ids := []int64{a.JobID}
+	cases := []struct {
+		who  *Caller
+		req  api.JobUpdateRequest
+		want string
+	}{
+		{user, api.JobUpdateRequest{IDs: ids, TimeLimit: ptr(int64(60))}, "Invalid user id"},
+		{root, api.JobUpdateRequest{IDs: ids, Partition: ptr("nope")}, "Invalid partition name specified"},
+		{root, api.JobUpdateRequest{IDs: ids, Dependency: ptr("afterok:abc")}, "Job dependency problem"},
+		{root, api.JobUpdateRequest{IDs: ids, Dependency: ptr("afterok:" + itoa(a.JobID))}, "Job dependency problem"},
+		{root, api.JobUpdateRequest{IDs: ids, Dependency: ptr("afterany:" + itoa(br.JobID))}, "Circular job dependency"},
+		{root, api.JobUpdateRequest{IDs: ids, Features: ptr("gpu")}, "Invalid feature specification"},
+		{root, api.JobUpdateRequest{IDs: []int64{99999}, Comment: ptr("x")}, "Invalid job id specified"},
+	}
+	for _, tc := range cases {
+		if got := one(tc.who, tc.req); got != tc.want {
+			t.Errorf("%+v by %s: %q, want %q", tc.req, tc.who.User, got, tc.want)
+		}
+	}
+	evs, _ := f.st.Events(t.Context(), a.JobID)
+	if len(evs) != 1 {
+		t.Fatalf("refused updates wrote %d events", len(evs)-1)
+	}
+
+	if got := one(root, api.JobUpdateRequest{IDs: ids, TimeLimit: ptr(int64(120)), Name: ptr("renamed"),
+		Comment: ptr("c"), Nice: ptr(5), Priority: ptr(int64(77))}); got != "" {
+		t.Fatal(got)
+	}
+	// Job b loses its dependency: it no longer waits on a.
+	if got := one(root, api.JobUpdateRequest{IDs: []int64{br.JobID}, Dependency: ptr("")}); got != "" {
+		t.Fatal(got)
+	}
+	c.mu.Lock()
+	reason := c.eng.Reason(schedID(br.JobID))
+	c.mu.Unlock()
+	if reason == "Dependency" {
+		t.Fatal("cleared dependency still waits")
+	}
+	c2 := f.controller(t)
+	c2.mu.Lock()
+	defer c2.mu.Unlock()
+	got := c2.jobs[a.JobID]
+	if got.Spec.TimeLimit != 120 || got.Spec.Name != "renamed" || got.Spec.Comment != "c" || got.Spec.Nice != 5 || got.Priority != 77 {
+		t.Fatalf("after restart: limit %d name %q comment %q nice %d priority %d", got.Spec.TimeLimit,
+			got.Spec.Name, got.Spec.Comment, got.Spec.Nice, got.Priority)
+	}
+	if lim, _ := c2.eng.Job(schedID(a.JobID)); lim.TimeLimit != 120 {
+		t.Fatalf("the Engine has limit %v", lim.TimeLimit)
+	}
+}
