@@ -20,6 +20,7 @@ const (
 	PathPartitions = "/v1/partitions"   // GET → PartitionsResponse
 	PathPing       = "/v1/ping"         // GET → PingResponse
 	PathUpdate     = "/v1/jobs/update"  // POST JobUpdateRequest → CancelResponse
+	PathConfig     = "/v1/config"       // GET → ConfigResponse
 
 	PathReservations      = "/v1/reservations"        // GET ?name= → ReservationsResponse
 	PathReservationCreate = "/v1/reservations/create" // POST ReservationRequest → ReservationResponse
@@ -265,6 +266,11 @@ type TaskSel struct {
 type ControlRequest struct {
 	IDs   []int64   `json:"ids"`
 	Tasks []TaskSel `json:"tasks,omitempty"` // array tasks, as in CancelRequest
+	// UserHold makes hold a user hold (scontrol uhold: JobHeldUser, which
+	// the owner may release) even when an operator asks; Hold makes
+	// requeue leave the job held (scontrol requeuehold).
+	UserHold bool `json:"user_hold,omitempty"`
+	Hold     bool `json:"hold,omitempty"`
 }
 
 // JobResult is the outcome for one job of a multi-job request.
@@ -332,6 +338,20 @@ type PingResponse struct {
 	Version     string `json:"version"`
 	ClusterName string `json:"cluster_name"`
 	Now         int64  `json:"now"`
+}
+
+// ConfigResponse is horad's configuration as `scontrol show config` lists
+// it: Slurm's keys, in Slurm's order, with hora's real values.
+type ConfigResponse struct {
+	Pairs []ConfigPair `json:"pairs"`
+	Now   int64        `json:"now"`
+	Host  string       `json:"host"` // where horad runs (the "is UP" line)
+}
+
+// ConfigPair is one line of `scontrol show config`.
+type ConfigPair struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // Reservation is an advance reservation (scontrol create reservation): Nodes

@@ -292,6 +292,12 @@ func (c *Client) Control(ctx context.Context, path string, req ControlRequest) (
 	return out, c.do(ctx, "POST", path, req, out)
 }
 
+// Config reads horad's configuration (scontrol show config).
+func (c *Client) Config(ctx context.Context) (*ConfigResponse, error) {
+	out := &ConfigResponse{}
+	return out, c.do(ctx, "GET", PathConfig, nil, out)
+}
+
 // Update changes jobs (scontrol update JobId=…).
 func (c *Client) Update(ctx context.Context, r JobUpdateRequest) (*CancelResponse, error) {
 	out := &CancelResponse{}

@@ -361,3 +361,10 @@ func pendingRestoreOrder(pending []*job) []*job {
 	}
 	return out
 }
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

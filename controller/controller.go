@@ -62,6 +62,7 @@ type Controller struct {
 	work      *workQueue
 	stageQ    map[string]*workQueue // dlt partition → its staging channel (staging.go)
 	wake      chan struct{}         // poke the tick loop after the Engine's wakeup time may have moved
+	booted    time.Time             // when this horad started (scontrol show config BOOT_TIME)
 	heartbeat func()
 }
 
@@ -76,6 +77,7 @@ type job struct {
 	overrun          map[int]bool    // chunks the policy killed for overrunning (end TIMEOUT)
 	nodeFailed       bool            // a node of the job went down: its end is a node failure
 	requeueRequested bool            // scontrol requeue: its end puts it back to PENDING
+	requeueHold      string          // scontrol requeuehold: the hold reason it comes back with
 
 	// dep is the job's dependency as the Engine has it, depShown the
 	// user's terms aligned with it and depSep their separator (arrays.go).
@@ -116,7 +118,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
 		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{},
 		work: newWorkQueue(), wake: make(chan struct{}, 1),
-		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{},
+		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(),
 	}
 	for _, p := range o.Config.Partitions {
 		if p.Policy == "dlt" {

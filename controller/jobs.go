@@ -329,6 +329,12 @@ func (c *Controller) cancelOneLocked(ctx context.Context, who *Caller, j *job, s
 
 // hold and release implement scontrol hold/release for pending jobs.
 func (c *Controller) hold(ctx context.Context, who *Caller, ids []int64, hold bool) *api.CancelResponse {
+	return c.holdAs(ctx, who, ids, hold, false)
+}
+
+// holdAs is hold with scontrol uhold's choice: userHold makes the hold a
+// user hold (JobHeldUser) whoever asks.
+func (c *Controller) holdAs(ctx context.Context, who *Caller, ids []int64, hold, userHold bool) *api.CancelResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp := &api.CancelResponse{}
@@ -348,7 +354,7 @@ func (c *Controller) hold(ctx context.Context, who *Caller, ids []int64, hold bo
 		kind, reason := store.KindRelease, "None"
 		if hold {
 			kind, reason = store.KindHold, "JobHeldUser"
-			if who.UID != j.UID {
+			if who.UID != j.UID && !userHold {
 				reason = "JobHeldAdmin"
 			}
 		}

@@ -76,7 +76,7 @@ func testRequeueAcrossRestart(t *testing.T, endedAway bool) {
 	spec := f.spec("if [ -e " + marker + " ]; then exit 0; fi; touch " + marker + "; sleep 60")
 	c1 := f.controller(t)
 	id := runUntilLaunched(t, c1, spec)
-	r := c1.requeueJobs(t.Context(), root, []int64{id})
+	r := c1.requeueJobs(t.Context(), root, []int64{id}, false)
 	if len(r.Results) != 1 || r.Results[0].Error != "" {
 		t.Fatalf("requeue: %+v", r.Results)
 	}

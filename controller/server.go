@@ -52,6 +52,7 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("POST "+api.PathHold, c.handle(c.hHold(true)))
 	mux.HandleFunc("POST "+api.PathRelease, c.handle(c.hHold(false)))
 	mux.HandleFunc("POST "+api.PathUpdate, c.handle(c.hUpdate))
+	mux.HandleFunc("GET "+api.PathConfig, c.handle(c.hConfig))
 	mux.HandleFunc("GET "+api.PathNodes, c.handle(c.hNodes))
 	mux.HandleFunc("GET "+api.PathPartitions, c.handle(c.hPartitions))
 	mux.HandleFunc("GET "+api.PathPing, c.handle(c.hPing))
@@ -175,7 +176,7 @@ func (c *Controller) hHold(hold bool) handlerFunc {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
-		return c.hold(ctx, who, c.expandIDs(req.IDs, req.Tasks), hold), nil
+		return c.holdAs(ctx, who, c.expandIDs(req.IDs, req.Tasks), hold, req.UserHold), nil
 	}
 }
 

@@ -88,3 +88,27 @@ func TestUpdateJobRules(t *testing.T) {
 		t.Fatalf("the Engine has limit %v", lim.TimeLimit)
 	}
 }
+
+// scontrol requeuehold: the job comes back pending and held (durably: the
+// hold travels in the requeue events), and runs again once released.
+func TestRequeueHold(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.KillWaitS = 1
+	c := f.controller(t)
+	id := runUntilLaunched(t, c, f.spec("sleep 60"))
+	if r := c.requeueJobs(t.Context(), root, []int64{id}, true); r.Results[0].Error != "" {
+		t.Fatal(r.Results[0].Error)
+	}
+	j := waitStore(t, f, c, id, "pending and held", func(j api.Job) bool {
+		return j.State == api.StatePending && j.Restarts == 1
+	})
+	if j.Reason != "JobHeldAdmin" {
+		t.Fatalf("requeued with reason %q, want JobHeldAdmin", j.Reason)
+	}
+	c.mu.Lock()
+	reason := c.eng.Reason(schedID(id))
+	c.mu.Unlock()
+	if reason != "JobHeldUser" && reason != "JobHeldAdmin" {
+		t.Fatalf("the Engine holds it with reason %q", reason)
+	}
+}

@@ -32,7 +32,7 @@ const (
 	// Marks on the current run, written before the controller answers so
 	// that a restart ends the run as asked (DESIGN §5.3). The job's row does
 	// not change: recovery reads them from the events after the last start.
-	KindRequeueRequest Kind = "requeue_request" // By: the uid that asked (scontrol requeue)
+	KindRequeueRequest Kind = "requeue_request" // By: the uid that asked (scontrol requeue); Reason: the hold to come back with (requeuehold) or ""
 	KindNodeFail       Kind = "node_fail"       // Nodes: the node that went down under the run
 )
 

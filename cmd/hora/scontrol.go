@@ -314,7 +314,7 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 		return scontrolUpdateNode(ctx, env, words[1:])
 	case verb == "update" && isJobUpdate(words[1:]):
 		return scontrolUpdateJob(ctx, env, words[1:])
-	case verb == "suspend" || verb == "resume" || verb == "requeue":
+	case verb == "suspend" || verb == "resume" || verb == "requeue" || verb == "requeuehold":
 		return scontrolSuspend(ctx, env, verb, words[1:])
 	case verb == "hold" || verb == "uhold" || verb == "release":
 		return scontrolHold(ctx, env, verb, words[1:])
@@ -389,6 +389,8 @@ func scontrolShow(ctx context.Context, env *Env, what string, rest []string, one
 		return 0
 	case "job":
 		return showJobs(ctx, env, name, oneliner)
+	case "config":
+		return showConfig(ctx, env)
 	case "reservation":
 		return showReservations(ctx, env, name, oneliner)
 	case "node", "partition":
@@ -529,8 +531,7 @@ func scontrolHold(ctx context.Context, env *Env, verb string, words []string) in
 	if verb == "release" {
 		path = api.PathRelease
 	}
-	// TODO(api): uhold and hold differ in Slurm (user vs admin hold,
-	// JobHeldUser vs JobHeldAdmin); horad offers one hold.
+	req.UserHold = verb == "uhold"
 	resp, err := cl.Control(ctx, path, req)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Prog, apiErrText(err))
@@ -621,3 +622,33 @@ const scontrolHelp = `Usage: scontrol [<OPTION>] [<COMMAND>]
 
   <job_list> is a comma or space separated list of job ids.
 `
+
+// showConfig prints `scontrol show config` in scontrol 22.05's layout: a
+// dated title, "Key<padded to 23> = value" lines, a blank line and the
+// controller's status line, as `scontrol ping` prints it.
+func showConfig(ctx context.Context, env *Env) int {
+	cl := dial(env)
+	if cl == nil {
+		return 1
+	}
+	cfg, err := cl.Config(ctx)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "slurm_load_ctl_conf error: %s\n", apiErrText(err))
+		return 1
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Configuration data as of %s\n", fmtTime(cfg.Now, timeFormat(env), nowFunc()))
+	for _, p := range cfg.Pairs {
+		v := p.Value
+		if p.Key == "MessageTimeout" {
+			// The bound is the client's own ($HORA_MESSAGE_TIMEOUT).
+			if d, err := api.MessageTimeout(); err == nil {
+				v = strconv.Itoa(int(d.Seconds())) + " sec"
+			}
+		}
+		fmt.Fprintf(&b, "%-23s = %s\n", p.Key, v)
+	}
+	fmt.Fprintf(&b, "\nSlurmctld(primary) at %s is UP\n", orDefault(cfg.Host, "horad"))
+	fmt.Fprint(env.Stdout, b.String())
+	return 0
+}

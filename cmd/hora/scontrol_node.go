@@ -112,6 +112,7 @@ func scontrolSuspend(ctx context.Context, env *Env, verb string, words []string)
 		return 1
 	}
 	path := api.PathRequeue
+	req.Hold = verb == "requeuehold"
 	switch verb {
 	case "suspend":
 		path = api.PathSuspend

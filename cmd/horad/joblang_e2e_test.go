@@ -158,6 +158,14 @@ func TestScontrolUpdateJobEndToEnd(t *testing.T) {
 	}
 	c.kill9()
 	c.start()
+	cfg := c.run(0, work, "scontrol", "show", "config")
+	for _, want := range []string{"Configuration data as of ", "\nClusterName             = hora\n",
+		"\nMaxArraySize            = 1001\n", "\nKillWait                = 30 sec\n", "\nMinJobAge               = 300 sec\n",
+		"\nSLURM_VERSION           = 22.05.8\n", "\nSchedulerType           = sched/backfill\n", " is UP\n"} {
+		if cfg.code != 0 || !strings.Contains(cfg.stdout, want) {
+			t.Fatalf("scontrol show config lacks %q:\n%s", want, cfg.stdout)
+		}
+	}
 	got := show(a)
 	for _, want := range []string{"JobName=renamed ", "TimeLimit=01:00:00 ", "Comment=hello", "Nice=3 "} {
 		if !strings.Contains(got, want) {
