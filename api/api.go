@@ -136,6 +136,8 @@ type JobSpec struct {
 	KillOnInvalidDep string `json:"kill_on_invalid_dep,omitempty"`
 	// Nice is --nice / scontrol update Nice= (shown, and lowers Priority).
 	Nice int `json:"nice,omitempty"`
+	// Signal is --signal as given ("B:USR1@30"): sent before the time limit.
+	Signal string `json:"signal,omitempty"`
 }
 
 // Job is a job as horad knows it: the spec plus what happened to it.

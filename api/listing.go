@@ -60,6 +60,7 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, v)
 	}
 	b = binary.AppendVarint(b, int64(s.Nice))
+	b = appendStr(b, s.Signal)
 
 	b = binary.AppendUvarint(b, uint64(j.UID))
 	b = binary.AppendUvarint(b, uint64(j.GID))
@@ -310,6 +311,7 @@ func (d *listingDecoder) job(j *Job) {
 	s.OpenAppend = d.bool()
 	s.Array, s.Dependency, s.KillOnInvalidDep = d.field(), d.field(), d.field()
 	s.Nice = d.int()
+	s.Signal = d.field()
 
 	j.UID = uint32(d.uvarint())
 	j.GID = uint32(d.uvarint())

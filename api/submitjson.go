@@ -55,6 +55,7 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.str("array", s.Array, true)
 	w.str("dependency", s.Dependency, true)
 	w.str("kill_on_invalid_dep", s.KillOnInvalidDep, true)
+	w.str("signal", s.Signal, true)
 	if s.Nice != 0 {
 		w.int("nice", int64(s.Nice))
 	}

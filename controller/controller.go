@@ -356,7 +356,7 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 	if n < 1 {
 		n = 1
 	}
-	return scheduler.Job{
+	sj := scheduler.Job{
 		ID: scheduler.JobID(j.ID), Partition: j.Spec.Partition, User: j.UID, Nodes: n,
 		TimeLimit: limit, Submit: float64(j.SubmitTime), Begin: float64(j.Spec.Begin),
 		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
@@ -364,6 +364,10 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 		Array: scheduler.JobID(j.ArrayJobID), ArrayLimit: c.arrayThrottle(j),
 		Dep: j.dep, KillOnInvalidDep: c.killOnInvalidDep(&j.Spec),
 	}
+	if sp, ok := sbatch.ParseSignalSpec(j.Spec.Signal); ok && j.Spec.Signal != "" {
+		sj.Signal, sj.SignalBefore = strconv.Itoa(sp.Num), float64(sp.Before)
+	}
+	return sj
 }
 
 func (c *Controller) arrayThrottle(j *job) int {

@@ -532,9 +532,11 @@ func signum(name string) nodes.Signum {
 		return nodes.Signum(syscall.SIGCONT)
 	case "KILL":
 		return nodes.Signum(syscall.SIGKILL)
-	default:
-		return nodes.Signum(syscall.SIGTERM)
 	}
+	if n, err := strconv.Atoi(name); err == nil && n > 0 {
+		return nodes.Signum(n) // --signal, resolved to its number
+	}
+	return nodes.Signum(syscall.SIGTERM)
 }
 
 func secondsDur(s int64) time.Duration { return time.Duration(s) * time.Second }

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"hora/api"
@@ -110,5 +112,26 @@ func TestRequeueHold(t *testing.T) {
 	c.mu.Unlock()
 	if reason != "JobHeldUser" && reason != "JobHeldAdmin" {
 		t.Fatalf("the Engine holds it with reason %q", reason)
+	}
+}
+
+// sbatch --signal=B:USR1@50 on a 60 s job: the job's script gets SIGUSR1
+// about 10 s after it starts, before its limit, and can end cleanly.
+func TestSignalBeforeTimeLimit(t *testing.T) {
+	f := newFixture(t)
+	c := f.controller(t)
+	got := filepath.Join(f.dir, "got-usr1")
+	spec := f.spec("trap 'touch " + got + "; exit 0' USR1\nwhile :; do sleep 0.1; done")
+	spec.TimeLimit, spec.Signal = 60, "B:USR1@50"
+	resp, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runFor(t, c, "the job ended", func() bool { return c.finishedLocked(resp.JobID) })
+	c.mu.Lock()
+	j := c.jobs[resp.JobID]
+	c.mu.Unlock()
+	if _, err := os.Stat(got); err != nil || j.State != api.StateCompleted {
+		t.Fatalf("job %s, trap file: %v", j.State, err)
 	}
 }

@@ -110,3 +110,22 @@ func TestParseDependency(t *testing.T) {
 		}
 	}
 }
+
+// --signal as sbatch 22.05 takes it (each case measured on it).
+func TestParseSignalSpec(t *testing.T) {
+	good := map[string]SignalSpec{
+		"USR1@30": {10, 30, false}, "B:USR1@30": {10, 30, true}, "B:10@5": {10, 5, true},
+		"R:USR1@5": {10, 5, false}, "SIGUSR1": {10, 60, false}, "usr1@5": {10, 5, false},
+		"USR1@0": {10, 0, false}, "65@5": {65, 5, false},
+	}
+	for in, want := range good {
+		if got, ok := ParseSignalSpec(in); !ok || got != want {
+			t.Errorf("ParseSignalSpec(%q) = %+v %v, want %+v", in, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"FOO", "USR1@abc", "R:B:10@5", "B:R:USR1@5", "USR1@70000", "0", ""} {
+		if _, ok := ParseSignalSpec(bad); ok {
+			t.Errorf("ParseSignalSpec(%q) accepted", bad)
+		}
+	}
+}

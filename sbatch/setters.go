@@ -195,3 +195,11 @@ func setKillOnInvalidDep(st *state, o *Option, v string) error {
 	}
 	return nil
 }
+
+func setSignal(st *state, o *Option, v string) error {
+	if _, ok := ParseSignalSpec(v); !ok {
+		return invalidSpec(o)
+	}
+	st.spec.Signal = v
+	return nil
+}

@@ -345,7 +345,7 @@ func TestEveryOptionHandled(t *testing.T) {
 	values := map[string]string{
 		"nodes": "1", "ntasks": "1", "cpus-per-task": "1", "ntasks-per-node": "1", "time": "5",
 		"time-min": "5", "begin": "now", "deadline": "now+1hour", "mem": "1", "mem-per-cpu": "1",
-		"load": "1k", "open-mode": "append", "export": "ALL", "chdir": "/tmp", "array": "", "dependency": "", "kill-on-invalid-dep": "yes",
+		"load": "1k", "open-mode": "append", "export": "ALL", "chdir": "/tmp", "array": "", "dependency": "", "kill-on-invalid-dep": "yes", "signal": "B:USR1@30",
 	}
 	for _, o := range SbatchOptions {
 		switch o.Key {

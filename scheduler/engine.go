@@ -33,6 +33,8 @@ type Engine struct {
 	susp []JobID
 	// gate holds dependencies and array throttles (gate.go).
 	gate gateState
+	// sigs are the --signal deliveries to come, by time.
+	sigs []sigTimer
 }
 
 type nodeRef struct {
@@ -319,6 +321,7 @@ func (e *Engine) apply(now float64, ev Event) bool {
 // pass runs the scheduling pass of every partition whose state changed.
 func (e *Engine) pass(now float64) {
 	e.runTimers(now)
+	e.runSignals(now)
 	e.expireBlocked(now)
 	for _, p := range e.parts {
 		if p.dirty {
@@ -577,6 +580,7 @@ func (e *Engine) restore(now float64, ev Restore) {
 		if len(s.nodes) > 0 {
 			r.steps = append(r.steps, s)
 		}
+		e.armSignal(r, expect)
 		p.policy.Restore(now, &r.job, true)
 		return
 	}
@@ -706,7 +710,7 @@ func (e *Engine) Reason(id JobID) string {
 // (a begin time passes, a pending job's deadline expires); Inf if none.
 // Job ends are not included: the driver reports them as Finished.
 func (e *Engine) NextWakeup() float64 {
-	t := e.nextTimer()
+	t := min(e.nextTimer(), e.nextSignal())
 	for _, p := range e.parts {
 		t = min(t, p.policy.NextWakeup())
 	}

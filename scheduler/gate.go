@@ -154,6 +154,7 @@ type gateRec struct {
 	failed    bool       // a step failed (for afterok/afternotok of others)
 	restoring bool       // being restored: its policy takes it without admission
 	requeue   bool       // leaving to come back pending (Finished.Requeue)
+	signalled bool       // its --signal has been sent (signal.go)
 }
 
 // enterGates enters a new or restored pending job that has a dependency or

@@ -220,3 +220,25 @@ func TestDependencyCycleAndRestore(t *testing.T) {
 		t.Fatalf("restored dependent of a completed job: started %v", got)
 	}
 }
+
+// --signal: the Engine asks for the signal SignalBefore seconds before the
+// running job's limit, once, and wakes the driver for it.
+func TestSignalBeforeLimit(t *testing.T) {
+	eng := gateEngine(t, 1)
+	j := job(1)
+	j.Signal, j.SignalBefore = "10", 30
+	eng.Handle(scheduler.Submit{Now: 0, Job: j})
+	if w := eng.NextWakeup(); w != 70 {
+		t.Fatalf("next wakeup %v, want 70 (limit 100 − 30)", w)
+	}
+	if acts := eng.Handle(scheduler.Tick{Now: 69}); len(acts) != 0 {
+		t.Fatalf("early: %+v", acts)
+	}
+	acts := eng.Handle(scheduler.Tick{Now: 70})
+	if len(acts) != 1 || acts[0] != (scheduler.Signal{ID: 1, Step: scheduler.BatchStep, Sig: "10"}) {
+		t.Fatalf("at 70: %+v", acts)
+	}
+	if acts := eng.Handle(scheduler.Tick{Now: 80}); len(acts) != 0 {
+		t.Fatalf("signal sent twice: %+v", acts)
+	}
+}

@@ -172,6 +172,9 @@ func (p *Partition) Start(id JobID, step int, nodes []int, offset, size, expect 
 	e.out = append(e.out, Start{ID: id, Step: step, Nodes: names, Offset: offset, Size: size, Expect: expect})
 	if first {
 		e.jobStarted(e.now, r)
+		if step == BatchStep {
+			e.armSignal(r, expect)
+		}
 	}
 	return nil
 }

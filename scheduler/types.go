@@ -47,6 +47,11 @@ type Job struct {
 	// the job, instead of keeping it pending, when Dep can never hold.
 	Dep              *Dependency
 	KillOnInvalidDep bool
+	// Signal, when set, is sent to the running job SignalBefore seconds
+	// before its time limit (sbatch --signal): a Signal action, so that
+	// replay sees it too.
+	Signal       string
+	SignalBefore float64
 }
 
 // NodeSpec describes one node of the cluster.

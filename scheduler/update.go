@@ -27,6 +27,7 @@ func (e *Engine) update(now float64, j Job) {
 			for k := range r.steps {
 				if r.steps[k].step == BatchStep {
 					e.setExpect(r, k, r.gate.startAt+j.TimeLimit)
+					e.armSignal(r, r.gate.startAt+j.TimeLimit)
 				}
 			}
 		}

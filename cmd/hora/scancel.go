@@ -38,25 +38,9 @@ var scancelOpts = []sbatch.Opt{
 	{Long: "usage", Arg: sbatch.NoArg, Key: "usage"},
 }
 
-// signalNumbers are the Linux signal numbers scancel accepts by name.
-var signalNumbers = map[string]int{
-	"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "BUS": 7,
-	"FPE": 8, "KILL": 9, "USR1": 10, "SEGV": 11, "USR2": 12, "PIPE": 13,
-	"ALRM": 14, "TERM": 15, "STKFLT": 16, "CHLD": 17, "CONT": 18, "STOP": 19,
-	"TSTP": 20, "TTIN": 21, "TTOU": 22, "URG": 23, "XCPU": 24, "XFSZ": 25,
-	"VTALRM": 26, "PROF": 27, "WINCH": 28, "IO": 29, "PWR": 30, "SYS": 31,
-}
-
 // parseSignal reads --signal: a name with or without SIG, any case, or a
 // number (COMPAT.md §4).
-func parseSignal(s string) (int, bool) {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n, n > 0
-	}
-	u := strings.TrimPrefix(strings.ToUpper(s), "SIG")
-	n, ok := signalNumbers[u]
-	return n, ok
-}
+func parseSignal(s string) (int, bool) { return sbatch.SignalNumber(s) }
 
 // scancelTarget is one id as the user spelled it, kept for the messages.
 type scancelTarget struct {
