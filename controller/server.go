@@ -250,6 +250,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			j := &stored[i]
 			if live := c.jobs[j.ID]; live != nil {
 				*j = live.Job // memory is ahead of the store by at most in-flight starts
+				c.showCompletingLocked(live, j)
 			}
 			if keep(j) {
 				out.Jobs = append(out.Jobs, c.present(who, *j, full))
@@ -273,7 +274,13 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	}
 	for _, id := range c.ids {
 		j := c.jobs[id]
-		if !keep(&j.Job) {
+		view := &j.Job
+		if j.State == api.StateRunning && c.completingLocked(j) {
+			v := j.Job
+			v.State = api.StateCompleting
+			view = &v
+		}
+		if !keep(view) {
 			continue
 		}
 		if folded != nil && j.ArrayJobID != 0 && j.State == api.StatePending {
@@ -292,7 +299,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			out.Jobs = append(out.Jobs, row)
 			continue
 		}
-		out.Jobs = append(out.Jobs, c.present(who, j.Job, full))
+		out.Jobs = append(out.Jobs, c.present(who, *view, full))
 	}
 	return out, nil
 }
@@ -420,4 +427,28 @@ func limitSeconds(f float64) int64 {
 		return api.NoLimit
 	}
 	return int64(f)
+}
+
+// completingLocked says whether a running job's processes are being killed:
+// cancelled or asked to requeue (TERM sent, KILL after KillWait), or past its
+// time limit (the shepherd is stopping it). Slurm shows such a job
+// COMPLETING (CG) until its processes are gone; so does hora, in every
+// listing, without storing it (the end that follows is what is recorded).
+func (c *Controller) completingLocked(j *job) bool {
+	if j.State != api.StateRunning || !j.launched {
+		return false
+	}
+	if j.cancelRequested || j.requeueRequested {
+		return true
+	}
+	if j.Spec.TimeLimit > 0 && j.Spec.Load == 0 && j.StartTime > 0 {
+		return c.now().Unix() >= j.StartTime+j.SuspendedSecs+j.Spec.TimeLimit
+	}
+	return false
+}
+
+func (c *Controller) showCompletingLocked(live *job, j *api.Job) {
+	if c.completingLocked(live) {
+		j.State = api.StateCompleting
+	}
 }

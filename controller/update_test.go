@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -133,5 +134,34 @@ func TestSignalBeforeTimeLimit(t *testing.T) {
 	c.mu.Unlock()
 	if _, err := os.Stat(got); err != nil || j.State != api.StateCompleted {
 		t.Fatalf("job %s, trap file: %v", j.State, err)
+	}
+}
+
+// A cancelled job whose processes ignore TERM shows COMPLETING in the
+// listings until KillWait's KILL ends it, then CANCELLED.
+func TestCompletingWhileKilled(t *testing.T) {
+	f := newFixture(t)
+	f.cfg.KillWaitS = 3
+	c := f.controller(t)
+	spec := f.spec("trap '' TERM\nwhile :; do sleep 0.1; done")
+	id := runUntilLaunched(t, c, spec)
+	listed := func() api.JobState {
+		r := httptest.NewRequest("GET", api.PathJobs+"?all=1&id="+itoa(id), nil)
+		out, err := c.hJobs(t.Context(), root, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*api.JobsResponse).Jobs[0].State
+	}
+	if st := listed(); st != api.StateRunning {
+		t.Fatalf("before the cancel: %s", st)
+	}
+	c.cancel(t.Context(), root, api.CancelRequest{IDs: []int64{id}})
+	if st := listed(); st != api.StateCompleting {
+		t.Fatalf("while its processes are being killed: %s, want COMPLETING", st)
+	}
+	runFor(t, c, "the job ended", func() bool { return c.finishedLocked(id) })
+	if st := listed(); st != api.StateCancelled {
+		t.Fatalf("after: %s", st)
 	}
 }
