@@ -10,7 +10,7 @@ TAGS    ?= urfave_cli_no_docs
 CLIENTS := sbatch squeue scancel sinfo scontrol sacct
 export CGO_ENABLED ?= 0
 
-.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean
+.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean man
 
 all: build
 
@@ -18,6 +18,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/hora ./cmd/hora
 	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/horad ./cmd/horad
+	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/hora-sim ./cmd/hora-sim
 	@for c in $(CLIENTS); do ln -sf hora $(BIN)/$$c; done
 
 # Installs what the tests need on a fresh Debian machine (slurm-client as an
@@ -51,11 +52,22 @@ fuzz:
 	@for f in FuzzParseSlurmDuration FuzzParseSlurmTime FuzzHostlist FuzzScanDirectives; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 60s ./sbatch/ || exit 1; done
 
+# The fault harness (cmd/horad TestFaultHarness) for SOAK_DURATION, plus
+# any test named Soak. `make test` runs the harness for 20 s.
+SOAK_DURATION ?= 1h
 soak: build
+	HORA_FAULT_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -run 'Soak|TestFaultHarness' -timeout 0 -v ./cmd/horad/ \
+		| grep -v '^\s*time='
 	$(GO) test -count=1 -run Soak -timeout 60m -tags soak ./...
 
 clean:
 	rm -rf $(BIN)
+
+# Regenerates man/*.1 and contrib/completions/ from the option tables
+# (sbatch/options.go and the commands' tables); TestGeneratedDocsUpToDate
+# fails until the result is committed.
+man:
+	$(GO) run ./cmd/hora gendoc .
 
 # Regenerates docs/reproductions/ from fixed seeds (a few minutes on 2 cores).
 .PHONY: reproduce

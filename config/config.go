@@ -34,7 +34,7 @@ type Config struct {
 	Operators   []string `toml:"operators"`     // users (names or uids) who may act on any job
 	KillWaitS   int      `toml:"kill_wait_s"`   // grace between TERM and KILL (Slurm KillWait)
 	MinJobAgeS  int      `toml:"min_job_age_s"` // finished jobs stay in squeue -t all this long
-	Executor    string   `toml:"executor"`      // "local" (default) or "ssh"
+	Executor    string   `toml:"executor"`      // "local" (default), "ssh", or "emulated" (benchmarks: no processes)
 	// ReservationAccess says who may create, update and delete advance
 	// reservations: "operators" (default: root and Operators, as Slurm's
 	// root/SlurmUser) or "users" (also any user, for reservations whose only
@@ -393,8 +393,8 @@ func (c *Config) Validate() error {
 	if v := c.JobRequeue; v != nil && *v != 0 && *v != 1 {
 		ps = append(ps, c.problem("job_requeue", "must be 0 or 1 (Slurm's JobRequeue), got %d", *v))
 	}
-	if c.Executor != "local" && c.Executor != "ssh" {
-		ps = append(ps, c.problem("executor", "must be \"local\" or \"ssh\", got %q", c.Executor))
+	if c.Executor != "local" && c.Executor != "ssh" && c.Executor != "emulated" {
+		ps = append(ps, c.problem("executor", "must be \"local\", \"ssh\" or \"emulated\", got %q", c.Executor))
 	}
 	if c.Executor == "ssh" {
 		if c.SSH.KnownHosts == "" {

@@ -116,7 +116,7 @@ func FuzzScanDirectives(f *testing.F) {
 		if err == nil {
 			// The translator writes only options BuildSpec knows.
 			for _, d := range pbs {
-				if _, err := Getopt(SbatchOptions, d.Words, false); err != nil {
+				if _, err := Getopt(GetoptTable(Sbatch), d.Words, false); err != nil {
 					t.Fatalf("translated %q: %v", d.Words, err)
 				}
 			}

@@ -81,7 +81,7 @@ func Getopt(opts []Opt, argv []string, stopAtArg bool) (*Parsed, error) {
 			return p, nil
 		case strings.HasPrefix(a, "--"):
 			name, val, hasVal := strings.Cut(a[2:], "=")
-			o, err := findLong(opts, name)
+			o, err := findLong(opts, name, a)
 			if err != nil {
 				return nil, err
 			}
@@ -143,31 +143,54 @@ func Getopt(opts []Opt, argv []string, stopAtArg bool) (*Parsed, error) {
 	return p, nil
 }
 
-func findLong(opts []Opt, name string) (*Opt, error) {
-	var match *Opt
-	ambiguous := false
+// findLong finds the option named name or abbreviated by it, as glibc's
+// getopt_long does: an exact name wins; else the first prefix match,
+// unless a later one is a different option (a different Key or argument
+// kind), when the abbreviation is ambiguous and glibc lists the first match
+// and every different one, in table order. arg is the argument as written
+// ("--ti=5"), which glibc quotes in its messages.
+func findLong(opts []Opt, name, arg string) (*Opt, error) {
+	var first *Opt
+	var ambiguous []string
+	if name != "" {
+		for i := range opts {
+			if opts[i].Long == name {
+				return &opts[i], nil
+			}
+		}
+	}
 	for i := range opts {
 		o := &opts[i]
-		if o.Long == "" {
+		if o.Long == "" || !strings.HasPrefix(o.Long, name) {
 			continue
 		}
-		if o.Long == name {
-			return o, nil
-		}
-		if strings.HasPrefix(o.Long, name) && name != "" {
-			if match != nil && match.Key != o.Key {
-				ambiguous = true
+		switch {
+		case first == nil:
+			first = o
+		case o.Key != first.Key || o.Arg != first.Arg:
+			if ambiguous == nil {
+				ambiguous = []string{first.Long}
 			}
-			match = o
+			ambiguous = append(ambiguous, o.Long)
 		}
 	}
-	if ambiguous {
-		return nil, &UsageError{fmt.Sprintf("option '--%s' is ambiguous", name)}
+	if ambiguous != nil {
+		// The list follows the table's order, first match included.
+		var list strings.Builder
+		for i := range opts {
+			for _, l := range ambiguous {
+				if opts[i].Long == l {
+					fmt.Fprintf(&list, " '--%s'", l)
+					break
+				}
+			}
+		}
+		return nil, &UsageError{fmt.Sprintf("option '%s' is ambiguous; possibilities:%s", arg, list.String())}
 	}
-	if match == nil {
-		return nil, &UsageError{fmt.Sprintf("unrecognized option '--%s'", name)}
+	if first == nil {
+		return nil, &UsageError{fmt.Sprintf("unrecognized option '%s'", arg)}
 	}
-	return match, nil
+	return first, nil
 }
 
 func findShort(opts []Opt, r rune) *Opt {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Command is a set of the commands that accept an option (a bit each).
@@ -97,7 +98,7 @@ var sectionTitles = []string{
 	secConsumable: "Consumable resources related options:",
 	secAffinity:   "Affinity/Multi-core options:",
 	secGPU:        "GPU scheduling options:",
-	secHora:       "hora options:",
+	secHora:       "Deadline and divisible load options (hora):",
 	secHelp:       "Help options:",
 	secOther:      "Other options:",
 }
@@ -135,6 +136,9 @@ type Option struct {
 	Command bool
 	// Values lists the words the argument may be, for completions.
 	Values []string
+	// Hidden options are accepted but, as in Slurm, not listed by --help
+	// and --usage (the man page still has them).
+	Hidden bool
 }
 
 // Ignored reports whether hora accepts the option without acting on it.
@@ -170,8 +174,27 @@ func OptionsOf(c Command) []*Option {
 }
 
 // GetoptTable returns the getopt table of command c: one entry per long
-// name (aliases included), keyed by the record's long name.
+// name (aliases included), keyed by the record's long name, in the order
+// of Slurm's own table (slurmGetoptOrder), which is the order glibc lists
+// the candidates of an ambiguous abbreviation in; hora's own options
+// follow. The table is built on first use (every client process links
+// this package; only the job commands need it) and shared: callers must
+// not modify it.
 func GetoptTable(c Command) []Opt {
+	if f, ok := getoptTables[c]; ok {
+		return f()
+	}
+	return buildGetoptTable(c)
+}
+
+var getoptTables = map[Command]func() []Opt{
+	Sbatch: sync.OnceValue(func() []Opt { return buildGetoptTable(Sbatch) }),
+	Srun:   sync.OnceValue(func() []Opt { return buildGetoptTable(Srun) }),
+	Salloc: sync.OnceValue(func() []Opt { return buildGetoptTable(Salloc) }),
+	Qsub:   sync.OnceValue(func() []Opt { return buildGetoptTable(Qsub) }),
+}
+
+func buildGetoptTable(c Command) []Opt {
 	var out []Opt
 	for _, o := range OptionsOf(c) {
 		out = append(out, Opt{o.Short, o.Long, o.Arg, o.Key()})
@@ -179,11 +202,61 @@ func GetoptTable(c Command) []Opt {
 			out = append(out, Opt{0, a, o.Arg, o.Key()})
 		}
 	}
+	order := strings.Fields(slurmGetoptOrder[c])
+	rank := make(map[string]int, len(order))
+	for i, l := range order {
+		rank[l] = i + 1
+	}
+	r := func(long string) int {
+		if i := rank[long]; i > 0 {
+			return i
+		}
+		return len(order) + 1
+	}
+	slices.SortStableFunc(out, func(a, b Opt) int { return r(a.Long) - r(b.Long) })
 	return out
 }
 
-// SbatchOptions is sbatch's getopt table, derived from Options.
-var SbatchOptions = GetoptTable(Sbatch)
+// slurmGetoptOrder is the order of the long options in Slurm 22.05's
+// tables, as glibc prints them for "sbatch --=x" (every option is a
+// candidate of the empty abbreviation).
+var slurmGetoptOrder = map[Command]string{
+	Sbatch: `account acctg-freq array batch begin bb bbf cluster-constraint chdir cluster clusters comment
+		container context contiguous constraint core-spec cores-per-socket cpu-freq cpus-per-gpu
+		cpus-per-task deadline delay-boot dependency distribution error exclude exclusive export
+		export-file extra-node-info get-user-env gid gpu-bind gpu-freq gpus gpus-per-node gpus-per-socket
+		gpus-per-task gres gres-flags help hint hold ignore-pbs input job-name kill-on-invalid-dep licenses
+		mail-type mail-user mcs-label mem mem-bind mem-per-cpu mem-per-gpu mincpus network nice no-kill
+		no-requeue nodefile nodelist nodes ntasks ntasks-per-core ntasks-per-gpu ntasks-per-node
+		ntasks-per-socket ntasks-per-tres open-mode output overcommit oversubscribe parsable partition
+		power prefer priority profile propagate qos quiet reboot requeue reservation signal
+		sockets-per-node spread-job switches tasks-per-node test-only thread-spec threads-per-core time
+		time-min tmp uid use-min-nodes verbose version usage wait wait-all-nodes wckey wrap`,
+	Srun: `accel-bind account acctg-freq bcast bcast-exclude begin bb bbf cluster-constraint chdir cluster
+		clusters comment compress container context contiguous constraint core-spec cores-per-socket
+		cpu-bind cpu_bind cpu-freq cpus-per-gpu cpus-per-task deadline debugger-test delay-boot dependency
+		disable-status distribution epilog error exact exclude exclusive export extra-node-info gid
+		gpu-bind gpu-freq gpus gpus-per-node gpus-per-socket gpus-per-task gres gres-flags help het-group
+		hint hold immediate input interactive jobid job-name kill-on-bad-exit label licenses mail-type
+		mail-user threads mcs-label mem mem-bind mem-per-cpu mem-per-gpu mincpus mpi msg-timeout multi-prog
+		network nice no-allocate no-kill nodefile nodelist nodes ntasks ntasks-per-core ntasks-per-gpu
+		ntasks-per-node ntasks-per-socket ntasks-per-tres open-mode output overcommit overlap oversubscribe
+		pack-group partition power prefer preserve-env priority profile prolog propagate pty qos quiet
+		quit-on-interrupt reboot relative reservation resv-ports send-libs signal slurmd-debug
+		sockets-per-node spread-job switches task-epilog task-prolog tasks-per-node test-only thread-spec
+		threads-per-core time time-min tmp uid unbuffered use-min-nodes verbose version usage wait wckey
+		whole x11`,
+	Salloc: `account acctg-freq begin bell bb bbf cluster-constraint chdir cluster clusters comment container
+		context contiguous constraint core-spec cores-per-socket cpu-freq cpus-per-gpu cpus-per-task
+		deadline delay-boot dependency distribution exclude exclusive extra-node-info get-user-env gid
+		gpu-bind gpu-freq gpus gpus-per-node gpus-per-socket gpus-per-task gres gres-flags help hint hold
+		immediate job-name kill-command licenses mail-type mail-user mcs-label mem mem-bind mem-per-cpu
+		mem-per-gpu mincpus network nice no-bell no-kill no-shell nodefile nodelist nodes ntasks
+		ntasks-per-core ntasks-per-gpu ntasks-per-node ntasks-per-socket ntasks-per-tres overcommit
+		oversubscribe partition power prefer priority profile qos quiet reboot reservation signal
+		sockets-per-node spread-job switches tasks-per-node thread-spec threads-per-core time time-min tmp
+		uid use-min-nodes verbose version usage wait-all-nodes wckey x11`,
+}
 
 // UsageErrorText is what command c prints (after "c: ") when getopt refuses
 // an argument: glibc's line and Slurm's hint. Slurm exits 255 after it.
@@ -200,14 +273,19 @@ func helpLine(b *strings.Builder, o *Option) {
 		left = "  -" + string(o.Short) + ", "
 	}
 	left += "--" + o.Long + argSpelling(o)
-	const col = 30
-	if len(left) < col {
+	const col, width = 30, 80
+	lines := wrapWords(o.Help, width-col)
+	switch {
+	case len(left) < col:
 		left += strings.Repeat(" ", col-len(left))
-	} else {
+	case len(lines) > 0 && len(left)+1+len(lines[0]) <= width:
 		left += " "
+	default:
+		// Too wide for the text beside it: the text starts on the next
+		// line in column 30, as Slurm prints --switches.
+		left += "\n" + strings.Repeat(" ", col)
 	}
 	b.WriteString(left)
-	lines := wrapWords(o.Help, 79-col)
 	for i, l := range lines {
 		if i > 0 {
 			b.WriteString(strings.Repeat(" ", col))
@@ -276,7 +354,7 @@ func Help(c Command) string {
 	for sec := range sectionTitles {
 		var opts []*Option
 		for _, o := range OptionsOf(c) {
-			if o.Section == Section(sec) {
+			if o.Section == Section(sec) && !o.Hidden {
 				opts = append(opts, o)
 			}
 		}
@@ -312,7 +390,7 @@ func Usage(c Command) string {
 		first = false
 	}
 	for _, o := range OptionsOf(c) {
-		if o.Section == secHelp || o.Section == secOther {
+		if o.Section == secHelp || o.Section == secOther || o.Hidden {
 			continue
 		}
 		if o.Short != 0 && o.Arg == RequiredArg {

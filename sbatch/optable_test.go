@@ -4,10 +4,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"hora/api"
 )
 
 // TestOptionRegistry walks the one option table: every record has a help
@@ -104,6 +107,7 @@ func slurmClient(t *testing.T, c Command) (string, []string) {
 
 func runClient(path string, env []string, args ...string) string {
 	cmd := exec.Command(path, args...)
+	cmd.Args[0] = filepath.Base(path)
 	cmd.Env = env
 	out, _ := cmd.CombinedOutput()
 	return string(out)
@@ -177,4 +181,199 @@ func probe(t *testing.T, c Command, path string, env []string, opt string, kind 
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// TestGetoptErrorsAsSlurm compares, byte for byte, what hora and the real
+// sbatch, srun and salloc print for a malformed command line, and the exit
+// status (255).
+func TestGetoptErrorsAsSlurm(t *testing.T) {
+	lines := [][]string{
+		{"--foo"}, {"--foo=bar"}, {"-y"}, {"--ti"}, {"--ti=5"}, {"--mem-p=1"}, {"--no"}, {"--time"},
+		{"-t"}, {"--hold=1"}, {"--exc"}, {"--=x"}, {"--clu"}, {"--w"}, {"--g"}, {"--co"}, {"-Hy"},
+		{"--gpus-per"}, {"--cpus-per-task"}, {"--exact=1"}, {"--ntasks-per"},
+	}
+	for _, c := range []Command{Sbatch, Srun, Salloc} {
+		path, env := slurmClient(t, c)
+		for _, argv := range lines {
+			cmd := exec.Command(path, argv...)
+			cmd.Args[0] = c.String()
+			cmd.Env = env
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			_, gerr := Getopt(GetoptTable(c), argv, true)
+			if gerr == nil {
+				if strings.Contains(stderr.String(), "option") {
+					t.Errorf("%s %q: hora accepts it, Slurm says %q", c, argv, stderr.String())
+				}
+				continue
+			}
+			got := c.String() + ": " + UsageErrorText(c, gerr.Error()) + "\n"
+			for _, o := range OptionsOf(c) {
+				if o.Section == secHora { // hora's additions are not Slurm's
+					got = strings.Replace(got, " '--"+o.Long+"'", "", 1)
+				}
+			}
+			if got != stderr.String() || code != exitOption {
+				t.Errorf("%s %q:\nhora  %q (exit %d)\nslurm %q (exit %d)", c, argv, got, exitOption, stderr.String(), code)
+			}
+		}
+	}
+}
+
+// TestHelpLayoutAsSlurm: every line of hora's --help and --usage has the
+// shape of a line of Slurm's (same synopsis line, same section headings
+// in the same order, options in column 2 or 6, descriptions in column 30),
+// and sbatch's BuildSpec sends --help and --usage to the command.
+func TestHelpLayoutAsSlurm(t *testing.T) {
+	heading := regexp.MustCompile(`(?m)^[A-Z][^ ].*:( \(.*\))?$`)
+	for _, c := range []Command{Sbatch, Srun, Salloc} {
+		path, env := slurmClient(t, c)
+		real := runClient(path, env, "--help")
+		ours := Help(c)
+		if firstLine(real) != firstLine(ours) {
+			t.Errorf("%s --help synopsis:\nhora  %q\nslurm %q", c, firstLine(ours), firstLine(real))
+		}
+		realHeads := heading.FindAllString(real, -1)
+		for _, h := range heading.FindAllString(ours, -1) {
+			if h == sectionTitles[secHora] {
+				continue
+			}
+			i := slices.IndexFunc(realHeads, func(r string) bool { return strings.HasPrefix(r, h) })
+			if i < 0 {
+				t.Errorf("%s --help: heading %q is not Slurm's", c, h)
+			} else {
+				realHeads = realHeads[i+1:]
+			}
+		}
+		optLine := regexp.MustCompile(`^(  -\w, |      )(--\S+)( +)(\S.*)$`)
+		optAlone := regexp.MustCompile(`^(  -\w, |      )--\S+$`)
+		for _, l := range strings.Split(strings.TrimSuffix(ours, "\n"), "\n")[1:] {
+			m := optLine.FindStringSubmatch(l)
+			if len(l) > 80 {
+				t.Errorf("%s --help: line wider than 80 columns: %q", c, l)
+			}
+			switch {
+			case l == "" || heading.MatchString(l) || optAlone.MatchString(l):
+			case strings.HasPrefix(l, strings.Repeat(" ", 30)) && l[30] != ' ':
+			case m != nil:
+				// The text starts in column 30, or one blank after a
+				// wider option.
+				if col := len(m[1]) + len(m[2]) + len(m[3]); col != 30 && (col < 30 || len(m[3]) != 1) {
+					t.Errorf("%s --help: text of %q starts in column %d", c, l, col)
+				}
+			default:
+				t.Errorf("%s --help: line %q has no Slurm shape", c, l)
+			}
+		}
+		realUsage := runClient(path, env, "--usage")
+		usage := Usage(c)
+		if !strings.HasPrefix(usage, "Usage: "+c.String()+" [") || lastLine(usage) != lastLine(realUsage) {
+			t.Errorf("%s --usage: first/last lines differ from Slurm's:\n%s", c, usage)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(usage, "\n"), "\n") {
+			if len(l) > 80 {
+				t.Errorf("%s --usage: line longer than 80: %q", c, l)
+			}
+		}
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestSameSetterEverywhere: for every sbatch option with a setter, the
+// command line, an #SBATCH line and each of the option's environment
+// variables give the same job (one setter, three sources), and a bad
+// value is refused from all three with the same first line.
+func TestSameSetterEverywhere(t *testing.T) {
+	good := map[string]string{
+		"nodes": "3", "ntasks": "4", "cpus-per-task": "2", "ntasks-per-node": "2", "time": "1:00:00",
+		"time-min": "30", "begin": "now+1hour", "deadline": "now+2hours", "mem": "2G", "mem-per-cpu": "100",
+		"load": "1M", "open-mode": "append", "export": "NONE", "chdir": "/tmp/x", "array": "0-3%2", "dependency": "afterok:1",
+		"kill-on-invalid-dep": "yes", "signal": "B:USR1@30",
+	}
+	bad := map[string]string{
+		"nodes": "x", "ntasks": "0", "cpus-per-task": "-1", "ntasks-per-node": "x", "time": "bogus",
+		"time-min": "bogus", "begin": "yesterday", "deadline": "yesterday", "mem": "12Q", "mem-per-cpu": "1X",
+		"load": "-1", "open-mode": "x", "kill-on-invalid-dep": "maybe", "signal": "USR1@x",
+	}
+	normal := func(s *api.JobSpec) api.JobSpec {
+		c := *s
+		c.Script, c.Env = "", nil
+		return c
+	}
+	for _, o := range OptionsOf(Sbatch) {
+		if o.Set == nil {
+			continue
+		}
+		v, ok := good[o.Long]
+		if !ok {
+			v = "val"
+		}
+		arg := "--" + o.Long
+		if o.Arg != NoArg {
+			arg += "=" + v
+		}
+		cl, clFlags, err := submit([]string{arg, "--wrap=true"}, nil, nil, "")
+		if err != nil {
+			t.Errorf("%s: %v", arg, err)
+			continue
+		}
+		script := "#!/bin/sh\n#SBATCH " + arg + "\ntrue\n"
+		dir, dirFlags, err := submit(nil, nil, nil, script)
+		if err != nil {
+			t.Errorf("#SBATCH %s: %v", arg, err)
+			continue
+		}
+		cl.Name, dir.Name = "", "" // --wrap names the job wrap, stdin sbatch
+		if o.Long == "job-name" {
+			cl.Name, dir.Name = v, v
+		}
+		if !reflect.DeepEqual(normal(cl), normal(dir)) || !reflect.DeepEqual(clFlags, dirFlags) {
+			t.Errorf("%s: command line %+v, #SBATCH %+v", arg, normal(cl), normal(dir))
+		}
+		for _, name := range o.Env.For(Sbatch) {
+			ev := name + "=" + v
+			if o.Arg == NoArg {
+				ev = name + "=1"
+			}
+			env, envFlags, err := submit([]string{"--wrap=true"}, []string{ev}, nil, "")
+			if err != nil {
+				t.Errorf("%s: %v", ev, err)
+				continue
+			}
+			if o.Long != "job-name" {
+				env.Name = ""
+			}
+			if !reflect.DeepEqual(normal(cl), normal(env)) || !reflect.DeepEqual(clFlags, envFlags) {
+				t.Errorf("%s: command line %+v, environment %+v", ev, normal(cl), normal(env))
+			}
+		}
+		b, ok := bad[o.Long]
+		if !ok {
+			continue
+		}
+		_, _, clErr := submit([]string{"--" + o.Long + "=" + b, "--wrap=true"}, nil, nil, "")
+		_, _, dirErr := submit(nil, nil, nil, "#!/bin/sh\n#SBATCH --"+o.Long+"="+b+"\ntrue\n")
+		if clErr == nil || dirErr == nil {
+			t.Errorf("--%s=%s accepted (command line %v, #SBATCH %v)", o.Long, b, clErr, dirErr)
+			continue
+		}
+		if firstLine(clErr.Error()) != firstLine(dirErr.Error()) {
+			t.Errorf("--%s=%s: command line %q, #SBATCH %q", o.Long, b, clErr, dirErr)
+		}
+		for _, name := range o.Env.For(Sbatch) {
+			_, _, envErr := submit([]string{"--wrap=true"}, []string{name + "=" + b}, nil, "")
+			if envErr == nil || firstLine(envErr.Error()) != firstLine(clErr.Error()) {
+				t.Errorf("%s=%s: %v, command line %q", name, b, envErr, clErr)
+			}
+		}
+	}
 }

@@ -63,8 +63,33 @@ const (
 	exitOption = 255
 )
 
-func usageError(msg string) *Error {
-	return &Error{Msg: msg + "\nTry \"sbatch --help\" for more information", Exit: exitOption}
+// ParseCommandLine parses the command line of command c (sbatch, srun,
+// salloc) with its table from the registry; parsing stops at the first
+// argument that is not an option (the script or program). A getopt error
+// is an *Error with glibc's line, Slurm's "Try ..." hint and exit 255;
+// --help, --usage and --version anywhere give ErrHelp, ErrUsage and
+// ErrVersion, which the command answers with Help(c), Usage(c) and its
+// version line, exit 0.
+func ParseCommandLine(c Command, argv []string) (*Parsed, error) {
+	p, err := Getopt(GetoptTable(c), argv, true)
+	if err != nil {
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			return nil, &Error{Msg: UsageErrorText(c, ue.Msg), Exit: exitOption}
+		}
+		return nil, err
+	}
+	for _, v := range p.Values {
+		switch v.Key {
+		case "help":
+			return nil, ErrHelp
+		case "usage":
+			return nil, ErrUsage
+		case "version":
+			return nil, ErrVersion
+		}
+	}
+	return p, nil
 }
 
 // wrapHeader is the script sbatch writes around --wrap (COMPAT.md §1.1).
@@ -83,23 +108,9 @@ type setting struct {
 // environment < command line (COMPAT.md §1.2). Errors are *Error values
 // with Slurm's text and exit status.
 func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
-	p, err := Getopt(SbatchOptions, in.Argv, true)
+	p, err := ParseCommandLine(Sbatch, in.Argv)
 	if err != nil {
-		var ue *UsageError
-		if errors.As(err, &ue) {
-			return nil, nil, usageError(ue.Msg)
-		}
 		return nil, nil, err
-	}
-	for _, v := range p.Values {
-		switch v.Key {
-		case "help":
-			return nil, nil, ErrHelp
-		case "usage":
-			return nil, nil, ErrUsage
-		case "version":
-			return nil, nil, ErrVersion
-		}
 	}
 	envMap := map[string]string{}
 	for _, kv := range in.Env {
@@ -163,7 +174,7 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 				return nil, nil, &Error{Msg: fmt.Sprintf("error: %s:%d: hora does not support heterogeneous jobs (#SBATCH %s)", file, d.Line, w), Exit: exitOption}
 			}
 		}
-		dp, err := Getopt(SbatchOptions, d.Words, false)
+		dp, err := Getopt(GetoptTable(Sbatch), d.Words, false)
 		if err != nil || len(dp.Args) > 0 {
 			return nil, nil, &Error{Msg: "error: Invalid directive found in batch script: " + badWord(d.Words, dp), Exit: exitOption}
 		}
@@ -192,7 +203,7 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 			return nil, nil, err
 		}
 		for _, d := range pbs {
-			dp, err := Getopt(SbatchOptions, d.Words, false)
+			dp, err := Getopt(GetoptTable(Sbatch), d.Words, false)
 			if err != nil {
 				// The translator only writes options of the table.
 				return nil, nil, fmt.Errorf("sbatch: internal: translated #PBS words %q: %w", d.Words, err)
@@ -247,7 +258,7 @@ func badWord(words []string, p *Parsed) string {
 		if !strings.HasPrefix(w, "-") {
 			continue
 		}
-		if _, err := Getopt(SbatchOptions, []string{w}, false); err != nil {
+		if _, err := Getopt(GetoptTable(Sbatch), []string{w}, false); err != nil {
 			return w
 		}
 	}

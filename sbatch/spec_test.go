@@ -347,7 +347,7 @@ func TestEveryOptionHandled(t *testing.T) {
 		"time-min": "5", "begin": "now", "deadline": "now+1hour", "mem": "1", "mem-per-cpu": "1",
 		"load": "1k", "open-mode": "append", "export": "ALL", "chdir": "/tmp", "array": "", "dependency": "", "kill-on-invalid-dep": "yes", "signal": "B:USR1@30",
 	}
-	for _, o := range SbatchOptions {
+	for _, o := range GetoptTable(Sbatch) {
 		switch o.Key {
 		case "help", "usage", "version", "wrap":
 			continue
@@ -379,7 +379,7 @@ func TestOptionTableCoversCompat(t *testing.T) {
 		"mail-type": 0, "mail-user": 0, "load": 0, "ignore-pbs": 0, "help": 'h', "version": 'V',
 	}
 	have := map[string]Opt{}
-	for _, o := range SbatchOptions {
+	for _, o := range GetoptTable(Sbatch) {
 		if _, dup := have[o.Long]; dup {
 			t.Errorf("--%s listed twice", o.Long)
 		}

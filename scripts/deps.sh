@@ -8,6 +8,9 @@ command -v scontrol >/dev/null || need+=(slurm-client)
 command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ip >/dev/null || need+=(iproute2)
 command -v mandoc >/dev/null || need+=(mandoc)
+# The shell completions are tested in the real shells.
+command -v zsh >/dev/null || need+=(zsh)
+command -v fish >/dev/null || need+=(fish)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "deps: missing packages: ${need[*]}; install them (as root: apt-get install ${need[*]})" >&2

@@ -23,7 +23,11 @@ func TestClientDependencies(t *testing.T) {
 		t.Fatalf("implausibly short dependency list: %v", deps)
 	}
 	forbidden := []string{"modernc.org/sqlite", "modernc.org/libc", "golang.org/x/crypto/ssh", "hora/store", "hora/nodes/ssh", "hora/controller",
-		"net/http", "crypto/tls", "crypto/x509", "encoding/gob", "github.com/russross/blackfriday/v2"}
+		"net/http", "crypto/tls", "crypto/x509", "encoding/gob", "github.com/russross/blackfriday/v2",
+		// The simulator lives in hora-sim (cmd/hora-sim): a client process
+		// must not initialise the scheduler, replay, config or their TOML
+		// and CLI libraries (issue 16).
+		"hora/replay", "hora/scheduler", "hora/config", "github.com/BurntSushi/toml", "github.com/urfave/cli/v2"}
 	for _, d := range deps {
 		for _, f := range forbidden {
 			if d == f || strings.HasPrefix(d, f+"/") {

@@ -83,7 +83,9 @@ func run(ctx context.Context, argv []string) int {
 func usage(w io.Writer) {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
-		names = append(names, n)
+		if !hiddenCommands[n] {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	fmt.Fprintln(w, "usage: hora <command> [options]   (or call it as sbatch, squeue, ...)")

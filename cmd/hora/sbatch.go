@@ -29,8 +29,11 @@ func sbatchMain(ctx context.Context, env *Env, args []string) int {
 		ReadFile: os.ReadFile, Now: time.Now(), Hostname: host,
 	})
 	switch {
-	case errors.Is(err, sbatch.ErrHelp), errors.Is(err, sbatch.ErrUsage):
-		fmt.Fprint(env.Stdout, sbatchHelp())
+	case errors.Is(err, sbatch.ErrHelp):
+		fmt.Fprint(env.Stdout, sbatch.Help(sbatch.Sbatch))
+		return 0
+	case errors.Is(err, sbatch.ErrUsage):
+		fmt.Fprint(env.Stdout, sbatch.Usage(sbatch.Sbatch))
 		return 0
 	case errors.Is(err, sbatch.ErrVersion):
 		fmt.Fprintln(env.Stdout, versionLine())
@@ -151,24 +154,3 @@ func versionLine() string { return "hora " + version + " (slurm 22.05 compatible
 
 // version is set by the build (-ldflags -X main.version=...).
 var version = "0.1.0-dev"
-
-func sbatchHelp() string {
-	var b strings.Builder
-	b.WriteString("Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n\nParallel run options:\n")
-	for _, o := range sbatch.SbatchOptions {
-		short := "    "
-		if o.Short != 0 {
-			short = "  -" + string(o.Short) + ","
-		}
-		arg := ""
-		switch o.Arg {
-		case sbatch.RequiredArg:
-			arg = "=<value>"
-		case sbatch.OptionalArg:
-			arg = "[=<value>]"
-		}
-		fmt.Fprintf(&b, "%s --%s%s\n", short, o.Long, arg)
-	}
-	b.WriteString("\nhora additions: --load=SIZE (divisible load), --deadline guaranteed at submit on real-time partitions.\n")
-	return b.String()
-}

@@ -23,6 +23,7 @@ import (
 	"hora/config"
 	"hora/controller"
 	"hora/nodes"
+	"hora/nodes/emulated"
 	"hora/nodes/local"
 	hssh "hora/nodes/ssh"
 	_ "hora/scheduler/policies" // registers batch, dlt and reserve
@@ -147,6 +148,12 @@ func serve(cc *cli.Context) error {
 // newExecutor builds the executor the config names: local processes on
 // this machine (the embedded default) or ordinary hosts over SSH.
 func newExecutor(cfg *config.Config, log *slog.Logger) (nodes.Executor, error) {
+	if cfg.Executor == "emulated" {
+		if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+			return nil, err
+		}
+		return emulated.New(emulated.Config{StateFile: filepath.Join(cfg.StateDir, "emulated.state")})
+	}
 	if cfg.Executor == "ssh" {
 		var ns []hssh.Node
 		for _, n := range cfg.ExpandedNodes() {

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var updateDocs = flag.Bool("update-docs", false, "rewrite man/ and contrib/completions/ from the option tables")
+
+// repoRoot is the checkout, two levels above this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestGeneratedDocsUpToDate: the committed man pages and completions are
+// exactly what `hora gendoc` writes (run `make man` after changing an
+// option), and no stale generated file is left behind.
+func TestGeneratedDocsUpToDate(t *testing.T) {
+	files, err := generatedDocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := repoRoot(t)
+	for name, want := range files {
+		path := filepath.Join(root, name)
+		if *updateDocs {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: %v (run `make man`)", name, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what `hora gendoc` writes (run `make man`)", name)
+		}
+		if len(want) > 100_000 {
+			t.Errorf("%s: %d bytes; generated files stay small", name, len(want))
+		}
+	}
+	for _, dir := range []string{"man", "contrib/completions"} {
+		entries, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if _, ok := files[dir+"/"+e.Name()]; !ok && strings.HasSuffix(e.Name(), ".1") {
+				t.Errorf("%s/%s is not generated any more", dir, e.Name())
+			}
+		}
+	}
+}
+
+// TestManPagesLint runs the real mandoc over every generated page.
+func TestManPagesLint(t *testing.T) {
+	mandoc, err := exec.LookPath("mandoc")
+	if err != nil {
+		t.Fatal("mandoc not found: run `make deps`")
+	}
+	files, err := generatedDocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, b := range files {
+		if !strings.HasPrefix(name, "man/") {
+			continue
+		}
+		p := filepath.Join(dir, filepath.Base(name))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(mandoc, "-Tlint", "-Werror", p).CombinedOutput(); err != nil {
+			t.Errorf("mandoc -Tlint %s: %v\n%s", name, err, out)
+		}
+		// The page renders, and every option of the command is in it.
+		out, err := exec.Command(mandoc, "-Tascii", p).Output()
+		if err != nil {
+			t.Fatalf("mandoc -Tascii %s: %v", name, err)
+		}
+		out = overstrike.ReplaceAll(out, nil)
+		if !bytes.Contains(out, []byte("NAME")) || !bytes.Contains(out, []byte("SEE ALSO")) {
+			t.Errorf("%s renders without NAME or SEE ALSO", name)
+		}
+	}
+}
+
+// overstrike is how mandoc -Tascii prints bold and underline: c\bc, _\bc.
+var overstrike = regexp.MustCompile(".\x08")
+
+// TestManPageHasEveryOption: sbatch.1 documents every option sbatch takes,
+// says which ones hora ignores, and lists its environment variables.
+func TestManPageHasEveryOption(t *testing.T) {
+	files, err := generatedDocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(files["man/sbatch.1"])
+	for _, want := range []string{`\fB\-\-account\fR=\fIname\fR`, `\fB\-J\fR, \fB\-\-job\-name\fR=\fIname\fR`,
+		`\fB\-\-cluster\fR`, `\fBSBATCH_TIMELIMIT\fR`, ".SH INPUT ENVIRONMENT VARIABLES", ".SH OUTPUT ENVIRONMENT VARIABLES",
+		".SH EXIT STATUS", ".SH EXAMPLES", "ignores it", `\fBSLURM_JOB_ID\fR`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("sbatch.1 lacks %q", want)
+		}
+	}
+	if strings.Contains(string(files["man/srun.1"]), `\-\-parsable`) {
+		t.Error("srun.1 documents sbatch's --parsable")
+	}
+}
+
+func writeCompletions(t *testing.T) string {
+	t.Helper()
+	files, err := generatedDocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, n := range []string{"hora.bash", "_hora", "hora.fish"} {
+		if err := os.WriteFile(filepath.Join(dir, n), files["contrib/completions/"+n], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestBashCompletion loads the generated script into the real bash and
+// completes option names, option values (both --opt=val, which bash splits
+// at "=", and --opt val) and the options of a listing command.
+func TestBashCompletion(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := writeCompletions(t)
+	cases := []struct {
+		words []string
+		want  []string
+	}{
+		{[]string{"sbatch", "--par"}, []string{"--parsable", "--partition"}},
+		{[]string{"sbatch", "--open-mode", "=", "a"}, []string{"append"}},
+		{[]string{"sbatch", "--open-mode", "="}, []string{"append", "truncate"}},
+		{[]string{"sbatch", "--open-mode=t"}, []string{"truncate"}},
+		{[]string{"sbatch", "--mail-type", "B"}, []string{"BEGIN"}},
+		{[]string{"srun", "--lab"}, []string{"--label"}},
+		{[]string{"salloc", "--no-"}, []string{"--no-bell", "--no-kill", "--no-shell"}},
+		{[]string{"squeue", "--sta"}, []string{"--start", "--states"}},
+		{[]string{"sbatch", "-H"}, []string{"-H"}},
+	}
+	for _, c := range cases {
+		script := "source " + filepath.Join(dir, "hora.bash") + "\n" +
+			"COMP_WORDS=(" + shellWords(c.words) + "); COMP_CWORD=" + strconv.Itoa(len(c.words)-1) + "\n" +
+			"_hora_" + c.words[0] + "\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
+		out, err := exec.Command(bash, "--norc", "--noprofile", "-c", script).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v\n%s", c.words, err, out)
+		}
+		got := strings.Fields(string(out))
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("bash completes %q to %q, want %q", c.words, got, c.want)
+		}
+	}
+}
+
+// TestFishCompletion asks the real fish to complete with the generated file.
+func TestFishCompletion(t *testing.T) {
+	fish, err := exec.LookPath("fish")
+	if err != nil {
+		t.Fatal("fish not found: run `make deps`")
+	}
+	dir := writeCompletions(t)
+	for line, want := range map[string][]string{
+		"sbatch --par":        {"--parsable", "--partition"},
+		"sbatch --open-mode=": {"--open-mode=append", "--open-mode=truncate"},
+		"srun --lab":          {"--label"},
+	} {
+		cmd := exec.Command(fish, "--no-config", "-c", "source "+filepath.Join(dir, "hora.fish")+"; complete -C '"+line+"'")
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("fish %q: %v\n%s", line, err, out)
+		}
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			w, _, _ := strings.Cut(l, "\t")
+			got = append(got, w)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("fish completes %q to %q, want %q", line, got, want)
+		}
+	}
+}
+
+// TestZshCompletion drives an interactive zsh through zsh/zpty: compinit
+// with the generated _hora on fpath, then "sbatch --parsa<TAB>" must become
+// "sbatch --parsable".
+func TestZshCompletion(t *testing.T) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Fatal("zsh not found: run `make deps`")
+	}
+	dir := writeCompletions(t)
+	home := t.TempDir()
+	script := `
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z 'PS1=""; fpath=(` + dir + ` $fpath); autoload -Uz compinit; compinit -u -d ` + home + `/zcd'
+zpty -w z 'bindkey "^I" complete-word; print -r -- READY'
+zpty -r z line '*READY*'
+zpty -w -n z $'sbatch --parsa\t'
+sleep 1
+zpty -w z $'\x01print -r -- GOT:\x05'
+zpty -r z out '*GOT:*'
+print -r -- "$out"
+zpty -d z
+`
+	// zpty -r waits for its pattern; the context bounds a hang.
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, zsh, "-f", "-c", script)
+	cmd.Env = append(os.Environ(), "HOME="+home, "TERM=dumb")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh: %v\n%s", err, out)
+	}
+	t.Logf("zsh session:\n%s", out)
+	if !strings.Contains(string(out), "--parsable") {
+		t.Errorf("zsh did not complete --parsa to --parsable:\n%s", out)
+	}
+}
+
+func shellWords(ws []string) string {
+	var q []string
+	for _, w := range ws {
+		q = append(q, "'"+strings.ReplaceAll(w, "'", `'\''`)+"'")
+	}
+	return strings.Join(q, " ")
+}
+
+// TestSbatchCommandLineAsSlurm runs hora's sbatch command and the real
+// Slurm 22.05 sbatch on the same bad or informational command lines and
+// compares exit status and standard error byte for byte (--usage: only
+// the exit status and the first word; its content is hora's).
+func TestSbatchCommandLineAsSlurm(t *testing.T) {
+	real, err := exec.LookPath("sbatch")
+	if err != nil {
+		t.Fatal("sbatch not found: run `make deps` (installs slurm-client)")
+	}
+	conf := filepath.Join(t.TempDir(), "slurm.conf")
+	if err := os.WriteFile(conf, []byte("ClusterName=oracle\nSlurmctldHost=localhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--bogus"}, {"--par"}, {"-Z"}, {"-t"}, {"--hold=yes"}, {"--mem-p", "1"},
+		{"-H", "--wait-all"}, {"--usage"}, {"--help"}} {
+		cmd := exec.Command(real, args...)
+		cmd.Args[0] = "sbatch"
+		cmd.Env = []string{"SLURM_CONF=" + conf, "PATH=" + os.Getenv("PATH")}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		realCode := 0
+		if err := cmd.Run(); err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatal(err)
+			}
+			realCode = ee.ExitCode()
+		}
+		out, errs, code := runCmd(t, sbatchMain, "sbatch", nil, args...)
+		if code != realCode || errs != stderr.String() {
+			t.Errorf("sbatch %q:\nhora  exit %d %q\nslurm exit %d %q", args, code, errs, realCode, stderr.String())
+		}
+		if (out == "") != (stdout.Len() == 0) || firstField(out) != firstField(stdout.String()) {
+			t.Errorf("sbatch %q: stdout starts %q, Slurm's %q", args, firstField(out), firstField(stdout.String()))
+		}
+	}
+}
+
+func firstField(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
