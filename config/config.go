@@ -52,6 +52,10 @@ type Config struct {
 	// MaxArraySize is Slurm's MaxArraySize: array task ids run from 0 to
 	// MaxArraySize-1. Default 1001, as Slurm's.
 	MaxArraySize int `toml:"max_array_size"`
+	// FirstJobID is Slurm's FirstJobId: the first id horad gives out. Raising
+	// it later moves the next id up; ids are never reused, so lowering it
+	// has no effect. Default 1.
+	FirstJobID int64 `toml:"first_job_id"`
 	// KillOnInvalidDep is the default of sbatch --kill-on-invalid-dep
 	// (Slurm's DependencyParameters=kill_invalid_depend): a job whose
 	// dependency can never be satisfied is cancelled instead of staying
@@ -145,6 +149,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.MaxArraySize == 0 {
 		c.MaxArraySize = 1001
+	}
+	if c.FirstJobID == 0 {
+		c.FirstJobID = 1
 	}
 	if len(c.Nodes) == 0 {
 		c.Nodes = []Node{{Name: "local[1-4]"}}
@@ -386,6 +393,9 @@ func (c *Config) Validate() error {
 	}
 	if v := c.ReturnToService; v != nil && (*v < 0 || *v > 2) {
 		ps = append(ps, c.problem("return_to_service", "must be 0, 1 or 2 (Slurm's ReturnToService), got %d", *v))
+	}
+	if c.FirstJobID < 1 {
+		ps = append(ps, c.problem("first_job_id", "must be ≥ 1 (Slurm's FirstJobId), got %d", c.FirstJobID))
 	}
 	if c.MaxArraySize < 1 || c.MaxArraySize > 4000001 {
 		ps = append(ps, c.problem("max_array_size", "must be between 1 and 4000001 (Slurm's MaxArraySize), got %d", c.MaxArraySize))

@@ -193,6 +193,13 @@ func (c *Controller) recover(ctx context.Context) error {
 	if c.nextID, err = strconv.ParseInt(next, 10, 64); err != nil {
 		return fmt.Errorf("next job id %q: %w", next, err)
 	}
+	if c.nextID < c.cfg.FirstJobID {
+		// first_job_id (Slurm's FirstJobId): ids start there, or move up to it.
+		if err := c.st.SetMeta(ctx, "next_job_id", strconv.FormatInt(c.cfg.FirstJobID, 10)); err != nil {
+			return fmt.Errorf("first_job_id: %w", err)
+		}
+		c.nextID = c.cfg.FirstJobID
+	}
 	names := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
 		names[i] = n.Name

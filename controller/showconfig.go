@@ -47,7 +47,7 @@ func (c *Controller) hConfig(ctx context.Context, who *Caller, r *http.Request) 
 		{Key: "DefMemPerNode", Value: "UNLIMITED"},
 		{Key: "DependencyParameters", Value: depParams},
 		{Key: "EnforcePartLimits", Value: "NO"},
-		{Key: "FirstJobId", Value: "1"},
+		{Key: "FirstJobId", Value: strconv.FormatInt(c.cfg.FirstJobID, 10)},
 		{Key: "JobCompType", Value: "jobcomp/none"},
 		{Key: "JobRequeue", Value: strconv.Itoa(*c.cfg.JobRequeue)},
 		{Key: "KillWait", Value: sec(c.cfg.KillWaitS)},

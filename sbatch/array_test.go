@@ -84,6 +84,7 @@ func TestParseDependency(t *testing.T) {
 		{"afternotok:7?aftercorr:8_3", "afternotok:7?aftercorr:8_3"},
 		{"singleton", "singleton"},
 		{"afterok:5,singleton", "afterok:5,singleton"},
+		{"afterok:1,afterany:2?after:3", "afterok:1?afterany:2?after:3"},
 	}
 	for _, c := range ok {
 		d, good := ParseDependency(c.in)
@@ -104,7 +105,7 @@ func TestParseDependency(t *testing.T) {
 	}
 	// Slurm: "Job dependency problem".
 	for _, bad := range []string{"afterok:abc", "bogus:1", "afterok", "afterok:", "after:7+abc",
-		"singleton:5", "afterok:1,afterany:2?after:3", "afterok:0", "afterok:7_x"} {
+		"singleton:5", "afterok:0", "afterok:7_x"} {
 		if _, good := ParseDependency(bad); good {
 			t.Errorf("ParseDependency(%q) accepted", bad)
 		}

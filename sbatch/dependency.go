@@ -37,7 +37,7 @@ type DepTerm struct {
 }
 
 // Dependency is a parsed --dependency: terms joined by "," (all must hold)
-// or, with Any, by "?" (one suffices). Slurm refuses a mix of both.
+// or, with Any, by "?" (one suffices; one "?" anywhere makes it any-of).
 type Dependency struct {
 	Terms []DepTerm `json:"terms"`
 	Any   bool      `json:"any,omitempty"`
@@ -53,14 +53,10 @@ func ParseDependency(s string) (Dependency, bool) {
 	if s == "" {
 		return d, true
 	}
-	sep := ","
-	if strings.Contains(s, "?") {
-		if strings.Contains(s, ",") {
-			return Dependency{}, false
-		}
-		sep, d.Any = "?", true
-	}
-	for _, part := range strings.Split(s, sep) {
+	// One '?' makes the whole dependency any-of, whatever the other
+	// separators are (measured on 22.05: "a,b?c" shows as "a?b?c").
+	d.Any = strings.Contains(s, "?")
+	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '?' }) {
 		if part == DepSingleton {
 			d.Terms = append(d.Terms, DepTerm{Kind: DepSingleton})
 			continue
