@@ -42,6 +42,11 @@ type Options struct {
 	Procs        int  // machine size in processors; 0 = the workload's
 	CoresPerNode int  // processors per node; 0 = 1
 	KillAtLimit  bool // end a job at its requested time if it runs longer
+	// Dependencies makes SWF field 17 (preceding job) a dependency: a job
+	// waits until its preceding job has ended and field 18 (think time)
+	// seconds more, in the simulation's own time (scheduler/gate.go), as
+	// horad resolves --dependency=afterany:ID+think.
+	Dependencies bool
 	// Config, if set, is the cluster to simulate (nodes, partitions and
 	// their policies, e.g. from hora.toml); jobs go to its default partition.
 	// Otherwise the workload's Cluster, otherwise Procs/CoresPerNode nodes in
@@ -608,6 +613,10 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 				// A divisible job asks for no node count nor time: the
 				// policy sizes its chunks (DESIGN.md §1).
 				sj.Nodes, sj.TimeLimit = 0, 0
+			}
+			if opt.Dependencies && j.Record.Preceding > 0 {
+				sj.Dep = &scheduler.Dependency{Terms: []scheduler.DepTerm{{Kind: scheduler.DepAfterAny,
+					Targets: []scheduler.JobID{scheduler.JobID(j.Record.Preceding)}, Delay: float64(max(j.Record.Think, 0))}}}
 			}
 			acts = sch.Handle(scheduler.Submit{Now: ev.t, Job: sj})
 		}

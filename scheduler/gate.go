@@ -312,6 +312,17 @@ func (e *Engine) termState(now float64, self *jobRec, t *DepTerm) DepState {
 				}
 			}
 		}
+		if s == DepSatisfied && t.Kind != DepAfter && t.Delay > 0 {
+			// "+time" after an end (hora applies Slurm's after+time to every
+			// kind; replay's SWF think time is afterany+think).
+			o := e.gate.ended[id]
+			if due := o.endAt + t.Delay; due > now {
+				s = DepPending
+				if tm := (depTimer{at: due, id: self.job.ID}); !slices.Contains(e.gate.timers, tm) {
+					e.gate.timers = append(e.gate.timers, tm)
+				}
+			}
+		}
 		switch {
 		case s == DepFailed:
 			return DepFailed
