@@ -173,3 +173,33 @@ func TestScontrolUpdateJobEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// `sbatch --dependency=singleton --wait` (a common R pattern): the second
+// job of a name waits for the first, and sbatch returns when it has run.
+func TestSingletonWaitEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, localBatch)
+	work := c.workDir()
+	gate := filepath.Join(work, "go")
+	first := writeScript(t, work, "first.sh", "#!/bin/sh\nwhile [ ! -e "+gate+" ]; do sleep 0.05; done\n")
+	second := writeScript(t, work, "second.sh", "#!/bin/sh\ntouch "+filepath.Join(work, "second-ran")+"\n")
+	a := c.submit(work, "-J", "same", "-o", "/dev/null", first)
+	c.waitState(a, "RUNNING")
+	done := make(chan result, 1)
+	go func() {
+		done <- c.run(0, work, "sbatch", "-J", "same", "--dependency=singleton", "--wait", "-o", "/dev/null", second)
+	}()
+	waitFor(t, "the singleton waiting", func() bool {
+		return c.run(0, work, "squeue", "-h", "-n", "same", "-t", "PD", "-o", "%r").stdout == "Dependency\n"
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Submitted batch job ") {
+		t.Fatalf("sbatch --wait: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(work, "second-ran")); err != nil {
+		t.Fatal("sbatch --wait returned before the job ran")
+	}
+}
