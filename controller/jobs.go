@@ -351,12 +351,23 @@ func (c *Controller) holdAs(ctx context.Context, who *Caller, ids []int64, hold,
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Job is no longer pending execution", Code: api.CodeAlreadyDone})
 			continue
 		}
+		// As Slurm 22.05 (measured): an operator's hold is an admin hold
+		// (uhold: a user hold), which only an operator releases; a user's
+		// hold leaves an admin hold as it is.
+		op := c.operators[who.UID]
 		kind, reason := store.KindRelease, "None"
 		if hold {
 			kind, reason = store.KindHold, "JobHeldUser"
-			if who.UID != j.UID && !userHold {
+			if op && !userHold {
 				reason = "JobHeldAdmin"
 			}
+			if !op && j.Reason == "JobHeldAdmin" {
+				resp.Results = append(resp.Results, api.JobResult{ID: id})
+				continue
+			}
+		} else if j.Reason == "JobHeldAdmin" && !op {
+			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Access/permission denied", Code: api.CodeAccessDenied})
+			continue
 		}
 		if err := c.st.Append(ctx, store.Event{JobID: id, Time: c.now().Unix(), Kind: kind, Reason: reason}); err != nil {
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: err.Error(), Code: api.CodeInternal})

@@ -47,7 +47,7 @@ func TestJobArraysEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitState(task(2), "COMPLETED")
-	if got := strings.TrimSpace(c.run(0, work, "squeue", "-h", "-j", id+"_3", "-o", "%r").stdout); got != "JobHeldUser" {
+	if got := strings.TrimSpace(c.run(0, work, "squeue", "-h", "-j", id+"_3", "-o", "%r").stdout); got != "JobHeldAdmin" {
 		t.Fatalf("held task's reason %q", got)
 	}
 	c.run(0, work, "scontrol", "release", id+"_3")
