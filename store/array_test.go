@@ -73,4 +73,31 @@ func TestSubmitArrayDurableAndShared(t *testing.T) {
 		t.Fatalf("another task after the update: %+v", other.Spec)
 	}
 	checkFold(t, s, one.ID)
+	// A lazy task gets its row with its first own event; readers see each
+	// task once, with or without a row, selected by its id or the array's.
+	if err := s.Append(ctx, Event{JobID: first + 2, Kind: KindStart, Nodes: []string{"n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Events(ctx, first+2)
+	if err != nil || len(evs) != 2 || evs[0].Kind != KindSubmit {
+		t.Fatalf("events of a task after its start: %v %v", evs, err)
+	}
+	checkFold(t, s, first+3)
+	for _, c := range []struct {
+		f    Filter
+		want int
+	}{{Filter{}, 5}, {Filter{IDs: []int64{first}}, 5}, {Filter{IDs: []int64{first + 4}}, 1}, {Filter{Active: true}, 5}} {
+		got, err := s.Jobs(ctx, c.f)
+		if err != nil || len(got) != c.want {
+			t.Fatalf("Jobs(%+v): %d jobs (%v), want %d", c.f, len(got), err, c.want)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i].ID <= got[i-1].ID {
+				t.Fatalf("Jobs(%+v) not in id order: %d after %d", c.f, got[i].ID, got[i-1].ID)
+			}
+		}
+	}
+	if j, _ := s.Job(ctx, first+2); j.State != api.StateRunning || j.Spec.Script != jobs[0].Spec.Script {
+		t.Fatalf("started task: %s %q", j.State, j.Spec.Script)
+	}
 }

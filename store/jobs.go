@@ -126,6 +126,10 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 			if t == nil {
 				before, err := loadJob(ctx, tx, ev.JobID)
 				if errors.Is(err, ErrNotFound) {
+					// A task of an array gets its row with its first event.
+					before, err = materialize(ctx, tx, ev.JobID)
+				}
+				if errors.Is(err, ErrNotFound) {
 					return &EventError{JobID: ev.JobID, Kind: ev.Kind, Msg: "no such job", Err: ErrNotFound}
 				}
 				if err != nil {
@@ -320,7 +324,7 @@ FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, 
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if err := shareArraySpecs(ctx, q, out, byID); err != nil {
+	if err := shareArraySpecs(ctx, q, out); err != nil {
 		return nil, err
 	}
 	for i := range out {
@@ -329,160 +333,6 @@ FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, 
 	return out, nil
 }
 
-// shareArraySpecs gives array tasks stored without a spec of their own the
-// spec their array was submitted with (job_arrays).
-func shareArraySpecs(ctx context.Context, q querier, out []api.Job, byID map[int64]int) error {
-	cache := map[int64]*api.JobSpec{}
-	for i := range out {
-		j := &out[i]
-		if j.ArrayJobID == 0 || j.Spec.Script != "" {
-			continue
-		}
-		spec, ok := cache[j.ArrayJobID]
-		if !ok {
-			rows, err := q.QueryContext(ctx, `SELECT spec FROM job_arrays WHERE array_job_id = ?`, j.ArrayJobID)
-			if err != nil {
-				return err
-			}
-			var text string
-			if rows.Next() {
-				if err := rows.Scan(&text); err != nil {
-					rows.Close()
-					return err
-				}
-			}
-			rows.Close()
-			spec = &api.JobSpec{}
-			if text != "" {
-				if err := json.Unmarshal([]byte(text), spec); err != nil {
-					return fmt.Errorf("array %d: spec: %w", j.ArrayJobID, err)
-				}
-			}
-			cache[j.ArrayJobID] = spec
-		}
-		j.Spec = *spec
-		j.Spec.Args = slices.Clone(spec.Args)
-		j.Spec.Env = spec.Env // shared, never written through
-	}
-	return nil
-}
-
-// arrayChunk bounds the rows of one multi-row INSERT (SQLite allows 32,766
-// bound values; a jobs row takes 26).
-const arrayChunk = 1000
-
-// SubmitArray records the tasks of a job array, all or none, in one
-// transaction: consecutive ids from the next one (jobs[0].ID may name the
-// first, as with Submit), every task's ArrayJobID set to the first id. All
-// tasks must share one Spec: it is written once (job_arrays), and the rows
-// and submit events of the tasks go in multi-row INSERTs, so that a
-// 10,000-task array costs a few statements rather than 20,000. On success
-// each job's ID and defaults are set as Submit sets them.
-func (s *Store) SubmitArray(ctx context.Context, jobs []*api.Job) error {
-	if len(jobs) == 0 {
-		return nil
-	}
-	spec, err := json.Marshal(jobs[0].Spec)
-	if err != nil {
-		return err
-	}
-	now := time.Now().Unix()
-	prepared := make([]api.Job, len(jobs))
-	for i, job := range jobs {
-		j := *job
-		j.Spec = api.JobSpec{} // stored once, in job_arrays
-		j.Nodes, j.Steps = nil, nil
-		if j.State == "" {
-			j.State = api.StatePending
-		}
-		if j.Reason == "" {
-			j.Reason = reasonNone
-		}
-		if j.SubmitTime == 0 {
-			j.SubmitTime = now
-		}
-		j.CancelledBy = -1
-		prepared[i] = j
-	}
-	var first int64
-	err = s.write(ctx, func(sqltx *sql.Tx) error {
-		tx := s.prepared(sqltx)
-		next, err := nextJobID(ctx, tx)
-		if err != nil {
-			return err
-		}
-		first = prepared[0].ID
-		if first == 0 {
-			first = next
-		} else if first < next {
-			return fmt.Errorf("job id %d: already allocated (next is %d)", first, next)
-		}
-		if _, err := tx.ExecContext(ctx, sqlSetNextJobID,
-			strconv.FormatInt(first+int64(len(prepared)), 10), metaNextJobID); err != nil {
-			return err
-		}
-		if _, err := sqltx.ExecContext(ctx, `INSERT INTO job_arrays (array_job_id, spec) VALUES (?, ?)`,
-			first, string(spec)); err != nil {
-			return fmt.Errorf("array %d: %w", first, err)
-		}
-		for lo := 0; lo < len(prepared); lo += arrayChunk {
-			hi := min(lo+arrayChunk, len(prepared))
-			jobArgs := make([]any, 0, (hi-lo)*26)
-			evArgs := make([]any, 0, (hi-lo)*4)
-			for i := lo; i < hi; i++ {
-				sj := &prepared[i]
-				sj.ID, sj.ArrayJobID = first+int64(i), first
-				ev := Event{JobID: sj.ID, Time: sj.SubmitTime, Kind: KindSubmit, Job: sj}
-				var nj api.Job
-				if err := apply(&nj, &ev); err != nil {
-					return err
-				}
-				p, err := encodePayload(&ev)
-				if err != nil {
-					return err
-				}
-				jobArgs = append(jobArgs, nj.ID, nj.UID, nj.GID, nj.User, nj.Group, string(nj.State), nj.Reason,
-					nj.Priority, nj.Spec.Partition, nj.Spec.Name, nj.SubmitTime, nj.EligibleTime, nj.StartTime,
-					nj.EndTime, nj.ExitCode, nj.Signal, nj.CancelledBy, "[]", nj.Restarts, nj.StdoutPath,
-					nj.StderrPath, "", nj.SuspendTime, nj.SuspendedSecs, nj.ArrayJobID, nj.ArrayTaskID)
-				evArgs = append(evArgs, ev.JobID, ev.Time, string(ev.Kind), string(p))
-			}
-			n := hi - lo
-			if _, err := sqltx.ExecContext(ctx, `INSERT INTO jobs (`+jobColumns+`) VALUES `+
-				rowsOf(n, 26), jobArgs...); err != nil {
-				return fmt.Errorf("array %d: tasks: %w", first, err)
-			}
-			if _, err := sqltx.ExecContext(ctx, `INSERT INTO job_events (job_id, time, kind, payload) VALUES `+
-				rowsOf(n, 4), evArgs...); err != nil {
-				return fmt.Errorf("array %d: submit events: %w", first, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for i, job := range jobs {
-		sp := job.Spec
-		*job = prepared[i]
-		job.Spec = sp
-	}
-	return nil
-}
-
-// rowsOf is "(?, …), (?, …)…": n rows of k placeholders.
-func rowsOf(n, k int) string {
-	row := "(" + strings.Repeat("?, ", k-1) + "?)"
-	var b strings.Builder
-	b.Grow(n * (len(row) + 2))
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(row)
-	}
-	return b.String()
-}
 
 // readTx runs fn in a read transaction of the read-only pool, so that a job's
 // row and its steps come from one snapshot.
@@ -501,6 +351,9 @@ func (s *Store) Job(ctx context.Context, id int64) (api.Job, error) {
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		j, err = loadJob(ctx, tx, id)
+		if errors.Is(err, ErrNotFound) {
+			j, _, err = lazyTask(ctx, tx, id)
+		}
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
@@ -538,7 +391,10 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 	var out []api.Job
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = queryJobs(ctx, tx, where, args...)
+		if out, err = queryJobs(ctx, tx, where, args...); err != nil {
+			return err
+		}
+		out, err = lazyTasks(ctx, tx, f, out)
 		return err
 	})
 	return out, err
