@@ -277,4 +277,3 @@ func lazyTasks(ctx context.Context, q querier, f Filter, out []api.Job) ([]api.J
 	}
 	return out, nil
 }
-

@@ -333,7 +333,6 @@ FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, 
 	return out, nil
 }
 
-
 // readTx runs fn in a read transaction of the read-only pool, so that a job's
 // row and its steps come from one snapshot.
 func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
