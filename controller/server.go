@@ -353,11 +353,14 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	busy := map[string][]int64{}
+	completing := map[string]bool{}
 	for _, id := range c.ids {
 		j := c.jobs[id]
 		if j.State == api.StateRunning || j.State == api.StateSuspended {
+			comp := c.completingLocked(j)
 			for _, n := range j.Nodes {
 				busy[n] = append(busy[n], j.ID)
+				completing[n] = completing[n] || comp
 			}
 		}
 	}
@@ -372,6 +375,9 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 		an := api.Node{Name: n.Name, Address: n.Address, CPUs: n.CPUs,
 			MemoryMB: n.MemoryMB, Rate: n.Rate, Partitions: parts, Jobs: busy[n.Name]}
 		c.nodeView(&an, len(busy[n.Name]) > 0)
+		if an.State == "allocated" && completing[n.Name] {
+			an.State = "completing" // sinfo comp, as Slurm while a job's processes are killed
+		}
 		c.resvNodeView(&an, c.now().Unix())
 		out.Nodes = append(out.Nodes, an)
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"net/http/httptest"
+	"slices"
 	"os"
 	"path/filepath"
 	"testing"
@@ -159,6 +160,15 @@ func TestCompletingWhileKilled(t *testing.T) {
 	c.cancel(t.Context(), root, api.CancelRequest{IDs: []int64{id}})
 	if st := listed(); st != api.StateCompleting {
 		t.Fatalf("while its processes are being killed: %s, want COMPLETING", st)
+	}
+	nr, err := c.hNodes(t.Context(), root, httptest.NewRequest("GET", api.PathNodes, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nr.(*api.NodesResponse).Nodes {
+		if slices.Contains(n.Jobs, id) && n.State != "completing" {
+			t.Fatalf("node %s of the completing job is %q, want completing (sinfo comp)", n.Name, n.State)
+		}
 	}
 	runFor(t, c, "the job ended", func() bool { return c.finishedLocked(id) })
 	if st := listed(); st != api.StateCancelled {
