@@ -2,9 +2,9 @@ package controller
 
 import (
 	"net/http/httptest"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"hora/api"
