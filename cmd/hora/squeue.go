@@ -383,12 +383,16 @@ type squeueQuery struct {
 	nodes      map[string]bool
 	tasks      map[int64][]int64 // -j 7_3: only these tasks of array 7
 	plain      []int64           // ids -j gave without tasks
+	noUser     bool              // -u named only unknown users
 	expand     bool              // -r: one line per array task
 }
 
 // match applies the selection client-side too, so a horad that ignores a
 // filter parameter cannot make squeue show the wrong jobs.
 func (q *squeueQuery) match(j *api.Job) bool {
+	if q.noUser {
+		return false
+	}
 	if q.states != nil {
 		if !q.states[j.State] {
 			return false
@@ -603,6 +607,9 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 			}
 			q.users = append(q.users, name)
 		}
+		// Users were named but none exists: nothing matches (Slurm prints
+		// the header alone), not everything.
+		q.noUser = len(q.users) == 0
 	}
 	if v, ok := val("states", "SQUEUE_STATES"); ok {
 		st, bad := parseStates(v)
