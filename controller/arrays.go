@@ -49,6 +49,29 @@ func (c *Controller) noteArrayLocked(j *job) {
 	if i, found := slices.BinarySearch(a.ids, j.ID); !found {
 		a.ids = slices.Insert(a.ids, i, j.ID)
 	}
+	if !j.State.Finished() {
+		// scontrol update ArrayTaskThrottle= rewrote the live tasks' --array.
+		a.throttle = throttleOf(j.Spec.Array)
+	}
+}
+
+// throttleOf is the %N of an --array value (0 = none).
+func throttleOf(array string) int {
+	_, t, ok := strings.Cut(array, "%")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(t)
+	return n
+}
+
+// withThrottle rewrites the %N of an --array value.
+func withThrottle(array string, n int) string {
+	list, _, _ := strings.Cut(array, "%")
+	if n == 0 {
+		return list
+	}
+	return list + "%" + strconv.Itoa(n)
 }
 
 // taskJobLocked finds the job of task `task` of array `array`, or nil.

@@ -188,6 +188,7 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 			return sbatch.MsgInvalidArray
 		}
 		throttle = *v
+		ns.Array = withThrottle(ns.Array, throttle) // durable with the update
 	}
 
 	upd := j.Job

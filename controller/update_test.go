@@ -175,3 +175,31 @@ func TestCompletingWhileKilled(t *testing.T) {
 		t.Fatalf("after: %s", st)
 	}
 }
+
+// scontrol update ArrayTaskThrottle= takes effect at once and survives a
+// restart (it is written into the tasks' --array).
+func TestArrayThrottleUpdateDurable(t *testing.T) {
+	f := newFixture(t)
+	c := f.controller(t)
+	spec := f.spec("true")
+	spec.Hold, spec.Array = true, "0-5%1"
+	resp, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.updateJobs(t.Context(), root, api.JobUpdateRequest{IDs: []int64{resp.JobID}, ArrayThrottle: ptr(3)})
+	if len(r.Results) != 6 {
+		t.Fatalf("%d results, want one per task", len(r.Results))
+	}
+	for _, res := range r.Results {
+		if res.Error != "" {
+			t.Fatal(res.Error)
+		}
+	}
+	c2 := f.controller(t)
+	c2.mu.Lock()
+	defer c2.mu.Unlock()
+	if a := c2.arrays[resp.JobID]; a == nil || a.throttle != 3 {
+		t.Fatalf("after restart the throttle is %+v, want 3", a)
+	}
+}
