@@ -112,6 +112,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
+	eng.KeepOutcomes() // dependencies may name any job horad still remembers
 	c := &Controller{
 		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),

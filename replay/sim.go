@@ -330,6 +330,10 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k, ok := sch.(interface{ KeepOutcomes() }); ok && opt.Dependencies {
+		// A preceding job usually ends before its follower is submitted.
+		k.KeepOutcomes()
+	}
 	wk, _ := sch.(waker)
 	bs, _ := sch.(batcher)
 	ties := opt.Ties

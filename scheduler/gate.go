@@ -131,6 +131,9 @@ type gateState struct {
 	groups  map[groupKey][]JobID // live jobs by (user, name), submit order
 	singles map[groupKey]int     // how many of a group wait on a singleton term
 	timers  []depTimer
+	// keep records every ended job's outcome (KeepOutcomes), not only those
+	// of jobs something waited on when they ended.
+	keep bool
 }
 
 func (g *gateState) init() {
@@ -468,7 +471,7 @@ func (e *Engine) left(now float64, r *jobRec, ok bool) {
 		return
 	}
 	id := r.job.ID
-	if !r.gate.requeue {
+	if !r.gate.requeue && (e.gate.keep || len(e.gate.waiters[id]) > 0) {
 		e.gate.ended[id] = outcome{ok: ok && !r.gate.failed, startAt: r.gate.startAt, endAt: now}
 	}
 	if r.gate.inArray {
@@ -675,4 +678,13 @@ func (e *Engine) DependencyStates(id JobID) []DepState {
 		return out
 	}
 	return slices.Clone(r.gate.terms)
+}
+
+// KeepOutcomes makes the Engine remember how every job ended, until Purge,
+// so that a dependency submitted after its target ended resolves as the
+// target ended (horad; replay with SWF dependencies). Without it only the
+// jobs something waited on are remembered, which keeps a long replay small.
+func (e *Engine) KeepOutcomes() {
+	e.gate.init()
+	e.gate.keep = true
 }
