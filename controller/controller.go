@@ -369,7 +369,7 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 		TimeLimit: limit, Submit: float64(j.SubmitTime), Begin: float64(j.Spec.Begin),
 		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
 		Reservation: j.Spec.Reservation, Name: j.Spec.Name,
-		Array: scheduler.JobID(j.ArrayJobID), ArrayLimit: c.arrayThrottle(j),
+		Array: scheduler.JobID(j.ArrayJobID), ArrayLimit: c.arrayThrottle(j.ArrayJobID),
 		Dep: j.dep, KillOnInvalidDep: c.killOnInvalidDep(&j.Spec),
 	}
 	if sp, ok := sbatch.ParseSignalSpec(j.Spec.Signal); ok && j.Spec.Signal != "" {
@@ -378,8 +378,8 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 	return sj
 }
 
-func (c *Controller) arrayThrottle(j *job) int {
-	if a := c.arrays[j.ArrayJobID]; a != nil && j.ArrayJobID != 0 {
+func (c *Controller) arrayThrottle(array int64) int {
+	if a := c.arrays[array]; a != nil && array != 0 {
 		return a.throttle
 	}
 	return 0

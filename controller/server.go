@@ -341,7 +341,7 @@ func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
 		j.Dependency = c.dependencyText(lj)
 	}
 	if j.ArrayJobID != 0 {
-		j.ArrayThrottle = c.arrayThrottle(&job{Job: j})
+		j.ArrayThrottle = c.arrayThrottle(j.ArrayJobID)
 	}
 	if len(j.Steps) > 0 {
 		j.Steps = slices.Clone(j.Steps)
