@@ -239,6 +239,46 @@ func (c *Controller) cancel(ctx context.Context, who *Caller, req api.CancelRequ
 			}
 		}
 	}
+	// Pending jobs are cancelled in one transaction (scancel of a whole
+	// array: 10,000 tasks, not 20,000 commits); the others one by one.
+	var pending []*job
+	if req.Signal == 0 {
+		kept := targets[:0]
+		for _, j := range targets {
+			if j.State == api.StatePending && c.mayTouch(who, j) {
+				pending = append(pending, j)
+			} else {
+				kept = append(kept, j)
+			}
+		}
+		targets = kept
+	}
+	if len(pending) > 0 {
+		now := c.now().Unix()
+		evs := make([]store.Event, 0, 2*len(pending))
+		for _, j := range pending {
+			evs = append(evs, store.Event{JobID: j.ID, Time: now, Kind: store.KindCancel, By: int64(who.UID)},
+				store.Event{JobID: j.ID, Time: now, Kind: store.KindEnd, State: api.StateCancelled, Reason: "None"})
+		}
+		if err := c.st.Append(ctx, evs...); err != nil {
+			for _, j := range pending {
+				resp.Results = append(resp.Results, api.JobResult{ID: j.ID, Error: err.Error(), Code: api.CodeInternal})
+			}
+		} else {
+			evs := make([]scheduler.Event, 0, len(pending))
+			t := c.nowSec()
+			for _, j := range pending {
+				j.CancelledBy, j.State, j.EndTime = int64(who.UID), api.StateCancelled, now
+				evs = append(evs, scheduler.Cancel{Now: t, ID: schedID(j.ID)})
+				resp.Results = append(resp.Results, api.JobResult{ID: j.ID})
+			}
+			acts, err := c.eng.HandleBatch(t, evs)
+			if err != nil {
+				c.log.Error("cancelling in the Engine", "err", err)
+			}
+			c.applyLocked(ctx, acts)
+		}
+	}
 	for _, j := range targets {
 		if !c.mayTouch(who, j) {
 			resp.Results = append(resp.Results, api.JobResult{ID: j.ID, Error: "Access/permission denied", Code: api.CodeAccessDenied})

@@ -35,6 +35,8 @@ func (a *arrayRec) task(k int) api.Job {
 	return j
 }
 
+const sqlArrayLazyDown = `UPDATE job_arrays SET lazy = lazy - 1 WHERE array_job_id = ?`
+
 const sqlArrayOf = `SELECT array_job_id, tasks, proto, lazy FROM job_arrays
 WHERE array_job_id <= ? AND lazy > 0 ORDER BY array_job_id DESC LIMIT 1`
 
@@ -78,11 +80,25 @@ func lazyTask(ctx context.Context, q querier, id int64) (api.Job, *arrayRec, err
 }
 
 // materialize gives a lazy task its jobs row and submit event, inside the
-// caller's transaction, and returns it.
-func materialize(ctx context.Context, tx *sql.Tx, id int64) (api.Job, error) {
-	j, _, err := lazyTask(ctx, tx, id)
-	if err != nil {
-		return api.Job{}, err
+// caller's transaction, and returns it. cache keeps the arrays already read
+// in this transaction (cancelling a whole array materializes every task).
+func materialize(ctx context.Context, tx *sql.Tx, ptx execer, id int64, cache map[int64]*arrayRec) (api.Job, error) {
+	var j api.Job
+	found := false
+	for _, a := range cache {
+		if k := int(id - a.first); k >= 0 && k < len(a.tasks) {
+			j, found = a.task(k), true
+			break
+		}
+	}
+	if !found {
+		var a *arrayRec
+		var err error
+		j, a, err = lazyTask(ctx, tx, id)
+		if err != nil {
+			return api.Job{}, err
+		}
+		cache[a.first] = a
 	}
 	sj := j
 	sj.Spec = api.JobSpec{} // the array's, shared
@@ -91,13 +107,13 @@ func materialize(ctx context.Context, tx *sql.Tx, id int64) (api.Job, error) {
 	if err := apply(&nj, &ev); err != nil {
 		return api.Job{}, err
 	}
-	if err := putJob(ctx, tx, &nj, nil); err != nil {
+	if err := putJob(ctx, ptx, &nj, nil); err != nil {
 		return api.Job{}, err
 	}
-	if err := putEvent(ctx, tx, &ev); err != nil {
+	if err := putEvent(ctx, ptx, &ev); err != nil {
 		return api.Job{}, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE job_arrays SET lazy = lazy - 1 WHERE array_job_id = ?`, j.ArrayJobID); err != nil {
+	if _, err := ptx.ExecContext(ctx, sqlArrayLazyDown, j.ArrayJobID); err != nil {
 		return api.Job{}, err
 	}
 	nj.Spec = j.Spec

@@ -119,6 +119,8 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		type touched struct{ before, after api.Job }
 		jobs := map[int64]*touched{}
+		arrays := map[int64]*arrayRec{} // read once per call, for lazy tasks
+		ptx := s.prepared(tx)
 		var order []int64
 		for i := range evs {
 			ev := &evs[i]
@@ -127,7 +129,7 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 				before, err := loadJob(ctx, tx, ev.JobID)
 				if errors.Is(err, ErrNotFound) {
 					// A task of an array gets its row with its first event.
-					before, err = materialize(ctx, tx, ev.JobID)
+					before, err = materialize(ctx, tx, ptx, ev.JobID, arrays)
 				}
 				if errors.Is(err, ErrNotFound) {
 					return &EventError{JobID: ev.JobID, Kind: ev.Kind, Msg: "no such job", Err: ErrNotFound}
@@ -146,12 +148,12 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 		for _, id := range order {
 			t := jobs[id]
 			canonical(&t.after)
-			if err := putJob(ctx, tx, &t.after, t.before.Steps); err != nil {
+			if err := putJob(ctx, ptx, &t.after, t.before.Steps); err != nil {
 				return err
 			}
 		}
 		for i := range evs {
-			if err := putEvent(ctx, tx, &evs[i]); err != nil {
+			if err := putEvent(ctx, ptx, &evs[i]); err != nil {
 				return err
 			}
 		}
