@@ -486,7 +486,9 @@ func (e *Engine) finished(now float64, ev Finished) {
 		}
 		return
 	}
-	r.gate.failed = r.gate.failed || ev.Failed
+	// A chunk lost with its node is sent again (the job may still
+	// complete); any other failed step fails the job for afterok.
+	r.gate.failed = r.gate.failed || (ev.Failed && !(ev.Step >= 0 && ev.NodeFail))
 	r.gate.requeue = ev.Requeue
 	for _, g := range r.steps[k].nodes {
 		e.release(g)

@@ -322,7 +322,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("bad --time: %+v", r)
 	}
 	r = c.run(0, work, "sbatch", "-p", "nosuch", script)
-	if r.code != 1 || r.stderr != "sbatch: error: Batch job submission failed: Invalid partition name specified\n" {
+	// Two lines, as sbatch 22.05 prints them (measured, cmd/horad/testdata/golden).
+	if r.code != 1 || r.stderr != "sbatch: error: invalid partition specified: nosuch\nsbatch: error: Batch job submission failed: Invalid partition name specified\n" {
 		t.Errorf("bad partition: %+v", r)
 	}
 	r = c.run(0, work, "squeue", "-h", "-j", "999999")
