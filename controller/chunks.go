@@ -205,7 +205,7 @@ func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[no
 		if st.State != api.StateRunning {
 			continue
 		}
-		key := nodes.StepKey{Job: j.ID, Step: st.Index}
+		key := stepKey(j, st.Index)
 		s, ok := onNode[key]
 		switch {
 		case ok && s.State == nodes.StepRunning:
@@ -228,7 +228,7 @@ func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[no
 			return err
 		}
 		if ok {
-			_ = c.exec.Forget(ctx, s.Node, key)
+			c.forgetStep(s.Node, key)
 		}
 	}
 	live := len(j.chunks) // chunks still running; running also has the lost ones

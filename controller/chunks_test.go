@@ -45,7 +45,7 @@ func runUntilFinished(t *testing.T, c *Controller, id int64, cond func() bool) a
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		c.mu.Lock()
 		j := c.jobs[id].Job
 		c.mu.Unlock()
@@ -53,7 +53,7 @@ func runUntilFinished(t *testing.T, c *Controller, id int64, cond func() bool) a
 			return j
 		}
 	}
-	t.Fatalf("job %d not finished (or the condition not met) within 20 s", id)
+	t.Fatalf("job %d not finished (or the condition not met) within 60 s", id)
 	return api.Job{}
 }
 

@@ -60,6 +60,7 @@ type Controller struct {
 	recovering bool
 
 	work      *workQueue
+	forgets   *workQueue            // Forgets of ended steps, apart from work (see forgetStep)
 	stageQ    map[string]*workQueue // dlt partition → its staging channel (staging.go)
 	wake      chan struct{}         // poke the tick loop after the Engine's wakeup time may have moved
 	booted    time.Time             // when this horad started (scontrol show config BOOT_TIME)
@@ -84,6 +85,39 @@ type job struct {
 	dep      *scheduler.Dependency
 	depShown []sbatch.DepTerm
 	depSep   string
+	// legacyRun: the current run's steps were launched by a horad that did
+	// not number runs (nodes.LegacyRun); they are addressed without a run.
+	legacyRun bool
+}
+
+// runOf is the Run of the job's current steps: its restart count, so that
+// each run of a requeued job is its own step on the node and nothing of an
+// earlier run (its end, its Forget, its status) can touch the current one.
+func runOf(j *job) int {
+	if j.legacyRun {
+		return nodes.LegacyRun
+	}
+	return j.Restarts
+}
+
+// stepKey names a step of the job's current run. Every path that acts on a
+// node names its step through it.
+func stepKey(j *job, step int) nodes.StepKey {
+	return nodes.StepKey{Job: j.ID, Step: step, Run: runOf(j)}
+}
+
+// currentRunLocked says whether a step's status is of its job's current
+// run, the only one horad acts on: a batch step of a job that runs, or a
+// chunk of its divisible job's run. Anything else (an earlier run of a
+// requeued job, a job that has ended or is unknown) is forgotten unread.
+func (c *Controller) currentRunLocked(j *job, s nodes.Status) bool {
+	if j == nil || s.Key.Run != runOf(j) {
+		return false
+	}
+	if s.Key.Step >= 0 {
+		return true // chunkEndLocked judges a chunk of an ended job
+	}
+	return j.State == api.StateRunning || j.State == api.StateSuspended
 }
 
 // Options configures New.
@@ -118,7 +152,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
 		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{},
-		work: newWorkQueue(), wake: make(chan struct{}, 1),
+		work: newWorkQueue(), forgets: newWorkQueue(), wake: make(chan struct{}, 1),
 		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(),
 	}
 	for _, p := range o.Config.Partitions {
@@ -149,8 +183,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	if hr, ok := c.exec.(nodes.HealthReporter); ok {
 		nodeEvents = hr.NodeEvents()
 	}
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); c.dispatch(ctx) }()
+	go func() {
+		defer wg.Done()
+		for f, ok := c.forgets.pop(); ok; f, ok = c.forgets.pop() {
+			f(ctx)
+		}
+	}()
 	go func() { defer wg.Done(); c.watchExits(ctx, nodeEvents) }()
 	go func() { defer wg.Done(); c.tickLoop(ctx) }()
 	for _, q := range c.stageQ {
@@ -164,6 +204,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	c.work.close()
+	c.forgets.close()
 	for _, q := range c.stageQ {
 		q.close()
 	}
@@ -219,21 +260,20 @@ func (c *Controller) recover(ctx context.Context) error {
 	minAge := int64(c.cfg.MinJobAgeS)
 	for _, aj := range all {
 		j := &job{Job: aj}
-		key := nodes.StepKey{Job: aj.ID, Step: scheduler.BatchStep}
+		key := stepKey(j, scheduler.BatchStep)
 		if aj.State == api.StateRunning || aj.State == api.StateSuspended {
 			if err := c.recoverRunMarks(ctx, j); err != nil {
 				return err
 			}
+			c.recoverLegacyRun(j, onNode)
+			key = stepKey(j, scheduler.BatchStep)
 		}
 		switch {
 		case aj.State.Finished():
 			if aj.EndTime >= c.now().Unix()-minAge {
 				c.addJob(j)
 			}
-			if s, ok := onNode[key]; ok && s.State != nodes.StepRunning {
-				_ = c.exec.Forget(ctx, s.Node, key)
-			}
-			continue
+			continue // its steps are forgotten below
 		case (aj.State == api.StateRunning || aj.State == api.StateSuspended) && aj.Spec.Load > 0 && c.isDLT(aj.Spec.Partition):
 			if err := c.recoverDivisible(ctx, j, onNode, now); err != nil {
 				return err
@@ -269,8 +309,7 @@ func (c *Controller) recover(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				_ = c.exec.Forget(ctx, s.Node, key)
-				continue
+				continue // ended or requeued: its step is forgotten below
 			case aj.CancelledBy >= 0:
 				// Cancelled before the launch ever happened: it ends cancelled.
 				c.addJob(j)
@@ -284,10 +323,7 @@ func (c *Controller) recover(ctx context.Context) error {
 			default:
 				// The start was recorded but the job's process never started
 				// (horad died before or during the launch): it never ran, so it
-				// goes back to the queue.
-				if ok {
-					_ = c.exec.Forget(ctx, s.Node, key)
-				}
+				// goes back to the queue (and its step, if any, is forgotten below).
 				if err := c.st.Append(ctx, store.Event{JobID: aj.ID, Time: c.now().Unix(), Kind: store.KindRequeue}); err != nil {
 					return err
 				}
@@ -295,6 +331,7 @@ func (c *Controller) recover(ctx context.Context) error {
 				j.ExitCode, j.Signal, j.Steps, j.CancelledBy = 0, 0, nil, -1
 				j.StdoutPath, j.StderrPath = "", ""
 				j.Restarts++
+				j.legacyRun = false
 				c.log.Warn("job was started but never launched; requeued", "job", aj.ID)
 			}
 		}
@@ -316,13 +353,18 @@ func (c *Controller) recover(ctx context.Context) error {
 	for _, j := range pendingRestoreOrder(pending) {
 		c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j)})
 	}
-	// Steps the store does not know as running (left over after a crash
-	// between recording an end and forgetting it) are cleaned.
+	// Ended steps are forgotten unless horad still waits for them (the
+	// batch step or a running chunk of an active job's current run): left
+	// over after a crash between recording an end and forgetting it, ended
+	// while horad was away (recorded above), or of an earlier run of a
+	// requeued job. A step still running is left to end: its end comes
+	// through Exits and is forgotten then.
 	for k, s := range onNode {
-		if j, ok := c.jobs[k.Job]; !ok || j.State.Finished() {
-			if s.State != nodes.StepRunning {
-				_ = c.exec.Forget(ctx, s.Node, k)
-			}
+		j := c.jobs[k.Job]
+		waited := j != nil && !j.State.Finished() && c.currentRunLocked(j, s) &&
+			(k.Step < 0 || j.chunks[k.Step] != "")
+		if s.State != nodes.StepRunning && !waited {
+			c.forgetStep(s.Node, k)
 		}
 	}
 	c.cleanStaged() // before the first pass: no new transfer is queued yet
@@ -336,6 +378,31 @@ func (c *Controller) recover(ctx context.Context) error {
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: now}))
 	c.mu.Unlock()
 	return nil
+}
+
+// recoverLegacyRun takes the steps of a running job that a horad without
+// run numbers left (nodes.LegacyRun) as the job's current run, the upgrade
+// path: that horad gave every run the same name, so an unnumbered step of
+// a running job is the run it last started. A numbered step of the
+// current run wins.
+func (c *Controller) recoverLegacyRun(j *job, onNode map[nodes.StepKey]nodes.Status) {
+	steps := []int{scheduler.BatchStep}
+	for _, st := range j.Steps {
+		steps = append(steps, st.Index)
+	}
+	legacy := false
+	for _, step := range steps {
+		if _, ok := onNode[nodes.StepKey{Job: j.ID, Step: step, Run: j.Restarts}]; ok {
+			return
+		}
+		if _, ok := onNode[nodes.StepKey{Job: j.ID, Step: step, Run: nodes.LegacyRun}]; ok {
+			legacy = true
+		}
+	}
+	if legacy {
+		j.legacyRun = true
+		c.log.Info("re-attaching a run launched by a horad without run numbers", "job", j.ID)
+	}
 }
 
 func (c *Controller) addJob(j *job) {
@@ -424,7 +491,7 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 			// A policy may end a running divisible job (an overrun that would
 			// break an admitted deadline): its chunks are stopped.
 			for step, node := range j.chunks {
-				key := nodes.StepKey{Job: j.ID, Step: step}
+				key := stepKey(j, step)
 				c.work.push(func(ctx context.Context) { _ = c.exec.Terminate(ctx, node, key, c.killWait()) })
 			}
 		case scheduler.Signal:
@@ -432,7 +499,7 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 			if j == nil || len(j.Nodes) == 0 {
 				continue
 			}
-			node, key, sig := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: a.Step}, signum(a.Sig)
+			node, key, sig := j.Nodes[0], stepKey(j, a.Step), signum(a.Sig)
 			if n, ok := j.chunks[a.Step]; ok {
 				node = n
 				if a.Sig == "KILL" {
@@ -460,7 +527,8 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...store.Event) {
 	c.mu.Lock()
 	j := c.jobs[spec.Key.Job]
-	cancelled := j == nil || j.State.Finished()
+	// A run the job has left (requeued meanwhile) is not launched.
+	cancelled := j == nil || j.State.Finished() || runOf(j) != spec.Key.Run
 	c.mu.Unlock()
 	if cancelled {
 		return
@@ -472,22 +540,29 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 	err := c.exec.Launch(ctx, spec)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if j := c.jobs[spec.Key.Job]; j != nil {
-		j.launched = err == nil
-		lostNode := j.nodeFailed
-		if spec.Key.Step >= 0 {
-			// A divisible job goes on after losing a node (the dlt policy
-			// re-plans): only a chunk whose own node went down is stopped.
-			a := c.admin[spec.Node]
-			lostNode = a != nil && a.Down
+	j = c.jobs[spec.Key.Job]
+	if j == nil || runOf(j) != spec.Key.Run {
+		// The job left this run while it was being launched: whatever
+		// started is stopped, and its end will be ignored and forgotten.
+		if err == nil {
+			c.work.push(func(ctx context.Context) { _ = c.exec.Terminate(ctx, spec.Node, spec.Key, 0) })
 		}
-		if err == nil && (j.cancelRequested || lostNode || j.requeueRequested) {
-			// cancelled, requeued or its node set DOWN between the Engine's
-			// decision and the launch
-			c.work.push(func(ctx context.Context) {
-				_ = c.exec.Terminate(ctx, spec.Node, spec.Key, c.killWait())
-			})
-		}
+		return
+	}
+	j.launched = err == nil
+	lostNode := j.nodeFailed
+	if spec.Key.Step >= 0 {
+		// A divisible job goes on after losing a node (the dlt policy
+		// re-plans): only a chunk whose own node went down is stopped.
+		a := c.admin[spec.Node]
+		lostNode = a != nil && a.Down
+	}
+	if err == nil && (j.cancelRequested || lostNode || j.requeueRequested) {
+		// cancelled, requeued or its node set DOWN between the Engine's
+		// decision and the launch
+		c.work.push(func(ctx context.Context) {
+			_ = c.exec.Terminate(ctx, spec.Node, spec.Key, c.killWait())
+		})
 	}
 	if err != nil {
 		c.log.Error("launch failed", "job", spec.Key.Job, "node", spec.Node, "err", err)
@@ -496,11 +571,24 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 		// Status.Err instead. Nothing of the job ran: NODE_FAIL.
 		st := nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepLost, ExitCode: 1, Err: err.Error()}
 		if spec.Key.Step >= 0 {
-			_ = c.chunkEndLocked(ctx, c.jobs[spec.Key.Job], st)
+			_ = c.chunkEndLocked(ctx, j, st)
 		} else {
-			_ = c.finishLocked(ctx, c.jobs[spec.Key.Job], st)
+			_ = c.finishLocked(ctx, j, st)
 		}
 	}
+}
+
+// forgetStep removes an ended step's node-side state, on the forget queue:
+// a Forget to a node that does not answer waits for the command timeout,
+// and must hold back neither the exits behind it nor the launches on the
+// work queue (a requeued job's relaunch). Its end is recorded already; a
+// Forget lost to a shutdown is done by the next recovery.
+func (c *Controller) forgetStep(node string, key nodes.StepKey) {
+	c.forgets.push(func(ctx context.Context) {
+		if err := c.exec.Forget(ctx, node, key); err != nil && ctx.Err() == nil {
+			c.log.Warn("forgetting an ended step", "job", key.Job, "step", key.Step, "run", key.Run, "node", node, "err", err)
+		}
+	})
 }
 
 func (c *Controller) killWait() time.Duration { return time.Duration(c.cfg.KillWaitS) * time.Second }
@@ -540,31 +628,39 @@ func (c *Controller) watchExits(ctx context.Context, nodeEvents <-chan nodes.Nod
 				return
 			}
 			drain()
-			c.mu.Lock()
-			j := c.jobs[s.Key.Job]
-			var err error
-			requeued := false // requeueLocked queued the Forget, before the relaunch
-			switch {
-			case s.Key.Step >= 0:
-				err = c.chunkEndLocked(ctx, j, s)
-			case c.staleStepLocked(j, s):
-				// A run the job has left (requeued after its node was lost):
-				// its end says nothing about the job's current run.
-				c.log.Info("end of an earlier run ignored", "job", s.Key.Job, "node", s.Node)
-			case j != nil && !j.State.Finished():
-				err = c.finishLocked(ctx, j, s)
-				requeued = err == nil && j.State == api.StatePending
-			}
-			c.mu.Unlock()
-			if err != nil {
-				c.log.Error("recording job end", "job", s.Key.Job, "err", err)
-				continue // keep the node-side state: recovery will record it
-			}
-			if !requeued {
-				_ = c.exec.Forget(ctx, s.Node, s.Key)
-			}
+			c.handleExit(ctx, s)
 		}
 	}
+}
+
+// handleExit records the end of a step the executor reported, if it is of
+// its job's current run, and then forgets the step.
+func (c *Controller) handleExit(ctx context.Context, s nodes.Status) {
+	c.mu.Lock()
+	j := c.jobs[s.Key.Job]
+	var err error
+	switch {
+	case !c.currentRunLocked(j, s):
+		// A run the job has left (requeued: its node was lost, or its end
+		// was taken as the requeue already), or a job that has ended: its
+		// end says nothing about the job now.
+		if j != nil && !j.State.Finished() {
+			c.log.Info("end of an earlier run ignored", "job", s.Key.Job, "run", s.Key.Run,
+				"current", runOf(j), "node", s.Node)
+		}
+	case s.Key.Step >= 0:
+		err = c.chunkEndLocked(ctx, j, s)
+	default:
+		err = c.finishLocked(ctx, j, s)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.log.Error("recording job end", "job", s.Key.Job, "err", err)
+		return // keep the node-side state: recovery will record it
+	}
+	// The step is this run's alone, so forgetting it, whenever that
+	// happens, cannot touch the job's next run.
+	c.forgetStep(s.Node, s.Key)
 }
 
 // nodeEvent turns an executor's health event into a node state

@@ -318,7 +318,7 @@ func (c *Controller) cancelOneLocked(ctx context.Context, who *Caller, j *job, s
 		if j.State != api.StateRunning && j.State != api.StateSuspended {
 			return fmt.Errorf("Job is pending execution")
 		}
-		node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
+		node, key := j.Nodes[0], stepKey(j, scheduler.BatchStep)
 		c.work.push(func(ctx context.Context) {
 			if err := c.exec.Signal(ctx, node, key, nodes.Signum(sig)); err != nil {
 				c.log.Warn("signal", "job", key.Job, "err", err)
@@ -344,7 +344,7 @@ func (c *Controller) cancelOneLocked(ctx context.Context, who *Caller, j *job, s
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Cancel{Now: c.nowSec(), ID: scheduler.JobID(j.ID)}))
 	if j.Spec.Load > 0 {
 		for step, node := range j.chunks {
-			key := nodes.StepKey{Job: j.ID, Step: step}
+			key := stepKey(j, step)
 			c.work.push(func(ctx context.Context) {
 				if err := c.exec.Terminate(ctx, node, key, c.killWait()); err != nil {
 					c.log.Warn("terminate", "job", key.Job, "step", key.Step, "err", err)
@@ -356,7 +356,7 @@ func (c *Controller) cancelOneLocked(ctx context.Context, who *Caller, j *job, s
 		}
 		return nil
 	}
-	node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
+	node, key := j.Nodes[0], stepKey(j, scheduler.BatchStep)
 	if j.launched {
 		c.work.push(func(ctx context.Context) {
 			if err := c.exec.Terminate(ctx, node, key, c.killWait()); err != nil {
@@ -440,7 +440,7 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 		stdin = expand(&j.Job, stdin)
 	}
 	return nodes.LaunchSpec{
-		Key: nodes.StepKey{Job: j.ID, Step: step}, Node: node,
+		Key: stepKey(j, step), Node: node,
 		Script: []byte(j.Spec.Script), Args: j.Spec.Args, WorkDir: j.Spec.WorkDir,
 		Stdout: j.StdoutPath, Stderr: errPathIfSeparate(&j.Job), Stdin: stdin, Append: j.Spec.OpenAppend,
 		Env: c.jobEnv(j, node), UID: j.UID, GID: j.GID, User: j.User,

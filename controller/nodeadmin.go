@@ -294,7 +294,7 @@ func (c *Controller) failJobsOnNodeLocked(ctx context.Context, node string) {
 				if n != node || a.noResp {
 					continue
 				}
-				key := nodes.StepKey{Job: j.ID, Step: step}
+				key := stepKey(j, step)
 				c.work.push(func(ctx context.Context) { _ = c.exec.Terminate(ctx, n, key, 0) })
 			}
 			continue
@@ -303,7 +303,7 @@ func (c *Controller) failJobsOnNodeLocked(ctx context.Context, node string) {
 		if !j.launched || (head == node && a.noResp) {
 			continue // the executor reports the step lost
 		}
-		key := nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
+		key := stepKey(j, scheduler.BatchStep)
 		suspended := j.State == api.StateSuspended
 		c.work.push(func(ctx context.Context) {
 			if suspended {
@@ -343,7 +343,7 @@ func (c *Controller) restopMarked(j *job) {
 	if !j.launched || len(j.Nodes) == 0 || (!j.requeueRequested && !j.nodeFailed) {
 		return
 	}
-	node, key, suspended := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}, j.State == api.StateSuspended
+	node, key, suspended := j.Nodes[0], stepKey(j, scheduler.BatchStep), j.State == api.StateSuspended
 	wait := c.killWait()
 	if j.nodeFailed {
 		wait = 0 // as failJobsOnNodeLocked stops it
@@ -392,20 +392,15 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 		return err
 	}
 	c.log.Warn("job requeued", "job", j.ID, "why", why, "restarts", j.Restarts+1)
-	if len(j.Nodes) > 0 && !c.recovering {
-		// The next run has the same step key: the last run's node-side
-		// state must go before it can be launched, or forgetting it later
-		// removes the new run's. The work queue is FIFO and the relaunch
-		// is queued by a later pass, so this Forget comes first.
-		node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
-		c.work.push(func(ctx context.Context) { _ = c.exec.Forget(ctx, node, key) })
-	}
+	// The run that ended is forgotten by whoever saw its end (watchExits,
+	// recovery): the next run has its own step (runOf), so that Forget may
+	// come at any time, before or after the relaunch.
 	// As the store's fold does: the last run's description goes, the
 	// output paths stay.
 	j.State, j.Reason, j.Nodes, j.Steps = api.StatePending, orDefault(hold, "None"), nil, nil
 	j.StartTime, j.EndTime, j.ExitCode, j.Signal, j.CancelledBy = 0, 0, 0, 0, -1
 	j.Restarts++
-	j.launched, j.nodeFailed, j.requeueRequested, j.chunks, j.requeueHold = false, false, false, nil, ""
+	j.launched, j.nodeFailed, j.requeueRequested, j.chunks, j.legacyRun, j.requeueHold = false, false, false, nil, false, ""
 	j.SuspendTime, j.SuspendedSecs = 0, 0
 	if c.recovering {
 		// The Engine does not know the job yet; recovery's first pass
@@ -571,10 +566,10 @@ func (c *Controller) signalStepsLocked(j *job, sig nodes.Signum, resumed bool) {
 	var ts []target
 	if j.Spec.Load > 0 {
 		for step, n := range j.chunks {
-			ts = append(ts, target{n, nodes.StepKey{Job: j.ID, Step: step}})
+			ts = append(ts, target{n, stepKey(j, step)})
 		}
 	} else if len(j.Nodes) > 0 {
-		ts = append(ts, target{j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}})
+		ts = append(ts, target{j.Nodes[0], stepKey(j, scheduler.BatchStep)})
 	}
 	limit := c.resumeLimit(j)
 	for _, t := range ts {
@@ -647,7 +642,7 @@ func (c *Controller) requeueJobs(ctx context.Context, who *Caller, ids []int64, 
 			j.requeueRequested, j.requeueHold = true, holdReason
 			c.log.Info("requeue requested", "job", id, "uid", who.UID, "hold", hold)
 			if j.launched {
-				node, key, suspended := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}, j.State == api.StateSuspended
+				node, key, suspended := j.Nodes[0], stepKey(j, scheduler.BatchStep), j.State == api.StateSuspended
 				c.work.push(func(ctx context.Context) {
 					if suspended {
 						_ = c.exec.Signal(ctx, node, key, signum("CONT"))
@@ -661,23 +656,6 @@ func (c *Controller) requeueJobs(ctx context.Context, who *Caller, ids []int64, 
 		}
 	}
 	return resp
-}
-
-// staleStepLocked says whether a batch step's status belongs to an earlier
-// run of its job: the job was requeued (it is pending, or runs with another
-// head node) after the node of that run was lost. A lost node's steps are
-// reported lost at once, so their real end arrives later, if ever.
-func (c *Controller) staleStepLocked(j *job, s nodes.Status) bool {
-	if j == nil || s.Key.Step >= 0 || j.Restarts == 0 {
-		return false
-	}
-	switch j.State {
-	case api.StatePending:
-		return true
-	case api.StateRunning, api.StateSuspended:
-		return len(j.Nodes) > 0 && s.Node != j.Nodes[0]
-	}
-	return false
 }
 
 // cleanReturnedNode runs on the dispatcher when a lost node answers again:
@@ -696,8 +674,7 @@ func (c *Controller) cleanReturnedNode(ctx context.Context, node string) {
 		}
 		c.mu.Lock()
 		j := c.jobs[s.Key.Job]
-		current := j != nil && (j.State == api.StateRunning || j.State == api.StateSuspended) &&
-			len(j.Nodes) > 0 && j.Nodes[0] == node
+		current := j != nil && c.currentRunLocked(j, s) && len(j.Nodes) > 0 && j.Nodes[0] == node
 		c.mu.Unlock()
 		if current {
 			continue
@@ -707,6 +684,6 @@ func (c *Controller) cleanReturnedNode(ctx context.Context, node string) {
 			_ = c.exec.Terminate(ctx, node, s.Key, 0)
 			continue // its end comes through Exits and is ignored there
 		}
-		_ = c.exec.Forget(ctx, node, s.Key)
+		c.forgetStep(node, s.Key)
 	}
 }

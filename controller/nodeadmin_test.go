@@ -130,33 +130,39 @@ func TestRequeueable(t *testing.T) {
 	}
 }
 
-// The end of a run given up when its node was lost must not end the job's
-// later run: only a batch step on the job's current head node counts once
-// the job has been requeued.
-func TestStaleStep(t *testing.T) {
+// Only a status of the job's current run counts: the end of a run given up
+// (its node was lost, or it was requeued) must not end the job's later run,
+// wherever that runs.
+func TestCurrentRun(t *testing.T) {
 	c := &Controller{}
-	key := nodes.StepKey{Job: 7, Step: -1}
+	batch := func(run int) nodes.StepKey { return nodes.StepKey{Job: 7, Step: -1, Run: run} }
+	running := func(restarts int, node string) *job {
+		return &job{Job: api.Job{ID: 7, State: api.StateRunning, Restarts: restarts, Nodes: []string{node}}}
+	}
 	cases := []struct {
 		name string
 		j    *job
-		node string
+		key  nodes.StepKey
 		want bool
 	}{
-		{"never requeued", &job{Job: api.Job{State: api.StateRunning, Nodes: []string{"n1"}}}, "n2", false},
-		{"requeued, pending", &job{Job: api.Job{State: api.StatePending, Restarts: 1}}, "n1", true},
-		{"requeued, runs elsewhere", &job{Job: api.Job{State: api.StateRunning, Restarts: 1, Nodes: []string{"n3"}}}, "n1", true},
-		{"requeued, suspended elsewhere", &job{Job: api.Job{State: api.StateSuspended, Restarts: 1, Nodes: []string{"n3"}}}, "n1", true},
-		{"requeued, its current run ends", &job{Job: api.Job{State: api.StateRunning, Restarts: 1, Nodes: []string{"n3", "n1"}}}, "n3", false},
-		{"finished", &job{Job: api.Job{State: api.StateNodeFail, Restarts: 1}}, "n1", false},
-		{"unknown job", nil, "n1", false},
+		{"never requeued", running(0, "n1"), batch(0), true},
+		{"requeued, pending", &job{Job: api.Job{ID: 7, State: api.StatePending, Restarts: 1}}, batch(0), false},
+		{"requeued, pending, its next run", &job{Job: api.Job{ID: 7, State: api.StatePending, Restarts: 1}}, batch(1), false},
+		{"requeued, runs again on the same node", running(1, "n1"), batch(0), false},
+		{"requeued, its current run ends", running(1, "n1"), batch(1), true},
+		{"requeued twice, the first run", running(2, "n1"), batch(0), false},
+		{"suspended, current run", &job{Job: api.Job{ID: 7, State: api.StateSuspended, Restarts: 1}}, batch(1), true},
+		{"finished", &job{Job: api.Job{ID: 7, State: api.StateNodeFail, Restarts: 1}}, batch(1), false},
+		{"unknown job", nil, batch(0), false},
+		{"legacy run re-attached", &job{Job: api.Job{ID: 7, State: api.StateRunning, Restarts: 3}, legacyRun: true}, batch(nodes.LegacyRun), true},
+		{"legacy run, numbered status", &job{Job: api.Job{ID: 7, State: api.StateRunning, Restarts: 3}, legacyRun: true}, batch(3), false},
+		{"unnumbered status, numbered run", running(3, "n1"), batch(nodes.LegacyRun), false},
+		{"chunk of the current run", &job{Job: api.Job{ID: 7, State: api.StateRunning}}, nodes.StepKey{Job: 7, Step: 2}, true},
+		{"chunk of another run", &job{Job: api.Job{ID: 7, State: api.StateRunning}}, nodes.StepKey{Job: 7, Step: 2, Run: 1}, false},
 	}
 	for _, tc := range cases {
-		if got := c.staleStepLocked(tc.j, nodes.Status{Key: key, Node: tc.node}); got != tc.want {
-			t.Errorf("%s: stale %v, want %v", tc.name, got, tc.want)
+		if got := c.currentRunLocked(tc.j, nodes.Status{Key: tc.key, Node: "n1"}); got != tc.want {
+			t.Errorf("%s: current %v, want %v", tc.name, got, tc.want)
 		}
-	}
-	chunk := nodes.Status{Key: nodes.StepKey{Job: 7, Step: 0}, Node: "n1"}
-	if c.staleStepLocked(&job{Job: api.Job{State: api.StatePending, Restarts: 1}}, chunk) {
-		t.Error("a chunk's end is judged here; chunks are the dlt policy's")
 	}
 }

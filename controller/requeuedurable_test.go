@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func runUntilLaunched(t *testing.T, c *Controller, spec api.JobSpec) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		c.mu.Lock()
 		launched := c.jobs[resp.JobID].launched
 		c.mu.Unlock()
@@ -39,6 +40,19 @@ func runUntilLaunched(t *testing.T, c *Controller, spec api.JobSpec) int64 {
 	}
 }
 
+// waitFile waits, with a generous bound for a hang, until path exists.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+	}
+}
+
 // waitStore runs c until the stored job satisfies ok, and returns it.
 func waitStore(t *testing.T, f *fixture, c *Controller, id int64, what string, ok func(api.Job) bool) api.Job {
 	t.Helper()
@@ -47,7 +61,7 @@ func waitStore(t *testing.T, f *fixture, c *Controller, id int64, what string, o
 	go func() { c.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	var j api.Job
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		j, _ = f.st.Job(ctx, id)
 		if ok(j) {
 			return j
@@ -76,6 +90,10 @@ func testRequeueAcrossRestart(t *testing.T, endedAway bool) {
 	spec := f.spec("if [ -e " + marker + " ]; then exit 0; fi; touch " + marker + "; sleep 60")
 	c1 := f.controller(t)
 	id := runUntilLaunched(t, c1, spec)
+	// The first run must have left its marker before it is stopped, or the
+	// second run is a first one again (and sleeps): launched only says that
+	// the shepherd holds the step, not how far the script got.
+	waitFile(t, marker)
 	r := c1.requeueJobs(t.Context(), root, []int64{id}, false)
 	if len(r.Results) != 1 || r.Results[0].Error != "" {
 		t.Fatalf("requeue: %+v", r.Results)
@@ -93,7 +111,7 @@ func testRequeueAcrossRestart(t *testing.T, endedAway bool) {
 		if err := c1.exec.Terminate(t.Context(), node, key, 0); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			sts, err := c1.exec.Reattach(t.Context(), []string{node})
 			if err != nil {
 				t.Fatal(err)

@@ -267,12 +267,13 @@ func (c *Controller) stageAndLaunch(ctx context.Context, spec nodes.LaunchSpec, 
 	c.launch(ctx, spec, evs...)
 }
 
-// chunkGone reports whether the chunk's job has ended (or is unknown).
+// chunkGone reports whether the chunk's job has ended (or is unknown), or
+// its run is not the job's current one.
 func (c *Controller) chunkGone(key nodes.StepKey) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	j := c.jobs[key.Job]
-	return j == nil || j.State.Finished()
+	return j == nil || j.State.Finished() || runOf(j) != key.Run
 }
 
 // stage opens the input as the job's owner and sends the range; nodeErr
@@ -327,7 +328,7 @@ func (c *Controller) cleanStaged() {
 				for _, j := range c.jobs {
 					for step, n := range j.chunks {
 						if n == node && !j.State.Finished() {
-							keep = append(keep, nodes.StepKey{Job: j.ID, Step: step})
+							keep = append(keep, stepKey(j, step))
 						}
 					}
 				}

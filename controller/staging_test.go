@@ -206,7 +206,7 @@ func TestStagingOneTransferAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	var state api.JobState
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		c.mu.Lock()
 		state = c.jobs[resp.JobID].State
 		c.mu.Unlock()

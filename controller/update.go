@@ -224,7 +224,7 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 		if ns.TimeLimit == api.NoLimit {
 			limit = 100 * 365 * 24 * time.Hour
 		}
-		node, key := j.Nodes[0], nodes.StepKey{Job: j.ID, Step: scheduler.BatchStep}
+		node, key := j.Nodes[0], stepKey(j, scheduler.BatchStep)
 		c.work.push(func(ctx context.Context) {
 			if ls, ok := c.exec.(nodes.LimitSetter); ok && limit > 0 {
 				if err := ls.SetTimeLimit(ctx, node, key, limit); err != nil {

@@ -11,15 +11,30 @@ package nodes
 import (
 	"context"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 )
 
 // StepKey names one supervised process tree: a job's batch step
-// (Step == -1) or one chunk of a divisible job.
+// (Step == -1) or one chunk of a divisible job, in one run of the job.
+//
+// Run is the job's restart count when the step was launched. A requeued
+// job runs again under the same job and step numbers; the run keeps the
+// runs apart on the node (step directory, unit name, staged data, status),
+// so that nothing of an earlier run — its end, its Forget, its status —
+// can ever be taken for the new run's. LegacyRun marks a step left by a
+// horad that did not number runs.
 type StepKey struct {
 	Job  int64
 	Step int
+	Run  int
 }
+
+// LegacyRun is the Run of a step whose node-side name carries no run
+// number: it was launched by a horad that did not number runs, and stands
+// for the current run of its job.
+const LegacyRun = -1
 
 // LaunchSpec is everything a node needs to run one step. Paths are absolute
 // and already expanded (%j, %x, ...) by the controller.
@@ -148,4 +163,54 @@ type LimitSetter interface {
 	// SetTimeLimit makes limit (counted from the step's start) the step's
 	// time limit; a limit already past ends the step as timed out at once.
 	SetTimeLimit(ctx context.Context, node string, key StepKey, limit time.Duration) error
+}
+
+// Name is the step's node-side name, used for its state directory, its
+// staged data and (dots as dashes) its systemd unit: "<job>.<step>.r<run>",
+// the batch step (-1) spelled "batch" as Slurm does, e.g. "42.batch.r1" or
+// "42.3.r0". A LegacyRun step has no run part ("42.batch").
+func (k StepKey) Name() string {
+	s := strconv.FormatInt(k.Job, 10) + "."
+	if k.Step == -1 {
+		s += "batch"
+	} else {
+		s += strconv.Itoa(k.Step)
+	}
+	if k.Run != LegacyRun {
+		s += ".r" + strconv.Itoa(k.Run)
+	}
+	return s
+}
+
+// ParseStepName is the inverse of StepKey.Name; names of anything else
+// (temporary files, directories that are not steps) are refused.
+func ParseStepName(name string) (StepKey, bool) {
+	j, rest, ok := strings.Cut(name, ".")
+	if !ok {
+		return StepKey{}, false
+	}
+	job, err := strconv.ParseInt(j, 10, 64)
+	if err != nil || job < 0 {
+		return StepKey{}, false
+	}
+	st, run, numbered := strings.Cut(rest, ".")
+	k := StepKey{Job: job, Run: LegacyRun}
+	if st == "batch" {
+		k.Step = -1
+	} else if k.Step, err = strconv.Atoi(st); err != nil || k.Step < 0 {
+		return StepKey{}, false
+	}
+	if numbered {
+		r, ok := strings.CutPrefix(run, "r")
+		if !ok {
+			return StepKey{}, false
+		}
+		if k.Run, err = strconv.Atoi(r); err != nil || k.Run < 0 || strconv.Itoa(k.Run) != r {
+			return StepKey{}, false
+		}
+	}
+	if k.Name() != name { // "+1", "007": one spelling per step
+		return StepKey{}, false
+	}
+	return k, true
 }

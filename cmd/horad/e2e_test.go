@@ -87,7 +87,7 @@ func (c *cluster) start() {
 	if err := c.daemon.Start(); err != nil {
 		c.t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		if conn, err := net.Dial("unix", c.sock); err == nil {
 			conn.Close()
@@ -166,7 +166,7 @@ func (c *cluster) state(id string) string {
 
 func (c *cluster) waitState(id string, want ...string) string {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	var got string
 	for time.Now().Before(deadline) {
 		got = c.state(id)
@@ -296,7 +296,7 @@ func TestEndToEnd(t *testing.T) {
 	// its real exit status is recorded.
 	flag, started := filepath.Join(work, "go-on"), filepath.Join(work, "started")
 	id = c.submit(work, "--wrap", fmt.Sprintf("touch %s; while [ ! -e %s ]; do sleep 0.05; done; exit 7", started, flag))
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(started); err == nil {
 			break
 		}

@@ -372,7 +372,7 @@ func TestRealTimeChunkResentAfterNodeDown(t *testing.T) {
 	id := c.submit(work, "-p", "rt", "--deadline=now+60", "--load=2k", "-o", "nd-%j.out",
 		"--wrap", `sleep 2; echo "chunk $HORA_CHUNK_INDEX $HORA_CHUNK_OFFSET $HORA_CHUNK_SIZE $SLURMD_NODENAME"`)
 	eventuallyE2E(t, "the chunk running", func() bool {
-		pids, _ := filepath.Glob(filepath.Join(c.varDir, "nodes", "local1", id+".0", "user", "pid"))
+		pids, _ := filepath.Glob(filepath.Join(c.varDir, "nodes", "local1", id+".0.r0", "user", "pid"))
 		return len(pids) == 1
 	})
 	if r := c.run(0, work, "scontrol", "update", "NodeName=local1", "State=DOWN", "Reason=maintenance"); r.code != 0 {

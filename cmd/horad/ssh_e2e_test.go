@@ -40,7 +40,7 @@ func TestSSHNodesEndToEnd(t *testing.T) {
 	// Lose n1 (sshd killed, link down) while a 3-node job runs its script there.
 	started := filepath.Join(c.dir, "started")
 	id := c.submit(c.dir, "-N", "3", "--no-requeue", "-o", "/dev/null", "--wrap", "touch "+started+"; sleep 300")
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(started); err == nil {
 			break
 		}
@@ -54,7 +54,7 @@ func TestSSHNodesEndToEnd(t *testing.T) {
 	nodeState := func() string {
 		return c.run(0, c.dir, "sinfo", "-N", "-h", "-o", "%N %t").stdout
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for !strings.Contains(nodeState(), "n1 down") {
 		if time.Now().After(deadline) {
 			t.Fatalf("sinfo after losing n1:\n%s", nodeState())
@@ -64,7 +64,7 @@ func TestSSHNodesEndToEnd(t *testing.T) {
 	cl.Hosts[0].LinkUp()
 	cl.Hosts[0].StartSSHD()
 	for strings.Contains(nodeState(), "n1 down") {
-		if time.Now().After(deadline.Add(30 * time.Second)) {
+		if time.Now().After(deadline.Add(90 * time.Second)) {
 			t.Fatalf("n1 did not return:\n%s", nodeState())
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -84,7 +84,7 @@ func TestSSHRequeueAndReturnToService(t *testing.T) {
 	out := filepath.Join(work, "requeued.out")
 	waitFile := func(p string) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			if _, err := os.Stat(p); err == nil {
 				return
 			}

@@ -68,7 +68,7 @@ type stepID struct {
 	key  nodes.StepKey
 }
 
-func (id stepID) String() string { return id.node + ":" + stepDirName(id.key) }
+func (id stepID) String() string { return id.node + ":" + id.key.Name() }
 
 // watch is a running step this Executor waits for.
 type watch struct {
@@ -128,7 +128,7 @@ func unsearchableAncestor(dir string) string {
 }
 
 func (e *Executor) stepDir(node string, key nodes.StepKey) string {
-	return filepath.Join(e.stateDir, node, stepDirName(key))
+	return filepath.Join(e.stateDir, node, key.Name())
 }
 
 // Launch starts a shepherd for the step and returns once it holds the step.
@@ -293,7 +293,8 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 	if err != nil {
 		return fail(err)
 	}
-	rec := shepherdRecord{Pid: pid, StartTicks: ps.StartTicks, UID: spec.UID, GID: spec.GID, Started: time.Now()}
+	rec := shepherdRecord{Pid: pid, StartTicks: ps.StartTicks, UID: spec.UID, GID: spec.GID, Started: time.Now(),
+		Run: spec.Key.Run}
 	if err := writeJSONAtomic(filepath.Join(dir, shepherdFile), rec, 0o644, false); err != nil {
 		return fail(err)
 	}
@@ -466,6 +467,12 @@ func (e *Executor) inspect(node string, key nodes.StepKey) (nodes.Status, *os.Fi
 		}
 		return st, nil
 	}
+	if key.Run != nodes.LegacyRun && rec.Run != key.Run {
+		// Not the run this directory is named for: nothing here may be
+		// acted on as that run's (only root writes the record and names).
+		return nodes.Status{Key: key, Node: node, State: nodes.StepLost, Started: rec.Started,
+			Err: fmt.Sprintf("the shepherd record is of run %d, the directory of run %d", rec.Run, key.Run)}, nil
+	}
 	if _, err := os.Lstat(filepath.Join(dir, userDirName, statusFile)); err == nil {
 		return e.endedStatus(id, rec), nil
 	}
@@ -513,7 +520,7 @@ func (e *Executor) Reattach(ctx context.Context, nodeNames []string) ([]nodes.St
 			return nil, err
 		}
 		for _, ent := range ents {
-			key, ok := parseStepDirName(ent.Name())
+			key, ok := nodes.ParseStepName(ent.Name())
 			if !ok || !ent.IsDir() {
 				continue
 			}
@@ -558,11 +565,11 @@ func (e *Executor) running(node string, key nodes.StepKey) (shepherdRecord, *os.
 		return shepherdRecord{}, nil, err
 	}
 	if _, err := os.Lstat(e.stepDir(node, key)); err != nil {
-		return shepherdRecord{}, nil, fmt.Errorf("no step %s on node %s", stepDirName(key), node)
+		return shepherdRecord{}, nil, fmt.Errorf("no step %s on node %s", key.Name(), node)
 	}
 	_, pf := e.inspect(node, key)
 	if pf == nil {
-		return shepherdRecord{}, nil, fmt.Errorf("step %s on node %s is not running", stepDirName(key), node)
+		return shepherdRecord{}, nil, fmt.Errorf("step %s on node %s is not running", key.Name(), node)
 	}
 	var rec shepherdRecord
 	if err := readJSON(filepath.Join(e.stepDir(node, key), shepherdFile), &rec); err != nil {
@@ -583,10 +590,10 @@ func (e *Executor) Signal(ctx context.Context, node string, key nodes.StepKey, s
 	defer pf.Close()
 	pgid, ok := jobPgid(e.stepDir(node, key), rec.Pid)
 	if !ok {
-		return fmt.Errorf("step %s on node %s has no running process group", stepDirName(key), node)
+		return fmt.Errorf("step %s on node %s has no running process group", key.Name(), node)
 	}
 	if err := unix.Kill(-pgid, syscall.Signal(sig)); err != nil {
-		return fmt.Errorf("signal %d to step %s on node %s: %w", sig, stepDirName(key), node, err)
+		return fmt.Errorf("signal %d to step %s on node %s: %w", sig, key.Name(), node, err)
 	}
 	return nil
 }

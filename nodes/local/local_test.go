@@ -597,7 +597,7 @@ func TestReattachAfterExecutorDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the step to end unobserved", func() bool {
-		_, err := os.Stat(filepath.Join(state, "local2", stepDirName(ended.Key), userDirName, statusFile))
+		_, err := os.Stat(filepath.Join(state, "local2", ended.Key.Name(), userDirName, statusFile))
 		return err == nil
 	})
 
@@ -738,21 +738,91 @@ func TestRelaunchSameKey(t *testing.T) {
 	}
 }
 
-func TestStepDirNames(t *testing.T) {
-	for _, k := range []nodes.StepKey{{Job: 1, Step: -1}, {Job: 123456789012, Step: 0}, {Job: 5, Step: 17}} {
-		name := stepDirName(k)
-		got, ok := parseStepDirName(name)
-		if !ok || got != k {
-			t.Errorf("%+v -> %q -> %+v %v", k, name, got, ok)
-		}
+// Two runs of one step (a requeued job) are two steps on the node: the
+// new run starts while the old one still runs, each ends with its own
+// status, and forgetting one leaves the other whole. A directory whose
+// name and shepherd record disagree on the run is never taken as running.
+func TestRunsOfOneStepKeepApart(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	e := newExecutor(t, state)
+	old := spec(dir, waitScript)
+	launch(t, e, old)
+	pgid := runningStep(t, e, old.Node, old.Key).Pid
+	t.Cleanup(func() { _ = unix.Kill(-pgid, unix.SIGKILL) })
+	next := old
+	next.Key.Run = 1
+	next.Script = []byte("#!/bin/sh\nexit 3\n")
+	next.Stdout = filepath.Join(dir, "out1")
+	launch(t, e, next)
+	if st := waitExit(t, e, next.Key); st.State != nodes.StepExited || st.ExitCode != 3 {
+		t.Fatalf("new run: %+v, want exit 3", st)
 	}
-	if stepDirName(nodes.StepKey{Job: 9, Step: -1}) != "9.batch" {
-		t.Error("the batch step is not named like Slurm's")
+	if err := e.Forget(t.Context(), old.Node, old.Key); err == nil {
+		t.Error("Forget of the old run while it runs: no error")
 	}
-	for _, bad := range []string{"9", "x.batch", "9.-2", "9.batch.tmp", ""} {
-		if _, ok := parseStepDirName(bad); ok {
-			t.Errorf("%q parsed as a step", bad)
-		}
+	if got := runningStep(t, e, old.Node, old.Key); got.Pid != pgid {
+		t.Errorf("old run after the new one ended: %+v", got)
+	}
+	// A directory renamed to another run keeps its record's run.
+	moved := next.Key
+	moved.Run = 4
+	if err := os.Rename(e.stepDir(next.Node, next.Key), e.stepDir(next.Node, moved)); err != nil {
+		t.Fatal(err)
+	}
+	e2 := newExecutor(t, state)
+	sts, err := e2.Reattach(t.Context(), []string{old.Node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[nodes.StepKey]nodes.Status{}
+	for _, s := range sts {
+		byKey[s.Key] = s
+	}
+	if s := byKey[old.Key]; len(sts) != 2 || s.State != nodes.StepRunning {
+		t.Errorf("Reattach: %+v, want the old run running and the moved one", sts)
+	}
+	if s := byKey[moved]; s.State != nodes.StepLost || !strings.Contains(s.Err, "run 1") {
+		t.Errorf("a directory of run 4 holding run 1's record: %+v, want lost", s)
+	}
+	if err := e2.Forget(t.Context(), next.Node, moved); err != nil {
+		t.Error(err)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	if st := waitExit(t, e, old.Key); st.ExitCode != 7 {
+		t.Errorf("old run: %+v, want exit 7", st)
+	}
+	if err := e.Forget(t.Context(), old.Node, old.Key); err != nil {
+		t.Error(err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(state, old.Node)); len(ents) != 0 {
+		t.Errorf("left on the node: %v", ents)
+	}
+}
+
+// A step of a horad that did not number runs (its directory has no run)
+// is found, watched and forgotten under its unnumbered key.
+func TestUnnumberedStep(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	e := newExecutor(t, state)
+	s := spec(dir, waitScript)
+	s.Key.Run = nodes.LegacyRun
+	launch(t, e, s)
+	if _, err := os.Stat(filepath.Join(state, s.Node, fmt.Sprintf("%d.batch", s.Key.Job))); err != nil {
+		t.Fatal(err)
+	}
+	e2 := newExecutor(t, state)
+	sts, err := e2.Reattach(t.Context(), []string{s.Node})
+	if err != nil || len(sts) != 1 || sts[0].Key != s.Key || sts[0].State != nodes.StepRunning {
+		t.Fatalf("Reattach: %+v %v, want the unnumbered step running", sts, err)
+	}
+	os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+	if st := waitExit(t, e2, s.Key); st.ExitCode != 7 {
+		t.Errorf("status %+v", st)
+	}
+	if err := e2.Forget(t.Context(), s.Node, s.Key); err != nil {
+		t.Error(err)
 	}
 }
 

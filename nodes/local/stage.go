@@ -25,7 +25,7 @@ var (
 )
 
 func (e *Executor) stagedPath(node string, key nodes.StepKey) string {
-	return filepath.Join(e.stateDir, node, stagedDirName, stepDirName(key))
+	return filepath.Join(e.stateDir, node, stagedDirName, key.Name())
 }
 
 // Stage copies spec.Size bytes of spec.Data into
@@ -67,7 +67,7 @@ func (e *Executor) Stage(ctx context.Context, spec nodes.StageSpec) (string, err
 		if errors.Is(err, io.EOF) {
 			err = fmt.Errorf("input ended after %d of %d bytes", n, spec.Size)
 		}
-		return fail(fmt.Errorf("stage %s: %w", stepDirName(spec.Key), err))
+		return fail(fmt.Errorf("stage %s: %w", spec.Key.Name(), err))
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
@@ -111,7 +111,7 @@ func (e *Executor) CleanStaged(ctx context.Context, node string, keep []nodes.St
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		k, ok := parseStepDirName(strings.TrimSuffix(de.Name(), ".tmp"))
+		k, ok := nodes.ParseStepName(strings.TrimSuffix(de.Name(), ".tmp"))
 		if !ok || slices.Contains(keep, k) {
 			continue
 		}

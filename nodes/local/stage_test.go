@@ -92,12 +92,12 @@ func TestCleanStaged(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{"5.0", "5.1.tmp", "6.2", "notes", "7.x"} {
+	for _, n := range []string{"5.0", "5.1.r0.tmp", "6.2.r0", "6.2.r1", "notes", "7.x"} {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.CleanStaged(t.Context(), "local1", []nodes.StepKey{{Job: 6, Step: 2}}); err != nil {
+	if err := e.CleanStaged(t.Context(), "local1", []nodes.StepKey{{Job: 6, Step: 2, Run: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)
@@ -105,8 +105,8 @@ func TestCleanStaged(t *testing.T) {
 	for _, de := range ents {
 		left = append(left, de.Name())
 	}
-	if got := strings.Join(left, " "); got != "6.2 7.x notes" {
-		t.Errorf("left %q, want %q", got, "6.2 7.x notes")
+	if got := strings.Join(left, " "); got != "6.2.r1 7.x notes" {
+		t.Errorf("left %q, want %q", got, "6.2.r1 7.x notes")
 	}
 	if err := e.CleanStaged(t.Context(), "../x", nil); err == nil {
 		t.Error("a bad node name: no error")

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"hora/nodes"
 )
 
 // Names inside a step directory. See README.md for who writes what.
@@ -26,7 +24,6 @@ const (
 	scriptFile    = "script"
 	pidFile       = "pid"    // shepherd: the job's process group id
 	statusFile    = "status" // shepherd: how the step ended
-	batchStepName = "batch"  // directory suffix of Step == -1, as Slurm names the batch step
 	maxStateBytes = 64 << 10 // user-written files are read with this cap
 )
 
@@ -41,6 +38,9 @@ type shepherdRecord struct {
 	UID        uint32    `json:"uid"`
 	GID        uint32    `json:"gid"`
 	Started    time.Time `json:"started"`
+	// Run is the run of the job the shepherd was started for; it must
+	// agree with the directory's name (absent, 0, in a LegacyRun's).
+	Run int `json:"run"`
 }
 
 // statusRecord is the shepherd's account of a step's end.
@@ -52,33 +52,6 @@ type statusRecord struct {
 	Started  time.Time `json:"started"`
 	Ended    time.Time `json:"ended"`
 	Err      string    `json:"err,omitempty"`
-}
-
-// stepDirName is "<job>.<step>", with the batch step (-1) spelled "batch".
-func stepDirName(k nodes.StepKey) string {
-	if k.Step == -1 {
-		return fmt.Sprintf("%d.%s", k.Job, batchStepName)
-	}
-	return fmt.Sprintf("%d.%d", k.Job, k.Step)
-}
-
-func parseStepDirName(name string) (nodes.StepKey, bool) {
-	j, s, ok := strings.Cut(name, ".")
-	if !ok {
-		return nodes.StepKey{}, false
-	}
-	job, err := strconv.ParseInt(j, 10, 64)
-	if err != nil {
-		return nodes.StepKey{}, false
-	}
-	if s == batchStepName {
-		return nodes.StepKey{Job: job, Step: -1}, true
-	}
-	step, err := strconv.Atoi(s)
-	if err != nil || step < 0 {
-		return nodes.StepKey{}, false
-	}
-	return nodes.StepKey{Job: job, Step: step}, true
 }
 
 // validNode keeps node names from escaping the state directory.

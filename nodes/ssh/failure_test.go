@@ -124,7 +124,7 @@ func TestReattachAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// quick ends while no executor watches.
-	waitFile(t, filepath.Join(v.state, "n1", "10.0", "user", "status"))
+	waitFile(t, filepath.Join(v.state, "n1", quick.Name(), "user", "status"))
 
 	v.open(t)
 	sts, err := v.e.Reattach(t.Context(), []string{"n1", "n2", "n3"})
@@ -165,11 +165,10 @@ func TestReattachAfterRestart(t *testing.T) {
 
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	for range 500 {
+	for deadline := time.Now().Add(hang); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(path); err == nil {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("%s never appeared", path)
 }
@@ -262,5 +261,93 @@ func TestInjection(t *testing.T) {
 	}
 	if err := v.e.Launch(t.Context(), nodes.LaunchSpec{Key: key, Node: "n1;id"}); err == nil {
 		t.Error("an unknown node name was accepted")
+	}
+}
+
+// Two runs of one step (a requeued job) are two steps on the node: the new
+// run starts while the old one still runs, each ends with its own status,
+// and forgetting one leaves the other whole, also across a new executor. A
+// directory whose name and wrapper record disagree on the run is reported
+// lost, never running.
+func TestRunsOfOneStepKeepApart(t *testing.T) {
+	v := start(t, 1)
+	gate := filepath.Join(v.out, "gate")
+	old := nodes.StepKey{Job: 20, Step: -1}
+	next := nodes.StepKey{Job: 20, Step: -1, Run: 1}
+	v.launch(t, v.spec(old, "n1", "#!/bin/sh\nwhile [ ! -e "+gate+" ]; do sleep 0.1; done\nexit 5\n"))
+	v.launch(t, v.spec(next, "n1", "#!/bin/sh\nexit 3\n"))
+	if st := v.exits.wait(t, next, hang); st.State != nodes.StepExited || st.ExitCode != 3 {
+		t.Fatalf("new run: %+v, want exit 3", st)
+	}
+	if err := v.e.Forget(t.Context(), "n1", old); err == nil {
+		t.Error("Forget of the old run while it runs: no error")
+	}
+	// The ended new run's directory renamed to another run's name.
+	moved := next
+	moved.Run = 4
+	if err := os.Rename(filepath.Join(v.state, "n1", next.Name()), filepath.Join(v.state, "n1", moved.Name())); err != nil {
+		t.Fatal(err)
+	}
+	running := old
+	running.Run = 7
+	v.e.Close()
+	v.open(t)
+	sts, err := v.e.Reattach(t.Context(), []string{"n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[nodes.StepKey]nodes.Status{}
+	for _, st := range sts {
+		got[st.Key] = st
+	}
+	if st := got[old]; len(sts) != 2 || st.State != nodes.StepRunning || st.Pid <= 1 {
+		t.Errorf("Reattach: %+v, want the old run running and the moved one", sts)
+	}
+	if st := got[moved]; st.State != nodes.StepExited || st.ExitCode != 3 {
+		t.Errorf("ended run under another name: %+v, want its status", st)
+	}
+	// A copy of the running run's wrapper record under run 7's name names a
+	// live wrapper, of another run.
+	rec, err := os.ReadFile(filepath.Join(v.state, "n1", old.Name(), "shepherd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(v.state, "n1", running.Name()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(v.state, "n1", running.Name(), "shepherd"), rec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sts, err = v.e.Reattach(t.Context(), []string{"n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = map[nodes.StepKey]nodes.Status{}
+	for _, st := range sts {
+		got[st.Key] = st
+	}
+	if st := got[running]; st.State != nodes.StepLost || !strings.Contains(st.Err, "run 0") {
+		t.Errorf("a directory of run 7 holding run 0's record: %+v, want lost", st)
+	}
+	if err := v.e.Signal(t.Context(), "n1", running, nodes.Signum(15)); err == nil {
+		t.Error("Signal through a record of another run: no error")
+	}
+	if err := v.e.Forget(t.Context(), "n1", running); err != nil {
+		t.Error(err)
+	}
+	if err := v.e.Forget(t.Context(), "n1", moved); err != nil {
+		t.Error(err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := v.exits.wait(t, old, hang); st.ExitCode != 5 {
+		t.Errorf("old run: %+v, want exit 5", st)
+	}
+	if err := v.e.Forget(t.Context(), "n1", old); err != nil {
+		t.Error(err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(v.state, "n1")); len(ents) != 0 {
+		t.Errorf("left on the node: %v", ents)
 	}
 }

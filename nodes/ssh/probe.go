@@ -114,7 +114,7 @@ func (h *host) markDown(cause error) {
 		h.drop(c)
 	}
 	for _, n := range names {
-		key, _ := parseStepName(n)
+		key, _ := nodes.ParseStepName(n)
 		h.report(nodes.Status{Key: key, Node: h.node.Name, State: nodes.StepLost,
 			Err: fmt.Sprintf("node %s unreachable: %v", h.node.Name, cause)})
 	}

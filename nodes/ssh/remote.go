@@ -5,8 +5,8 @@ package ssh
 // command carries the functions it needs. Arguments arrive as positional
 // parameters, each quoted by Quote, never spliced into the script text.
 //
-// Layout (mirrors nodes/local, see README.md): <state_dir>/<node>/<job>.<step>/
-//   shepherd    root  {"pid","start_ticks","uid","gid","started"} of the wrapper
+// Layout (mirrors nodes/local, see README.md): <state_dir>/<node>/<job>.<step>.r<run>/
+//   shepherd    root  {"pid","start_ticks","uid","gid","started","run"} of the wrapper
 //   terminate   root  grace of a pending Terminate, in nanoseconds
 //   limit       root  a moved time limit in seconds from the start (SetTimeLimit; USR1 to the wrapper)
 //   wrapper.err root  the wrapper's own stderr (diagnostics of a failed start)
@@ -20,7 +20,9 @@ package ssh
 // shLib holds the functions shared by the commands below.
 //
 // alive D: the wrapper named by D/shepherd still runs (same pid and start
-// time, not a zombie); sets wp and rec.
+// time, not a zombie) and was started for the run D is named for (its
+// "run"; a name without a run is a step of a horad that did not number
+// runs); sets wp and rec, and otherrun when the record is of another run.
 // jobpg D WP: sets pg to the job's process group from D/user/pid, only if
 // the kernel confirms it is a group led by a child of WP (the file is the
 // user's to edit, so it is never trusted alone).
@@ -39,9 +41,16 @@ const shLib = `
 nl='
 '
 alive() {
-	wp= rec=
+	wp= rec= otherrun=
 	[ -f "$1/shepherd" ] || return 1
 	IFS= read -r rec < "$1/shepherd" || [ -n "$rec" ] || return 1
+	case ${1##*/} in
+	*.r*)
+		_r=0
+		case $rec in *'"run":'*) _r=${rec#*\"run\":}; _r=${_r%%[!0-9]*};; esac
+		[ "$_r" = "${1##*.r}" ] || { otherrun=$_r; return 1; }
+		;;
+	esac
 	_p=${rec#*\"pid\":}; _p=${_p%%[!0-9]*}
 	_t=${rec#*\"start_ticks\":}; _t=${_t%%[!0-9]*}
 	[ -n "$_p" ] && [ "$_p" -gt 1 ] || return 1
@@ -116,7 +125,9 @@ report() {
 		return 0
 	fi
 	ended "$1" "$2" && return 0
-	if [ -e "$1/user/status" ]; then
+	if [ -n "$otherrun" ]; then
+		echo "L $2 the wrapper record is of run $otherrun, not of this step's run"
+	elif [ -e "$1/user/status" ]; then
 		echo "L $2 the status file is not a regular file"
 	elif [ -f "$1/shepherd" ]; then
 		echo "L $2 the step's wrapper ended without recording its exit status"
@@ -129,11 +140,11 @@ report() {
 // shLaunch prepares the step directory, writes the run file (first stdin
 // line, printf %b encoded) and the script (rest of stdin, through cat),
 // starts the wrapper in its own session as the job's user and waits for its
-// handshake. Args: NODEDIR NAME UID GID MODE UNIT STARTED WRAPPER, then the
-// wrapper's own arguments. Prints "launched PID" or "error: ...".
+// handshake. Args: NODEDIR NAME UID GID MODE UNIT STARTED WRAPPER RUN, then
+// the wrapper's own arguments. Prints "launched PID" or "error: ...".
 const shLaunch = `
-nd=$1 name=$2 uid=$3 gid=$4 mode=$5 unit=$6 started=$7 W=$8
-shift 8
+nd=$1 name=$2 uid=$3 gid=$4 mode=$5 unit=$6 started=$7 W=$8 run=$9
+shift 9
 d=$nd/$name u=$nd/$name/user
 umask 022
 if [ ! -d "$nd" ]; then
@@ -188,7 +199,7 @@ if [ -z "$ok" ] || [ -z "$p" ]; then
 	echo "error: the step's wrapper did not start ($mode): ${msg:-no message}"
 	exit 1
 fi
-printf '{"pid":%d,"start_ticks":%s,"uid":%d,"gid":%d,"started":"%s"}\n' "$p" "${t:-0}" "$uid" "$gid" "$started" > "$d/shepherd.tmp" &&
+printf '{"pid":%d,"start_ticks":%s,"uid":%d,"gid":%d,"started":"%s","run":%d}\n' "$p" "${t:-0}" "$uid" "$gid" "$started" "$run" > "$d/shepherd.tmp" &&
 	mv -f "$d/shepherd.tmp" "$d/shepherd" || { echo "error: cannot record the wrapper"; exit 1; }
 echo "launched $p"
 `

@@ -221,37 +221,11 @@ func (e *Executor) opCtx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, e.cfg.CommandTimeout)
 }
 
-// stepName is "<job>.<step>", the batch step (-1) spelled "batch" as in Slurm
-// and nodes/local.
-func stepName(k nodes.StepKey) string {
-	if k.Step == -1 {
-		return strconv.FormatInt(k.Job, 10) + ".batch"
-	}
-	return strconv.FormatInt(k.Job, 10) + "." + strconv.Itoa(k.Step)
-}
-
-func parseStepName(s string) (nodes.StepKey, bool) {
-	j, st, ok := strings.Cut(s, ".")
-	if !ok {
-		return nodes.StepKey{}, false
-	}
-	job, err := strconv.ParseInt(j, 10, 64)
-	if err != nil || job < 0 {
-		return nodes.StepKey{}, false
-	}
-	if st == "batch" {
-		return nodes.StepKey{Job: job, Step: -1}, true
-	}
-	n, err := strconv.Atoi(st)
-	if err != nil || n < 0 {
-		return nodes.StepKey{}, false
-	}
-	return nodes.StepKey{Job: job, Step: n}, true
-}
-
-// unitName names the systemd scope of a step.
+// unitName names the systemd scope of a step, run included
+// ("hora-job-42-batch-r1"), so that a requeued job's new run never meets
+// the scope its last run left behind.
 func unitName(k nodes.StepKey) string {
-	return "hora-job-" + strings.Replace(stepName(k), ".", "-", 1)
+	return "hora-job-" + strings.ReplaceAll(k.Name(), ".", "-")
 }
 
 // ceilSeconds rounds d up to whole seconds, as POSIX sleep counts.
@@ -331,9 +305,9 @@ func (e *Executor) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
 		return err
 	}
 	if err := checkSpec(spec); err != nil {
-		return fmt.Errorf("step %s: %w", stepName(spec.Key), err)
+		return fmt.Errorf("step %s: %w", spec.Key.Name(), err)
 	}
-	name := stepName(spec.Key)
+	name := spec.Key.Name()
 	h.mu.Lock()
 	_, running := h.watched[name]
 	h.mu.Unlock()
@@ -352,7 +326,7 @@ func (e *Executor) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
 	started := time.Now()
 	r, err := h.run(ctx, h.ops, false, shLaunch, stdin,
 		h.dir, name, strconv.FormatUint(uint64(spec.UID), 10), strconv.FormatUint(uint64(spec.GID), 10),
-		e.cfg.Launcher, unitName(spec.Key), started.UTC().Format(time.RFC3339Nano), shWrapper,
+		e.cfg.Launcher, unitName(spec.Key), started.UTC().Format(time.RFC3339Nano), shWrapper, strconv.Itoa(spec.Key.Run),
 		ceilSeconds(spec.TimeLimit), ceilSeconds(spec.KillWait), appendOut,
 		spec.Stdout, spec.Stderr, spec.Stdin, spec.WorkDir)
 	if err != nil {
@@ -398,6 +372,9 @@ type shepherdRecord struct {
 	UID        uint32    `json:"uid"`
 	GID        uint32    `json:"gid"`
 	Started    time.Time `json:"started"`
+	// Run is the job's run the wrapper was started for; it must agree with
+	// the step's name (absent, 0, for a LegacyRun step).
+	Run int `json:"run"`
 }
 
 // parseReport turns the node's report lines into statuses.
@@ -406,7 +383,7 @@ func parseReport(node string, out []byte) []nodes.Status {
 	for _, line := range strings.Split(string(out), "\n") {
 		kind, rest, _ := strings.Cut(line, " ")
 		name, rest, _ := strings.Cut(rest, " ")
-		key, ok := parseStepName(name)
+		key, ok := nodes.ParseStepName(name)
 		if !ok {
 			continue
 		}
@@ -430,6 +407,12 @@ func parseReport(node string, out []byte) []nodes.Status {
 			var r shepherdRecord
 			if json.Unmarshal([]byte(rec), &r) == nil {
 				st.Started = r.Started
+			}
+			if key.Run != nodes.LegacyRun && r.Run != key.Run {
+				// Not the run the directory is named for: never acted on
+				// as that run's.
+				st.State, st.Pid = nodes.StepLost, 0
+				st.Err = fmt.Sprintf("the wrapper record is of run %d, the directory of run %d", r.Run, key.Run)
 			}
 		default:
 			continue
@@ -477,7 +460,7 @@ func (h *host) pollLoop() {
 
 // report delivers the end of a watched step once.
 func (h *host) report(st nodes.Status) {
-	name := stepName(st.Key)
+	name := st.Key.Name()
 	h.mu.Lock()
 	_, ok := h.watched[name]
 	delete(h.watched, name)
@@ -517,8 +500,8 @@ func (e *Executor) Reattach(ctx context.Context, names []string) ([]nodes.Status
 		h.mu.Lock()
 		for _, st := range sts {
 			if st.State == nodes.StepRunning {
-				if _, ok := h.watched[stepName(st.Key)]; !ok {
-					h.watched[stepName(st.Key)] = st.Started
+				if _, ok := h.watched[st.Key.Name()]; !ok {
+					h.watched[st.Key.Name()] = st.Started
 				}
 			}
 		}
@@ -557,12 +540,12 @@ func (e *Executor) Signal(ctx context.Context, node string, key nodes.StepKey, s
 	}
 	ctx, cancel := e.opCtx(ctx)
 	defer cancel()
-	r, err := h.run(ctx, h.ops, false, shSignal, nil, h.dir, stepName(key), strings.TrimPrefix(name, "SIG"))
+	r, err := h.run(ctx, h.ops, false, shSignal, nil, h.dir, key.Name(), strings.TrimPrefix(name, "SIG"))
 	if err != nil {
-		return fmt.Errorf("signal %s to step %s: %w", name, stepName(key), err)
+		return fmt.Errorf("signal %s to step %s: %w", name, key.Name(), err)
 	}
 	if r.code == 5 {
-		return fmt.Errorf("step %s on node %s has no running process group", stepName(key), node)
+		return fmt.Errorf("step %s on node %s has no running process group", key.Name(), node)
 	}
 	return stepOpErr("signal "+name+" to", node, key, r)
 }
@@ -575,11 +558,11 @@ func stepOpErr(op, node string, key nodes.StepKey, r result) error {
 	case 0:
 		return nil
 	case 3:
-		return fmt.Errorf("no step %s on node %s", stepName(key), node)
+		return fmt.Errorf("no step %s on node %s", key.Name(), node)
 	case 4:
-		return fmt.Errorf("step %s on node %s is not running", stepName(key), node)
+		return fmt.Errorf("step %s on node %s is not running", key.Name(), node)
 	default:
-		return fmt.Errorf("%s step %s on node %s: exit %d: %s", op, stepName(key), node, r.code, strings.TrimSpace(string(r.errs)))
+		return fmt.Errorf("%s step %s on node %s: exit %d: %s", op, key.Name(), node, r.code, strings.TrimSpace(string(r.errs)))
 	}
 }
 
@@ -595,9 +578,9 @@ func (e *Executor) SetTimeLimit(ctx context.Context, node string, key nodes.Step
 	}
 	ctx, cancel := e.opCtx(ctx)
 	defer cancel()
-	r, err := h.run(ctx, h.ops, false, shSetLimit, nil, h.dir, stepName(key), ceilSeconds(limit))
+	r, err := h.run(ctx, h.ops, false, shSetLimit, nil, h.dir, key.Name(), ceilSeconds(limit))
 	if err != nil {
-		return fmt.Errorf("time limit of step %s: %w", stepName(key), err)
+		return fmt.Errorf("time limit of step %s: %w", key.Name(), err)
 	}
 	return stepOpErr("time limit of", node, key, r)
 }
@@ -613,10 +596,10 @@ func (e *Executor) Terminate(ctx context.Context, node string, key nodes.StepKey
 	grace = max(grace, 0)
 	ctx, cancel := e.opCtx(ctx)
 	defer cancel()
-	r, err := h.run(ctx, h.ops, false, shTerminate, nil, h.dir, stepName(key),
+	r, err := h.run(ctx, h.ops, false, shTerminate, nil, h.dir, key.Name(),
 		strconv.FormatInt(int64(grace), 10), ceilSeconds(grace), shLib)
 	if err != nil {
-		return fmt.Errorf("terminate step %s: %w", stepName(key), err)
+		return fmt.Errorf("terminate step %s: %w", key.Name(), err)
 	}
 	return stepOpErr("terminate", node, key, r)
 }
@@ -627,7 +610,7 @@ func (e *Executor) Forget(ctx context.Context, node string, key nodes.StepKey) e
 	if err != nil {
 		return err
 	}
-	name := stepName(key)
+	name := key.Name()
 	h.mu.Lock()
 	_, watched := h.watched[name]
 	h.mu.Unlock()

@@ -203,14 +203,14 @@ exit $HORA_JOB
 		}
 		// The node-side state is per node, laid out as nodes/local's.
 		for _, f := range []string{"shepherd", "user/script", "user/pid", "user/status"} {
-			if _, err := os.Stat(filepath.Join(v.state, h.Name, fmt.Sprintf("%d.batch", 40+i), f)); err != nil {
+			if _, err := os.Stat(filepath.Join(v.state, h.Name, fmt.Sprintf("%d.batch.r0", 40+i), f)); err != nil {
 				t.Errorf("%s: %v", h.Name, err)
 			}
 		}
 		if err := v.e.Forget(t.Context(), h.Name, key); err != nil {
 			t.Errorf("Forget: %v", err)
 		}
-		if _, err := os.Stat(filepath.Join(v.state, h.Name, fmt.Sprintf("%d.batch", 40+i))); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(v.state, h.Name, fmt.Sprintf("%d.batch.r0", 40+i))); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: step directory still there after Forget: %v", h.Name, err)
 		}
 	}
@@ -299,7 +299,9 @@ func TestTerminateAndSignal(t *testing.T) {
 	a := nodes.StepKey{Job: 4, Step: 0}
 	b := nodes.StepKey{Job: 4, Step: 1}
 	v.launch(t, v.spec(a, "n1", "#!/bin/sh\nsleep 300 & wait\n"))
-	v.launch(t, v.spec(b, "n1", "#!/bin/sh\ntrap '' TERM\nsleep 300\n"))
+	trapped := filepath.Join(v.out, "trapped")
+	v.launch(t, v.spec(b, "n1", "#!/bin/sh\ntrap '' TERM\n: > "+trapped+"\nsleep 300\n"))
+	waitFile(t, trapped) // a TERM before the trap would end it by TERM
 
 	sts, err := v.e.Reattach(ctx, []string{"n1"})
 	if err != nil {
@@ -353,7 +355,7 @@ func TestTerminateAndSignal(t *testing.T) {
 func waitProcState(t *testing.T, pid int, s byte) {
 	t.Helper()
 	var last string
-	for range 200 {
+	for deadline := time.Now().Add(hang); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			t.Fatal(err)
@@ -363,7 +365,6 @@ func waitProcState(t *testing.T, pid int, s byte) {
 			return
 		}
 		last = f[0]
-		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("process %d in state %s, want %c", pid, last, s)
 }
@@ -373,18 +374,37 @@ func waitProcState(t *testing.T, pid int, s byte) {
 // past ends it as timed out at once.
 func TestSetTimeLimit(t *testing.T) {
 	v := start(t, 1)
-	longer := nodes.StepKey{Job: 4, Step: 0}
-	spec := v.spec(longer, "n1", "#!/bin/sh\nsleep 3\nexit 4\n")
-	spec.TimeLimit = 2 * time.Second
-	v.launch(t, spec)
-	if err := v.e.SetTimeLimit(t.Context(), "n1", longer, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if st := v.exits.wait(t, longer, 30*time.Second); st.TimedOut || st.ExitCode != 4 {
-		t.Errorf("longer limit: %+v, want exit 4 without time-out", st)
+	// The job outlives its first limit only if SetTimeLimit arrives before
+	// that limit: on a loaded machine it may not, and that attempt proves
+	// nothing, so it is stopped and tried again with a limit twice as long.
+	gate := filepath.Join(v.out, "go")
+	for limit, step := 2*time.Second, 10; ; limit, step = 2*limit, step+1 {
+		longer := nodes.StepKey{Job: 4, Step: step}
+		spec := v.spec(longer, "n1", "#!/bin/sh\nwhile [ ! -e "+gate+" ]; do sleep 0.1; done\nexit 4\n")
+		spec.TimeLimit = limit
+		launched := time.Now()
+		v.launch(t, spec)
+		if err := v.e.SetTimeLimit(t.Context(), "n1", longer, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(launched) >= limit/2 && limit < 30*time.Second {
+			_ = v.e.Terminate(t.Context(), "n1", longer, 0)
+			v.exits.wait(t, longer, hang)
+			continue
+		}
+		// Past the first limit (counted by the node from a start after
+		// launched), the job is still there to be let go.
+		time.Sleep(time.Until(launched.Add(limit + time.Second)))
+		if err := os.WriteFile(gate, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if st := v.exits.wait(t, longer, hang); st.TimedOut || st.ExitCode != 4 {
+			t.Errorf("longer limit: %+v, want exit 4 without time-out", st)
+		}
+		break
 	}
 	shorter := nodes.StepKey{Job: 4, Step: 1}
-	spec = v.spec(shorter, "n1", "#!/bin/sh\nsleep 300\n")
+	spec := v.spec(shorter, "n1", "#!/bin/sh\nsleep 300\n")
 	spec.TimeLimit = 5 * time.Minute
 	v.launch(t, spec)
 	time.Sleep(1500 * time.Millisecond)

@@ -18,7 +18,8 @@ var (
 
 // shCleanStaged removes from NODEDIR/staged every step's data (and partial
 // .tmp) whose step name is not among the arguments. Only names of the
-// form JOB.STEP (digits) are touched. Args: NODEDIR KEEP...
+// form JOB.STEP.rRUN or JOB.STEP (a horad that did not number runs) are
+// touched. Args: NODEDIR KEEP...
 const shCleanStaged = `
 sd=$1/staged
 shift
@@ -29,7 +30,9 @@ for f in "$sd"/*; do
 	n=${f##*/}
 	b=${n%.tmp}
 	case $b in
-	*[!0-9.]*|.*|*.|*.*.*) continue ;;
+	*[!0-9.r]*|.*|*.|*..*|r*|*.r|*r*r*|*.*.*.*) continue ;;
+	*.*.r[0-9]*) ;;
+	*.*.*|*r*) continue ;;
 	*.*) ;;
 	*) continue ;;
 	esac
@@ -78,9 +81,9 @@ func (e *Executor) Stage(ctx context.Context, spec nodes.StageSpec) (string, err
 		return "", err
 	}
 	if spec.Size < 0 {
-		return "", fmt.Errorf("stage %s: negative size %d", stepName(spec.Key), spec.Size)
+		return "", fmt.Errorf("stage %s: negative size %d", spec.Key.Name(), spec.Size)
 	}
-	name := stepName(spec.Key)
+	name := spec.Key.Name()
 	data := &countingReader{r: io.LimitReader(spec.Data, spec.Size)}
 	r, err := h.run(ctx, h.ops, false, shStage, data,
 		h.dir, name, strconv.FormatUint(uint64(spec.UID), 10), strconv.FormatUint(uint64(spec.GID), 10),
@@ -111,7 +114,7 @@ func (e *Executor) CleanStaged(ctx context.Context, node string, keep []nodes.St
 	}
 	args := []string{h.dir}
 	for _, k := range keep {
-		args = append(args, stepName(k))
+		args = append(args, k.Name())
 	}
 	ctx, cancel := e.opCtx(ctx)
 	defer cancel()

@@ -31,7 +31,7 @@ func TestStageRangesOnThreeHosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := filepath.Join(v.state, h.Name, "staged", fmt.Sprintf("60.%d", i)); p != want {
+		if want := filepath.Join(v.state, h.Name, "staged", fmt.Sprintf("60.%d.r0", i)); p != want {
 			t.Errorf("staged path %q, want %q", p, want)
 		}
 		fi, err := os.Stat(p)
@@ -58,7 +58,7 @@ func TestStageRangesOnThreeHosts(t *testing.T) {
 		if err := v.e.Forget(t.Context(), h.Name, key); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stat(filepath.Join(v.state, h.Name, "staged", fmt.Sprintf("60.%d", i))); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(v.state, h.Name, "staged", fmt.Sprintf("60.%d.r0", i))); !os.IsNotExist(err) {
 			t.Errorf("%s: staged file after Forget: %v", h.Name, err)
 		}
 	}
@@ -75,7 +75,7 @@ func TestStageRangesOnThreeHosts(t *testing.T) {
 }
 
 // CleanStaged removes, on the node, the staged data and partial transfers
-// of the steps not kept, and leaves the kept step's data and names that
+// of the steps not kept (other runs of a kept step too), and leaves the kept step's data and names that
 // are not step data (including one a shell would expand).
 func TestCleanStaged(t *testing.T) {
 	v := start(t, 1)
@@ -84,13 +84,14 @@ func TestCleanStaged(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"5.0", "5.1.tmp", "6.2", "6.2.tmp", "notes", "7.x", "$(touch pwned)", "8.1.2"}
+	names := []string{"5.0", "5.1.tmp", "5.1.r0", "6.2", "6.2.r0", "6.2.r1", "6.2.r1.tmp", "notes", "7.x",
+		"$(touch pwned)", "8.1.2", "8.1.r2.3", "8.1.rr2", "8.1.r"}
 	for _, n := range names {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := v.e.CleanStaged(t.Context(), h, []nodes.StepKey{{Job: 6, Step: 2}}); err != nil {
+	if err := v.e.CleanStaged(t.Context(), h, []nodes.StepKey{{Job: 6, Step: 2, Run: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)
@@ -98,7 +99,9 @@ func TestCleanStaged(t *testing.T) {
 	for _, e := range ents {
 		left = append(left, e.Name())
 	}
-	want := []string{"$(touch pwned)", "6.2", "6.2.tmp", "7.x", "8.1.2", "notes"}
+	// Another run of the kept step is not kept: only the data of the run
+	// that may still read it.
+	want := []string{"$(touch pwned)", "6.2.r1", "6.2.r1.tmp", "7.x", "8.1.2", "8.1.r", "8.1.r2.3", "8.1.rr2", "notes"}
 	if strings.Join(left, "|") != strings.Join(want, "|") {
 		t.Errorf("left %q, want %q", left, want)
 	}

@@ -15,7 +15,8 @@ import (
 
 // These tests run on a host whose init is a real systemd (sshtest
 // WithSystemd): the launcher's "auto" mode finds /run/systemd/system and
-// systemd-run, and every step runs in a transient scope hora-job-<job>-<step>.
+// systemd-run, and every step runs in a transient scope
+// hora-job-<job>-<step>-r<run>.
 
 // scopeState is systemd's ActiveState of the step's scope ("" when systemd
 // does not know the unit).
@@ -37,15 +38,18 @@ func scopeState(t *testing.T, h *sshtest.Host, unit string) string {
 	return ""
 }
 
+// hang bounds every wait of these tests: a generous bound for a hang, never
+// a measurement (the machine may be loaded).
+const hang = 60 * time.Second
+
 // waitScope waits (bounded) until the scope is in state want ("" = gone).
 func waitScope(t *testing.T, h *sshtest.Host, unit, want string) {
 	t.Helper()
 	var got string
-	for range 250 {
+	for deadline := time.Now().Add(hang); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if got = scopeState(t, h, unit); got == want {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("scope %s is %q, want %q", unit, got, want)
 }
@@ -84,7 +88,7 @@ while [ ! -e '`+gate+`' ]; do sleep 0.1; done
 exit 7
 `)
 	v.launch(t, spec)
-	unit := "hora-job-70-batch"
+	unit := "hora-job-70-batch-r0"
 	waitScope(t, h, unit, "active")
 
 	sts, err := v.e.Reattach(ctx, []string{"n1"})
@@ -132,7 +136,7 @@ exit 7
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if st := v.exits.wait(t, key, 30*time.Second); st.State != nodes.StepExited || st.ExitCode != 7 || st.Signal != 0 {
+	if st := v.exits.wait(t, key, hang); st.State != nodes.StepExited || st.ExitCode != 7 || st.Signal != 0 {
 		t.Errorf("status %+v, want exit 7", st)
 	}
 	// --collect: an empty scope leaves no unit behind.
@@ -140,7 +144,7 @@ exit 7
 	if err := v.e.Forget(ctx, "n1", key); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(v.state, "n1", "70.batch")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(v.state, "n1", "70.batch.r0")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("step directory after Forget: %v", err)
 	}
 }
@@ -184,33 +188,55 @@ func procStat(t *testing.T, h *sshtest.Host, pid int) (byte, int) {
 	return f[0][0], pg
 }
 
-// waitStates waits (bounded) until every process of the scope outside the
-// wrapper's own group (the wrapper and its timers) is in state s, and
-// returns how many there are.
-func waitStates(t *testing.T, h *sshtest.Host, unit string, wrapper int, s byte) int {
+// jobGroups returns the process groups of the scope's processes outside
+// the wrapper's own group (the wrapper and its timers), each with whether
+// all its processes are stopped, and a description for messages.
+func jobGroups(t *testing.T, h *sshtest.Host, unit string, wrapper int) (map[int]bool, string) {
 	t.Helper()
-	var last string
-	for range 250 {
-		n, ok := 0, true
-		last = ""
-		for _, p := range scopePids(t, h, unit) {
-			st, pg := procStat(t, h, p)
-			if st == 0 || pg == wrapper {
-				continue
-			}
-			n++
-			last += " " + strconv.Itoa(p) + ":" + string(st)
-			if (st == 'T') != (s == 'T') {
-				ok = false
-			}
+	groups, desc := map[int]bool{}, ""
+	for _, p := range scopePids(t, h, unit) {
+		st, pg := procStat(t, h, p)
+		if st == 0 || pg == wrapper {
+			continue
 		}
-		if ok && n > 0 {
-			return n
+		if _, seen := groups[pg]; !seen {
+			groups[pg] = true
 		}
-		time.Sleep(20 * time.Millisecond)
+		groups[pg] = groups[pg] && st == 'T'
+		desc += " " + strconv.Itoa(p) + "/" + strconv.Itoa(pg) + ":" + string(st)
 	}
-	t.Fatalf("scope %s: processes%s, want all in state %c", unit, last, s)
-	return 0
+	return groups, desc
+}
+
+// waitGroups waits (bounded) until the scope holds at least n job process
+// groups and every one of them is stopped (stopped) or none is (!stopped).
+// It counts groups, not processes: a shell looping on sleep may be between
+// two sleeps at any moment, but the shell itself is always there.
+func waitGroups(t *testing.T, h *sshtest.Host, unit string, wrapper, n int, stopped bool) {
+	t.Helper()
+	var desc string
+	for deadline := time.Now().Add(hang); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var groups map[int]bool
+		groups, desc = jobGroups(t, h, unit, wrapper)
+		ok := len(groups) >= n
+		for _, all := range groups {
+			ok = ok && all == stopped
+		}
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("scope %s: processes (pid/group:state)%s, want %d groups all stopped=%v", unit, desc, n, stopped)
+}
+
+// noneRuns reports each of pids (this machine's) that still runs.
+func noneRuns(t *testing.T, h *sshtest.Host, pids []int, what string) {
+	t.Helper()
+	for _, p := range pids {
+		if st, _ := procStat(t, h, p); st != 0 && st != 'Z' {
+			t.Errorf("process %d of %s", p, what)
+		}
+	}
 }
 
 // TestSystemdLimitCancelSuspendForget: under systemd-run the time limit and
@@ -232,8 +258,10 @@ func TestSystemdLimitCancelSuspendForget(t *testing.T) {
 	spec.TimeLimit = 5 * time.Minute
 	v.launch(t, spec)
 	stubborn := nodes.StepKey{Job: 71, Step: 1}
-	v.launch(t, v.spec(stubborn, "n1", "#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 0.1; done\n"))
-	waitScope(t, h, "hora-job-71-1", "active")
+	trapped := filepath.Join(v.out, "trapped")
+	v.launch(t, v.spec(stubborn, "n1", "#!/bin/sh\ntrap '' TERM\n: > "+trapped+"\nwhile :; do sleep 0.1; done\n"))
+	waitScope(t, h, "hora-job-71-1-r0", "active")
+	waitFile(t, trapped) // a TERM before the trap would end it by TERM
 	if err := v.e.Terminate(ctx, "n1", stubborn, time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -241,67 +269,51 @@ func TestSystemdLimitCancelSuspendForget(t *testing.T) {
 	if err := v.e.SetTimeLimit(ctx, "n1", moved, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if st := v.exits.wait(t, moved, 30*time.Second); !st.TimedOut || st.Signal != 15 {
+	if st := v.exits.wait(t, moved, hang); !st.TimedOut || st.Signal != 15 {
 		t.Errorf("moved time limit: %+v, want timed out by TERM", st)
 	}
-	if st := v.exits.wait(t, limited, 30*time.Second); !st.TimedOut || st.Signal != 15 {
+	if st := v.exits.wait(t, limited, hang); !st.TimedOut || st.Signal != 15 {
 		t.Errorf("time limit: %+v, want timed out by TERM", st)
 	}
-	if st := v.exits.wait(t, stubborn, 30*time.Second); st.Signal != 9 || st.TimedOut {
+	if st := v.exits.wait(t, stubborn, hang); st.Signal != 9 || st.TimedOut {
 		t.Errorf("Terminate of a TERM-ignoring job: %+v, want KILL after the grace", st)
 	}
-	waitScope(t, h, "hora-job-71-0", "")
-	waitScope(t, h, "hora-job-71-1", "")
+	waitScope(t, h, "hora-job-71-0-r0", "")
+	waitScope(t, h, "hora-job-71-1-r0", "")
 
 	// A job with a process in a session of its own: outside the job's
 	// process group, inside the scope.
 	susp := nodes.StepKey{Job: 72, Step: 0}
 	v.launch(t, v.spec(susp, "n1", "#!/bin/sh\nsetsid sh -c 'while :; do sleep 0.1; done' &\nwhile :; do sleep 0.1; done\n"))
-	unit := "hora-job-72-0"
+	unit := "hora-job-72-0-r0"
 	waitScope(t, h, unit, "active")
 	// The wrapper's process group (itself and its timers) is not the job's.
 	wrapper := 0
-	for range 250 {
+	for deadline := time.Now().Add(hang); wrapper == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		for _, p := range scopePids(t, h, unit) {
 			if c, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline"); strings.Contains(string(c), "hora-wrapper") {
 				_, wrapper = procStat(t, h, p)
 			}
 		}
-		if wrapper != 0 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	if wrapper == 0 {
 		t.Fatalf("no wrapper found in scope %s (%v)", unit, scopePids(t, h, unit))
 	}
-	// The escaped session exists before STOP, so "all stopped" covers it.
-	for range 250 {
-		groups := map[int]bool{}
-		for _, p := range scopePids(t, h, unit) {
-			if _, g := procStat(t, h, p); g != 0 && g != wrapper {
-				groups[g] = true
-			}
-		}
-		if len(groups) >= 2 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The escaped session exists before STOP (two job groups, neither
+	// stopped), so "every group stopped" below covers it.
+	waitGroups(t, h, unit, wrapper, 2, false)
 	if err := v.e.Signal(ctx, "n1", susp, nodes.Signum(19)); err != nil { // SIGSTOP
 		t.Fatal(err)
 	}
-	if n := waitStates(t, h, unit, wrapper, 'T'); n < 4 {
-		t.Errorf("%d job processes stopped, want at least 4 (two shells, two sleeps)", n)
-	}
+	waitGroups(t, h, unit, wrapper, 2, true)
 	if err := v.e.Signal(ctx, "n1", susp, nodes.Signum(18)); err != nil { // SIGCONT
 		t.Fatal(err)
 	}
-	waitStates(t, h, unit, wrapper, 'S')
+	waitGroups(t, h, unit, wrapper, 2, false)
 	if err := v.e.Terminate(ctx, "n1", susp, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if st := v.exits.wait(t, susp, 30*time.Second); st.Signal != 15 {
+	if st := v.exits.wait(t, susp, hang); st.Signal != 15 {
 		t.Errorf("terminated: %+v, want signal 15", st)
 	}
 
@@ -313,14 +325,14 @@ func TestSystemdLimitCancelSuspendForget(t *testing.T) {
 
 	// A process that outlives its step keeps the scope until Forget.
 	orphan := nodes.StepKey{Job: 73, Step: 0}
-	ounit := "hora-job-73-0"
+	ounit := "hora-job-73-0-r0"
 	// The job waits until its child has left the process group.
 	leave := func(code int) string {
 		f := filepath.Join(v.out, "left"+strconv.Itoa(code))
 		return "#!/bin/sh\nsetsid sh -c 'echo $$ > " + f + "; exec sleep 300' &\nwhile [ ! -s " + f + " ]; do sleep 0.05; done\nexit " + strconv.Itoa(code) + "\n"
 	}
 	v.launch(t, v.spec(orphan, "n1", leave(0)))
-	if st := v.exits.wait(t, orphan, 30*time.Second); st.ExitCode != 0 || st.Signal != 0 {
+	if st := v.exits.wait(t, orphan, hang); st.ExitCode != 0 || st.Signal != 0 {
 		t.Errorf("orphan step: %+v", st)
 	}
 	waitScope(t, h, ounit, "active")
@@ -328,29 +340,42 @@ func TestSystemdLimitCancelSuspendForget(t *testing.T) {
 	if len(left) == 0 {
 		t.Fatal("no process left in the scope")
 	}
-	// Requeue: the same step again while the old scope holds a leftover
-	// (systemd refuses a second unit of the same name).
-	v.exits.mu.Lock()
-	delete(v.exits.got, orphan)
-	v.exits.mu.Unlock()
-	v.launch(t, v.spec(orphan, "n1", leave(3)))
-	if st := v.exits.wait(t, orphan, 30*time.Second); st.ExitCode != 3 {
-		t.Errorf("relaunched step: %+v, want exit 3", st)
+	// Requeue: the job's next run is a step of its own, in a scope of its
+	// own, while the old run's scope still holds a leftover; forgetting the
+	// old run stops its scope and leaves the new one alone.
+	next := orphan
+	next.Run = 1
+	nunit := "hora-job-73-0-r1"
+	v.launch(t, v.spec(next, "n1", leave(3)))
+	if st := v.exits.wait(t, next, hang); st.ExitCode != 3 {
+		t.Errorf("the next run: %+v, want exit 3", st)
 	}
-	for _, p := range left {
-		if st, _ := procStat(t, h, p); st != 0 && st != 'Z' {
-			t.Errorf("process %d of the step's previous run survived its relaunch", p)
-		}
-	}
-	waitScope(t, h, ounit, "active")
-	left = scopePids(t, h, ounit)
+	waitScope(t, h, nunit, "active")
+	nleft := scopePids(t, h, nunit)
 	if err := v.e.Forget(ctx, "n1", orphan); err != nil {
 		t.Fatal(err)
 	}
 	waitScope(t, h, ounit, "")
-	for _, p := range left {
-		if st, _ := procStat(t, h, p); st != 0 && st != 'Z' {
-			t.Errorf("process %d of a forgotten step still runs", p)
-		}
+	noneRuns(t, h, left, "a forgotten step still runs")
+	if st := scopeState(t, h, nunit); st != "active" {
+		t.Errorf("the next run's scope is %q after the old run was forgotten, want active", st)
 	}
+	// A relaunch of the very same step (same run) while its old scope holds
+	// a leftover: systemd would refuse a second unit of the same name, so
+	// the launcher stops the old one.
+	v.exits.mu.Lock()
+	delete(v.exits.got, next)
+	v.exits.mu.Unlock()
+	v.launch(t, v.spec(next, "n1", leave(4)))
+	if st := v.exits.wait(t, next, hang); st.ExitCode != 4 {
+		t.Errorf("relaunched step: %+v, want exit 4", st)
+	}
+	noneRuns(t, h, nleft, "the step's previous launch survived its relaunch")
+	waitScope(t, h, nunit, "active")
+	nleft = scopePids(t, h, nunit)
+	if err := v.e.Forget(ctx, "n1", next); err != nil {
+		t.Fatal(err)
+	}
+	waitScope(t, h, nunit, "")
+	noneRuns(t, h, nleft, "a forgotten step still runs")
 }
