@@ -10,7 +10,7 @@ TAGS    ?= urfave_cli_no_docs
 CLIENTS := sbatch squeue scancel sinfo scontrol sacct
 export CGO_ENABLED ?= 0
 
-.PHONY: all build deps test test-short vet demo stop bench fuzz soak clean man
+.PHONY: all build deps test test-short vet demo stop bench bench-scale fuzz soak clean man
 
 all: build
 
@@ -47,6 +47,13 @@ stop:
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee var/bench.txt
+
+# The scale run (cmd/horad/scale_test.go, build tag scale): 4,096 emulated
+# nodes, SCALE_JOBS finished jobs and 100,000 pending; figures in the log.
+SCALE_JOBS ?= 200000
+bench-scale: build
+	HORA_SCALE_JOBS=$(SCALE_JOBS) $(GO) test -tags scale -count=1 -run TestScale -timeout 0 -v ./cmd/horad/ \
+		| grep -v '^\s*time='
 
 fuzz:
 	@for f in FuzzParseSlurmDuration FuzzParseSlurmTime FuzzHostlist FuzzScanDirectives; do \

@@ -23,6 +23,7 @@ import (
 	"hora/api"
 	"hora/sbatch"
 	"hora/scheduler"
+	"hora/scheduler/mix"
 )
 
 // Config is the whole of hora.toml. Durations are strings in Slurm's --time
@@ -65,6 +66,7 @@ type Config struct {
 	Nodes      []Node      `toml:"node"`
 	Partitions []Partition `toml:"partition"`
 	SSH        SSH         `toml:"ssh"`
+	Mix        Mix         `toml:"mix"`
 
 	// path is the file the config came from, for messages ("" = embedded default).
 	path string
@@ -96,6 +98,44 @@ type SSH struct {
 	// ProbeIntervalS apart (defaults 5 s and 3).
 	ProbeIntervalS int `toml:"probe_interval_s"`
 	ProbeMisses    int `toml:"probe_misses"`
+}
+
+// Mix is the fairness ratio between the real-time and best-effort classes
+// and how nodes enforce it (DESIGN.md §1, papers/be-rt-mix-2001).
+type Mix struct {
+	// Ratio "x:y": RT is guaranteed s = x/(x+y) of every node while both
+	// classes have work. Default "1:0": RT owns the nodes, BE fills what it
+	// leaves.
+	Ratio   string  `toml:"ratio"`
+	Mode    string  `toml:"mode"`    // ps (default), tdm or gang
+	Period  float64 `toml:"period"`  // tdm: Υ in seconds, default 3
+	Quantum float64 `toml:"quantum"` // gang: Q in seconds, default 0.5
+	Rows    int     `toml:"rows"`    // gang: M, default 6
+}
+
+// Share is the RT share s of the configured ratio (1 for "1:0").
+func (m Mix) Share() float64 {
+	r, err := mix.ParseRatio(m.Ratio)
+	if err != nil {
+		return 1
+	}
+	return r.Share(mix.RT)
+}
+
+// MixEnforced reports whether the file has a [mix] table: horad then
+// enforces the ratio on its nodes (without one, RT owns the nodes, 1:0,
+// and nothing is enforced).
+func (c *Config) MixEnforced() bool { return c.lines["mix"] > 0 }
+
+// ClassOf is the class of a partition's jobs: RT for the policies that
+// give guarantees (dlt, reserve), BE for the rest. An unknown partition is BE.
+func (c *Config) ClassOf(partition string) mix.Class {
+	for _, p := range c.Partitions {
+		if p.Name == partition && (p.Policy == "dlt" || p.Policy == "reserve") {
+			return mix.RT
+		}
+	}
+	return mix.BE
 }
 
 // Partition declares a partition and its scheduling policy.
@@ -152,6 +192,21 @@ func (c *Config) fillDefaults() {
 	}
 	if c.FirstJobID == 0 {
 		c.FirstJobID = 1
+	}
+	if c.Mix.Ratio == "" {
+		c.Mix.Ratio = "1:0"
+	}
+	if c.Mix.Mode == "" {
+		c.Mix.Mode = string(mix.PSMode)
+	}
+	if c.Mix.Period == 0 {
+		c.Mix.Period = 3
+	}
+	if c.Mix.Quantum == 0 {
+		c.Mix.Quantum = 0.5
+	}
+	if c.Mix.Rows == 0 {
+		c.Mix.Rows = 6
 	}
 	if len(c.Nodes) == 0 {
 		c.Nodes = []Node{{Name: "local[1-4]"}}
@@ -484,10 +539,47 @@ func (c *Config) Validate() error {
 	if defaults > 1 {
 		ps = append(ps, c.problem("partition", "%d partitions are marked default; at most one may be", defaults))
 	}
+	ps = append(ps, c.validateMix()...)
 	if len(ps) > 0 {
 		return ps
 	}
 	return nil
+}
+
+// validateMix checks [mix]: the ratio, the mode and the mode's settings.
+func (c *Config) validateMix() Problems {
+	var ps Problems
+	m := c.Mix
+	r, err := mix.ParseRatio(m.Ratio)
+	if err != nil {
+		ps = append(ps, c.problem("mix.ratio", "%v", err))
+	}
+	mode, err := mix.ParseMode(m.Mode)
+	if err != nil {
+		ps = append(ps, c.problem("mix.mode", "%v", err))
+	}
+	if !(m.Period > 0) || m.Period > 86400 {
+		ps = append(ps, c.problem("mix.period", "must be seconds in (0, 86400], got %g", m.Period))
+	} else if mode == mix.TDMMode && r.X+r.Y > 0 {
+		if _, err := mix.NewTDM(r, m.Period, 0.001); err != nil {
+			ps = append(ps, c.problem("mix.period", "%v", err))
+		}
+	}
+	if !(m.Quantum > 0) || m.Quantum > 3600 {
+		ps = append(ps, c.problem("mix.quantum", "must be seconds in (0, 3600], got %g", m.Quantum))
+	}
+	if m.Rows < 1 || m.Rows > 1024 {
+		ps = append(ps, c.problem("mix.rows", "must be 1 to 1024, got %d", m.Rows))
+	} else if mode == mix.GangMode && r.X > 0 && r.Y > 0 && m.Rows < 2 {
+		ps = append(ps, c.problem("mix.rows", "ratio %s gives each class a row: need at least 2, got %d", r, m.Rows))
+	}
+	for i, p := range c.Partitions {
+		if v, ok := p.Params["share"]; ok && c.lines["mix.ratio"] > 0 {
+			ps = append(ps, c.problem(fmt.Sprintf("partition.%d.params.share", i),
+				"share %q is set by [mix] ratio (s = x/(x+y)); remove one of them", v))
+		}
+	}
+	return ps
 }
 
 // NodeNames expands every [[node]] into node names, in order.
@@ -554,6 +646,11 @@ func (c *Config) Scheduler() scheduler.Config {
 		sort.Strings(keys)
 		for _, k := range keys {
 			params[k] = p.Params[k]
+		}
+		// The RT policies plan with capacity s (DESIGN.md §1): Cps/s for
+		// divisible jobs, LEN/s for rigid ones.
+		if _, set := params["share"]; !set && (p.Policy == "dlt" || p.Policy == "reserve") && c.Mix.Share() < 1 {
+			params["share"] = strconv.FormatFloat(c.Mix.Share(), 'g', -1, 64)
 		}
 		sc.Partitions = append(sc.Partitions, scheduler.PartitionSpec{
 			Name: p.Name, Nodes: names, Policy: p.Policy, Backfill: p.Backfill,

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
+
+	"hora/scheduler/mix"
 )
 
 func TestDefault(t *testing.T) {
@@ -123,6 +125,15 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"return_to_service out of range", "cluster_name = \"x\"\nreturn_to_service = 3\njob_requeue = 2\n",
 			[]string{"t.toml:2: return_to_service: must be 0, 1 or 2", "t.toml:3: job_requeue: must be 0 or 1"}},
 		{"return_to_service negative", "return_to_service = -1\n", []string{"t.toml:1: return_to_service: must be 0, 1 or 2"}},
+		{"mix ratio 0:0", "[mix]\nratio = \"0:0\"\n", []string{`t.toml:2: mix.ratio: ratio "0:0": x and y cannot both be 0`}},
+		{"mix ratio negative", "[mix]\nmode = \"tdm\"\nratio = \"-1:2\"\n", []string{`t.toml:3: mix.ratio: ratio "-1:2"`}},
+		{"mix ratio three parts", "[mix]\nratio = \"2:1:3\"\n", []string{`t.toml:2: mix.ratio: ratio "2:1:3": want x:y`}},
+		{"mix mode", "cluster_name = \"x\"\n[mix]\nratio = \"2:1\"\nmode = \"fifo\"\n", []string{`t.toml:4: mix.mode: mode "fifo": want ps, tdm or gang`}},
+		{"mix settings", "[mix]\nratio = \"2:1\"\nmode = \"gang\"\nperiod = -3.0\nquantum = -1.0\nrows = 1\n",
+			[]string{"t.toml:4: mix.period: must be seconds", "t.toml:5: mix.quantum: must be seconds", "t.toml:6: mix.rows: ratio 2:1 gives each class a row"}},
+		{"mix unknown key", "[mix]\nratios = \"2:1\"\n", []string{"t.toml:2: mix.ratios: unknown key"}},
+		{"mix share twice", "[mix]\nratio = \"2:1\"\n[[node]]\nname = \"a\"\n[[partition]]\nname = \"rt\"\nnodes = \"a\"\npolicy = \"dlt\"\n[partition.params]\nshare = \"0.5\"\n",
+			[]string{"t.toml:10: partition.0.params.share: share \"0.5\" is set by [mix] ratio"}},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.src), "t.toml")
@@ -135,6 +146,46 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 				t.Errorf("%s: error\n%v\ndoes not contain %q", c.name, err, w)
 			}
 		}
+	}
+}
+
+// [mix] ratio reaches the RT policies as their share s = x/(x+y): dlt plans
+// with Cps/s and reserve books LEN/s (DESIGN.md §1); batch is untouched, and
+// the default 1:0 changes nothing.
+func TestMixShareReachesRTPolicies(t *testing.T) {
+	src := good + "\n[[partition]]\nname = \"res\"\nnodes = \"n01\"\npolicy = \"reserve\"\n[mix]\nratio = \"2:1\"\nmode = \"tdm\"\nperiod = 3\n"
+	c, err := Parse([]byte(src), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Mix.Mode != "tdm" || c.Mix.Period != 3 || c.Mix.Rows != 6 || c.Mix.Quantum != 0.5 {
+		t.Fatalf("mix %+v", c.Mix)
+	}
+	sc := c.Scheduler()
+	for _, p := range sc.Partitions {
+		got, set := p.Params["share"]
+		switch p.Policy {
+		case "dlt", "reserve":
+			if got != "0.6666666666666666" {
+				t.Errorf("partition %s (%s): share %q, want 2/3", p.Name, p.Policy, got)
+			}
+		default:
+			if set {
+				t.Errorf("partition %s (%s) got a share", p.Name, p.Policy)
+			}
+		}
+	}
+	d, _ := Parse([]byte(good), "t.toml")
+	for _, p := range d.Scheduler().Partitions {
+		if _, set := p.Params["share"]; set {
+			t.Errorf("default ratio 1:0 set a share on %s", p.Name)
+		}
+	}
+	if d.Mix.Ratio != "1:0" || d.Mix.Mode != "ps" || d.MixEnforced() {
+		t.Errorf("defaults %+v, enforced %t", d.Mix, d.MixEnforced())
+	}
+	if !c.MixEnforced() || c.ClassOf("rt") != mix.RT || c.ClassOf("res") != mix.RT || c.ClassOf("batch") != mix.BE || c.ClassOf("nope") != mix.BE {
+		t.Errorf("enforced %t, classes rt %s res %s batch %s", c.MixEnforced(), c.ClassOf("rt"), c.ClassOf("res"), c.ClassOf("batch"))
 	}
 }
 
@@ -199,4 +250,5 @@ func TestContribExampleHasEveryKey(t *testing.T) {
 	check("node.", reflect.TypeOf(Node{}), keys(raw["node"]))
 	check("partition.", reflect.TypeOf(Partition{}), keys(raw["partition"]))
 	check("ssh.", reflect.TypeOf(SSH{}), keys(raw["ssh"]))
+	check("mix.", reflect.TypeOf(Mix{}), keys(raw["mix"]))
 }

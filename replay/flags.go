@@ -17,7 +17,7 @@ var loadConfig func(path string) (*scheduler.Config, error)
 // workloadFlags choose the workload and the machine; `hora replay` and
 // `hora compare` share them.
 var workloadFlags = []cli.Flag{
-	&cli.StringFlag{Name: "synthetic", Usage: "generate the workload instead of reading a log: rt-dlt-2005, ac-fast-2009, castillo-ch3, castillo-ch4"},
+	&cli.StringFlag{Name: "synthetic", Usage: "generate the workload instead of reading a log: rt-dlt-2005, ac-fast-2009, castillo-ch3, castillo-ch4, be-rt-mix-2001 (time-shared RT/BE mix: --mix-mode, --ratio, --rt-be-mix, --rt-admission, --arrival-rate)"},
 	&cli.Float64Flag{Name: "load", Usage: "offered load of the --synthetic workload (its paper's definition)"},
 	&cli.IntFlag{Name: "jobs", Usage: "number of jobs of the --synthetic workload"},
 	&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random choice (generators, deadline models, chunk jitter)"},

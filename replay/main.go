@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
 	"hora/replay/swf"
+	"hora/scheduler/mix"
 )
 
 // valueFlags are the flags that take a value, for the argument normaliser.
@@ -82,7 +84,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			&cli.Float64Flag{Name: "dt", Value: CoallocDeltaT, Usage: "--coalloc: retry step Δt in seconds"},
 			&cli.Float64Flag{Name: "quantum", Usage: "--coalloc: quantum l_q in seconds, a multiple of 60 (default Δt)"},
 			&cli.Float64Flag{Name: "horizon", Value: CoallocHorizon, Usage: "--coalloc: horizon H in seconds; maxRet = ⌈H/l_q⌉/2"},
-		}, workloadFlags...),
+		}, append(workloadFlags, mixFlags...)...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("help") {
 				return cli.ShowAppHelp(c)
@@ -113,9 +115,30 @@ func run(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error {
 	if c.NArg() > 1 {
 		return usageError{fmt.Errorf("one log at most, got %d", c.NArg())}
 	}
+	if c.String("synthetic") == MixWorkload {
+		return runMix(ctx, c, stdout)
+	}
+	for _, k := range mixFlagNames {
+		if c.IsSet(k) && k != "ratio" {
+			return usageError{fmt.Errorf("--%s belongs to --synthetic %s", k, MixWorkload)}
+		}
+	}
 	w, opt, err := fromFlags(c)
 	if err != nil {
 		return err
+	}
+	if c.IsSet("ratio") {
+		// A log or another workload with a fairness ratio: the RT policies
+		// plan with the share s (DESIGN.md §1: Cps/s, LEN/s), as horad's
+		// [mix] ratio makes them.
+		r, err := mix.ParseRatio(c.String("ratio"))
+		if err != nil {
+			return usageError{fmt.Errorf("--ratio: %w", err)}
+		}
+		if opt.Params == nil {
+			opt.Params = map[string]string{}
+		}
+		opt.Params["share"] = strconv.FormatFloat(r.Share(mix.RT), 'g', -1, 64)
 	}
 	opt.Engine = c.String("engine")
 	if c.Bool("as-recorded") && (c.String("synthetic") != "" || c.IsSet("deadline-factor") || c.IsSet("advance-fraction")) {

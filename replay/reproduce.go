@@ -29,7 +29,7 @@ func Reproduce(ctx context.Context, out, data string, log io.Writer) error {
 	}
 	r := &repro{ctx: ctx, out: out, data: data, log: log}
 	fmt.Fprint(&r.md, reproHeader)
-	for _, step := range []func() error{r.asRecorded, r.easy, r.pyss, r.castilloCh3, r.castilloCh4, r.dlt, r.coalloc} {
+	for _, step := range []func() error{r.asRecorded, r.easy, r.pyss, r.castilloCh3, r.castilloCh4, r.dlt, r.coalloc, r.mix} {
 		t0 := time.Now()
 		if err := step(); err != nil {
 			return err

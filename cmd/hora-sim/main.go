@@ -25,7 +25,7 @@ func main() {
 
 func run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: hora-sim replay|compare [options]   (also: hora replay, hora compare)")
+		fmt.Fprintln(os.Stderr, "usage: hora-sim replay|compare|mix [options]   (also: hora replay, hora compare, hora mix)")
 		return 2
 	}
 	switch args[0] {
@@ -33,7 +33,9 @@ func run(ctx context.Context, args []string) int {
 		return replay.Main(ctx, args[1:], os.Stdout, os.Stderr)
 	case "compare":
 		return replay.CompareMain(ctx, args[1:], os.Stdout, os.Stderr)
+	case "mix":
+		return mixMain(ctx, args[1:], os.Stdout, os.Stderr)
 	}
-	fmt.Fprintf(os.Stderr, "hora-sim: unknown command %q (replay, compare)\n", args[0])
+	fmt.Fprintf(os.Stderr, "hora-sim: unknown command %q (replay, compare, mix)\n", args[0])
 	return 2
 }

@@ -394,6 +394,7 @@ func verbDocs() map[string]string {
 	return map[string]string{
 		"replay":  "Replays a workload (an SWF log or a generated one) through hora's scheduler in simulated time and reports the metrics. *hora replay --help* lists its options.",
 		"compare": "Replays one workload under several policies and reports them side by side. *hora compare --help* lists its options.",
+		"mix":     "Shows the fairness ratio between real-time and best-effort jobs ([mix] in hora.toml), its mode, and on local nodes the live weights, freezer states and CPU shares of the two classes. *hora mix --help* lists its options.",
 		"free":    "The range search of reservation partitions: which nodes are free for a whole time window, without booking anything. *hora free --help* lists its options.",
 	}
 }

@@ -14,7 +14,7 @@ import (
 // verbs hand the process over to it (exec), arguments, standard streams and
 // exit status unchanged.
 func init() {
-	for _, verb := range []string{"replay", "compare"} {
+	for _, verb := range []string{"replay", "compare", "mix"} {
 		register(verb, func(ctx context.Context, env *Env, args []string) int {
 			return execSim(env, verb, args)
 		})

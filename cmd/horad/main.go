@@ -104,11 +104,20 @@ func serve(cc *cli.Context) error {
 	}
 	defer st.Close()
 
-	exec, err := newExecutor(cfg, log)
+	mixer, err := newMixEnforcer(cfg, log)
+	if err != nil {
+		return err
+	}
+	exec, err := newExecutor(cfg, log, mixer)
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
 	}
 	defer exec.Close()
+	if mixer != nil {
+		mixDone := make(chan struct{})
+		go func() { mixer.run(ctx); close(mixDone) }()
+		defer func() { stop(); <-mixDone }() // thaws both classes before horad exits
+	}
 
 	ctl, err := controller.New(ctx, controller.Options{Config: cfg, Logger: log, Store: st, Executor: exec,
 		Heartbeat: watchdog()})
@@ -147,7 +156,7 @@ func serve(cc *cli.Context) error {
 
 // newExecutor builds the executor the config names: local processes on
 // this machine (the embedded default) or ordinary hosts over SSH.
-func newExecutor(cfg *config.Config, log *slog.Logger) (nodes.Executor, error) {
+func newExecutor(cfg *config.Config, log *slog.Logger, mixer *mixEnforcer) (nodes.Executor, error) {
 	if cfg.Executor == "emulated" {
 		if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 			return nil, err
@@ -170,10 +179,14 @@ func newExecutor(cfg *config.Config, log *slog.Logger) (nodes.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return local.New(local.Config{
+	lc := local.Config{
 		StateDir:     filepath.Join(cfg.StateDir, "nodes"),
 		ShepherdArgv: []string{self, local.ShepherdCommand},
-	})
+	}
+	if mixer != nil {
+		lc.Place = mixer.place(cfg)
+	}
+	return local.New(lc)
 }
 
 // watchdog returns the controller's heartbeat: a systemd watchdog ping,

@@ -40,6 +40,11 @@ type Config struct {
 	// HandshakeTimeout bounds how long Launch waits for a shepherd to take
 	// the step when ctx has no earlier deadline. 0 means 30 s.
 	HandshakeTimeout time.Duration
+	// Place, when set, is called with each new shepherd's pid before it
+	// receives its spec, so before the job is forked: what it does to the
+	// shepherd (horad: move it into the job's class cgroup, [mix]) the
+	// job's processes inherit. An error fails the launch.
+	Place func(spec nodes.LaunchSpec, shepherdPid int) error
 }
 
 // Executor implements nodes.Executor on this machine.
@@ -277,6 +282,11 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 		_ = unix.Waitid(unix.P_PIDFD, pidfd, &info, unix.WEXITED, nil)
 		pf.Close()
 		return err
+	}
+	if e.cfg.Place != nil {
+		if err := e.cfg.Place(spec, pid); err != nil {
+			return fail(fmt.Errorf("placing step %s: %w", id, err))
+		}
 	}
 	// The spec goes first so that the shepherd starts the job while horad
 	// records the shepherd. A shepherd that died early makes the write fail

@@ -29,13 +29,16 @@ const (
 //
 // Params: strategy (min-lip default, min-tip, best-fit, first-fit, max-lip,
 // max-tip, lact, ff-ha+), lmin (seconds, default 60), m (default 4),
-// dt (co-allocation retry step, seconds, default lmin), maxret (default 64).
+// dt (co-allocation retry step, seconds, default lmin), maxret (default 64),
+// share (the RT share s in (0, 1] of the [mix] fairness ratio, default 1: a
+// job of length LEN is booked for LEN/s, DESIGN.md §1).
 type Policy struct {
-	p    *scheduler.Partition
-	cfg  Config
-	ix   *Index
-	jobs map[scheduler.JobID]*booked
-	now  float64
+	p     *scheduler.Partition
+	cfg   Config
+	share float64 // RT share s of every node: a job is booked for LEN/s
+	ix    *Index
+	jobs  map[scheduler.JobID]*booked
+	now   float64
 	// pass is the now of the last Schedule: a booking due by then was tried.
 	pass float64
 	// resvs are the advance reservations of the partition (resv.go).
@@ -91,10 +94,18 @@ func NewPolicy(p *scheduler.Partition) (scheduler.Policy, error) {
 		return nil, err
 	}
 	cfg.M, cfg.MaxRet = int(m), int(mr)
+	share := 1.0
+	if v, ok := prm["share"]; ok && v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return nil, fmt.Errorf("partition %q: share: want a number in (0, 1], got %q", p.Spec().Name, v)
+		}
+		share = f
+	}
 	for i := range p.Len() {
 		cfg.Rates = append(cfg.Rates, p.Rate(i))
 	}
-	return &Policy{p: p, cfg: cfg, jobs: map[scheduler.JobID]*booked{}, pass: math.Inf(-1),
+	return &Policy{p: p, cfg: cfg, share: share, jobs: map[scheduler.JobID]*booked{}, pass: math.Inf(-1),
 		resvs: map[string]*resv{}, doomed: map[scheduler.JobID]bool{}}, nil
 }
 
@@ -133,7 +144,13 @@ func (pl *Policy) request(now float64, j *scheduler.Job) (Request, *scheduler.Ad
 		return Request{}, &scheduler.AdmissionError{Verdict: scheduler.Never, Code: "InvalidTimeLimit",
 			Message: "Requested time limit is invalid (missing or exceeds some limit)"}
 	}
-	req := Request{Release: ceilT(max(now, j.Begin)), Work: ceilT(j.TimeLimit), Nodes: j.Nodes}
+	// With BE sharing the nodes RT is sure of only the share s of each, so
+	// the job's length is planned as LEN/s (DESIGN.md §1).
+	share := pl.share
+	if share == 0 {
+		share = 1
+	}
+	req := Request{Release: ceilT(max(now, j.Begin)), Work: ceilT(j.TimeLimit / share), Nodes: j.Nodes}
 	if j.Deadline > 0 {
 		req.Deadline = floorT(j.Deadline)
 	}

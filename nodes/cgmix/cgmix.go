@@ -1,0 +1,236 @@
+// Package cgmix enforces the fairness ratio between the real-time and
+// best-effort classes on a local node with cgroup v1 (DESIGN.md §1, [mix]):
+// two class groups under the cpu controller whose cpu.shares are the ratio's
+// weights (ps mode), and two under the freezer controller that the TDM
+// driver stops and continues every division (tdm mode). The decisions are
+// scheduler/mix's; this package only writes them to the kernel.
+//
+// Layout, for a group name N under the cgroup root R (/sys/fs/cgroup):
+//
+//	R/cpu/N/{rt,be}/cpu.shares        ps weights
+//	R/freezer/N/{rt,be}/freezer.state tdm stop/continue
+//	R/cpuacct/N/{rt,be}/cpuacct.usage CPU used per class (live shares), when mounted
+package cgmix
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"hora/scheduler/mix"
+)
+
+// DefaultRoot is where cgroup v1 controllers are mounted.
+const DefaultRoot = "/sys/fs/cgroup"
+
+// Groups are a node's two class groups.
+type Groups struct {
+	root, name string
+	ctrls      []string // controllers in use: cpu, freezer and, if mounted, cpuacct
+}
+
+var classes = []mix.Class{mix.RT, mix.BE}
+
+// Open creates (or reuses) the class groups named name under root. It
+// needs the cpu and freezer controllers mounted as cgroup v1 hierarchies.
+func Open(root, name string) (*Groups, error) {
+	if name == "" || strings.ContainsAny(name, "/.") {
+		return nil, fmt.Errorf("cgmix: group name %q: want a plain name", name)
+	}
+	g := &Groups{root: root, name: name}
+	for _, c := range []string{"cpu", "freezer", "cpuacct"} {
+		if _, err := os.Stat(filepath.Join(root, c, "cgroup.procs")); err != nil {
+			if c == "cpuacct" {
+				continue // live shares only
+			}
+			return nil, fmt.Errorf("cgmix: controller %s not mounted as cgroup v1 under %s: %w", c, root, err)
+		}
+		g.ctrls = append(g.ctrls, c)
+		for _, cl := range classes {
+			if err := os.MkdirAll(g.dir(c, cl), 0o755); err != nil {
+				return nil, fmt.Errorf("cgmix: %w", err)
+			}
+		}
+	}
+	return g, nil
+}
+
+// Dir is class c's group directory under controller ctrl.
+func (g *Groups) Dir(ctrl string, c mix.Class) string { return g.dir(ctrl, c) }
+
+func (g *Groups) dir(ctrl string, c mix.Class) string {
+	return filepath.Join(g.root, ctrl, g.name, c.String())
+}
+
+func (g *Groups) has(ctrl string) bool {
+	for _, c := range g.ctrls {
+		if c == ctrl {
+			return true
+		}
+	}
+	return false
+}
+
+func write(path, v string) error {
+	// cgroup files take one value per write(2), without O_TRUNC semantics.
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(v)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("cgmix: write %q to %s: %w", v, path, err)
+	}
+	return nil
+}
+
+func read(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return strings.TrimSpace(string(b)), err
+}
+
+// SetRatio writes the ps weights x:y (mix.Ratio.Weights) to cpu.shares. It
+// changes no process: a reload takes effect on running jobs.
+func (g *Groups) SetRatio(r mix.Ratio) error {
+	rt, be := r.Weights()
+	if err := write(filepath.Join(g.dir("cpu", mix.RT), "cpu.shares"), strconv.Itoa(rt)); err != nil {
+		return err
+	}
+	return write(filepath.Join(g.dir("cpu", mix.BE), "cpu.shares"), strconv.Itoa(be))
+}
+
+// Weights reads the class groups' cpu.shares back.
+func (g *Groups) Weights() (rt, be int, err error) {
+	var v [2]int
+	for _, c := range classes {
+		s, err := read(filepath.Join(g.dir("cpu", c), "cpu.shares"))
+		if err != nil {
+			return 0, 0, err
+		}
+		if v[c], err = strconv.Atoi(s); err != nil {
+			return 0, 0, fmt.Errorf("cgmix: cpu.shares %q: %w", s, err)
+		}
+	}
+	return v[0], v[1], nil
+}
+
+// Add moves process pid (and the children it forks from now on) into class
+// c's groups.
+func (g *Groups) Add(c mix.Class, pid int) error {
+	for _, ctrl := range g.ctrls {
+		if err := write(filepath.Join(g.dir(ctrl, c), "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pids lists the processes of class c.
+func (g *Groups) Pids(c mix.Class) ([]int, error) {
+	s, err := read(filepath.Join(g.dir("freezer", c), "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, f := range strings.Fields(s) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// Freeze stops (true) or continues (false) every process of class c.
+func (g *Groups) Freeze(c mix.Class, stop bool) error {
+	v := "THAWED"
+	if stop {
+		v = "FROZEN"
+	}
+	return write(filepath.Join(g.dir("freezer", c), "freezer.state"), v)
+}
+
+// FreezerState is class c's freezer.state: THAWED, FREEZING or FROZEN.
+func (g *Groups) FreezerState(c mix.Class) (string, error) {
+	return read(filepath.Join(g.dir("freezer", c), "freezer.state"))
+}
+
+// Usage is the CPU time class c has used (cpuacct.usage); ok is false when
+// cpuacct is not mounted.
+func (g *Groups) Usage(c mix.Class) (d time.Duration, ok bool, err error) {
+	if !g.has("cpuacct") {
+		return 0, false, nil
+	}
+	s, err := read(filepath.Join(g.dir("cpuacct", c), "cpuacct.usage"))
+	if err != nil {
+		return 0, true, err
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return time.Duration(n), true, err
+}
+
+// Close thaws both classes, moves any process left back to the root group
+// and removes the groups.
+func (g *Groups) Close() error {
+	var errs []error
+	for _, c := range classes {
+		errs = append(errs, g.Freeze(c, false))
+	}
+	for _, ctrl := range g.ctrls {
+		for _, c := range classes {
+			s, _ := read(filepath.Join(g.dir(ctrl, c), "cgroup.procs"))
+			for _, f := range strings.Fields(s) {
+				errs = append(errs, write(filepath.Join(g.root, ctrl, "cgroup.procs"), f))
+			}
+			if err := os.Remove(g.dir(ctrl, c)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		if err := os.Remove(filepath.Join(g.root, ctrl, g.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TDM drives tdm mode on one node: at each Step the division in force
+// decides, through mix.TDMFreeze, which class is stopped; a class whose
+// owner has no process is never stopped (the division is lent).
+type TDM struct {
+	G     *Groups
+	Plan  mix.TDM
+	state [2]bool // frozen as last written
+	init  bool
+}
+
+// Step applies the division of instant now (seconds on the driver's axis)
+// and returns it with the classes left frozen. The driver calls it at least
+// at every division boundary (Plan.At gives the next one).
+func (d *TDM) Step(now float64) (owner mix.Class, frozen [2]bool, next float64, err error) {
+	owner, next, _ = d.Plan.At(now)
+	var has [2]bool
+	for _, c := range classes {
+		pids, err := d.G.Pids(c)
+		if err != nil {
+			return owner, d.state, next, err
+		}
+		has[c] = len(pids) > 0
+	}
+	want := mix.TDMFreeze(owner, has[mix.RT], has[mix.BE])
+	for _, c := range classes {
+		if !d.init || want[c] != d.state[c] {
+			if err := d.G.Freeze(c, want[c]); err != nil {
+				return owner, d.state, next, err
+			}
+			d.state[c] = want[c]
+		}
+	}
+	d.init = true
+	return owner, d.state, next, nil
+}

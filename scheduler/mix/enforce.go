@@ -1,0 +1,27 @@
+package mix
+
+// What a node does to enforce the ratio, as pure decisions; nodes/cgmix
+// carries them out with cgroups.
+
+// Weights are the CPU weights of the RT and BE groups for ps mode: x:y on
+// a scale of 2048, each at least 2 (the smallest cgroup v1 cpu.shares), so
+// a class with no share still runs when the other has nothing ready
+// (DESIGN.md §1: either class may use all of a node the other leaves).
+func (r Ratio) Weights() (rt, be int) {
+	total := r.X + r.Y
+	rt = max(2, (2048*r.X+total/2)/total)
+	be = max(2, (2048*r.Y+total/2)/total)
+	return rt, be
+}
+
+// TDMFreeze says which classes a node stops in the division owned by owner
+// (2DCS-TDM, be-rt-mix-2001 §4.2): the other class while the owner has
+// processes; nobody when the owner has none — the division is lent — so a
+// class is never stopped for an owner that has nothing to run.
+func TDMFreeze(owner Class, rtHas, beHas bool) (freeze [2]bool) {
+	has := [2]bool{rtHas, beHas}
+	if has[owner] {
+		freeze[owner.Other()] = has[owner.Other()]
+	}
+	return freeze
+}
