@@ -387,6 +387,18 @@ func (c *Controller) holdAs(ctx context.Context, who *Caller, ids []int64, hold,
 		case !c.mayTouch(who, j):
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Access/permission denied", Code: api.CodeAccessDenied})
 			continue
+		case j.State != api.StatePending && hold && (j.State == api.StateRunning || j.State == api.StateSuspended):
+			// As Slurm 22.05 (measured): holding a running job succeeds; it
+			// takes effect if the job is requeued (it comes back held).
+			// Kept in memory only, unlike requeuehold's durable hold.
+			if j.requeueHold == "" {
+				j.requeueHold = "JobHeldUser"
+				if c.operators[who.UID] && !userHold {
+					j.requeueHold = "JobHeldAdmin"
+				}
+			}
+			resp.Results = append(resp.Results, api.JobResult{ID: id})
+			continue
 		case j.State != api.StatePending:
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Job is no longer pending execution", Code: api.CodeAlreadyDone})
 			continue

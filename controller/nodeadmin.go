@@ -384,10 +384,7 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 	now := c.now().Unix()
 	// A requeuehold comes back held: the requeue event carries the hold
 	// reason, so the fold makes the job pending and held at once.
-	hold := ""
-	if j.requeueRequested {
-		hold = j.requeueHold
-	}
+	hold := j.requeueHold // requeuehold, or scontrol hold while it ran
 	if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: now, Kind: store.KindRequeue, Reason: hold}); err != nil {
 		return err
 	}
