@@ -7,7 +7,7 @@ LDFLAGS := -X hora/controller.Version=$(VERSION) -X main.version=$(VERSION)
 # urfave/cli's man-page and Markdown generators (unused) drag in blackfriday,
 # whose init costs every client process ~0.35 ms (docs/benchmarks.md).
 TAGS    ?= urfave_cli_no_docs
-CLIENTS := sbatch squeue scancel sinfo scontrol sacct
+CLIENTS := sbatch squeue scancel sinfo scontrol sacct qsub qstat qdel qhold qrls qsig qselect qrerun qalter pbsnodes
 export CGO_ENABLED ?= 0
 
 .PHONY: all build deps test test-short vet demo stop bench bench-scale fuzz soak clean man

@@ -138,6 +138,22 @@ type JobSpec struct {
 	Nice int `json:"nice,omitempty"`
 	// Signal is --signal as given ("B:USR1@30"): sent before the time limit.
 	Signal string `json:"signal,omitempty"`
+	// PBS is set on jobs submitted with qsub: they get PBS's job
+	// environment (PBS_JOBID, PBS_NODEFILE, TMPDIR, ...) beside Slurm's.
+	PBS *PBSSpec `json:"pbs,omitempty"`
+}
+
+// PBSSpec is what a qsub'd job needs beyond the common spec.
+type PBSSpec struct {
+	Server  string `json:"server"`  // job ids read <seq>.<server>
+	Flavour string `json:"flavour"` // "openpbs" or "torque" at submission
+	Queue   string `json:"queue,omitempty"`
+	// PPN is Torque's processors per node (nodes=N:ppn=P), for
+	// PBS_NUM_PPN and the lines of PBS_NODEFILE; 0 = the CPUs asked for.
+	PPN int `json:"ppn,omitempty"`
+	// Shell is qsub -S: the interpreter of the script ("" = its #! line,
+	// else the owner's shell).
+	Shell string `json:"shell,omitempty"`
 }
 
 // Job is a job as horad knows it: the spec plus what happened to it.
@@ -340,6 +356,10 @@ type PingResponse struct {
 	Version     string `json:"version"`
 	ClusterName string `json:"cluster_name"`
 	Now         int64  `json:"now"`
+	// PBSFlavour ("openpbs" or "torque") and PBSServer come from hora.toml's
+	// [pbs]: the PBS commands take their texts and job-id suffix from them.
+	PBSFlavour string `json:"pbs_flavour,omitempty"`
+	PBSServer  string `json:"pbs_server,omitempty"`
 }
 
 // ConfigResponse is horad's configuration as `scontrol show config` lists
@@ -452,3 +472,14 @@ const (
 // failures (SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT), which its commands print
 // when slurmctld does not answer within MessageTimeout.
 const MsgSocketTimeout = "Socket timed out on send/recv operation"
+
+// BriefJob is the part of a job that a brief listing (JobFilter.Brief)
+// carries: what selects a job (owner, state, queue, name, account,
+// resources, times), none of its paths, command, script or environment.
+func BriefJob(j *Job) Job {
+	return Job{ID: j.ID, UID: j.UID, GID: j.GID, User: j.User, State: j.State, Reason: j.Reason,
+		SubmitTime: j.SubmitTime, EligibleTime: j.EligibleTime, StartTime: j.StartTime, EndTime: j.EndTime,
+		CancelledBy: j.CancelledBy, Nodes: j.Nodes,
+		Spec: JobSpec{Name: j.Spec.Name, Partition: j.Spec.Partition, Account: j.Spec.Account, TimeLimit: j.Spec.TimeLimit,
+			Begin: j.Spec.Begin, Nodes: j.Spec.Nodes, NTasks: j.Spec.NTasks, CPUsPerTask: j.Spec.CPUsPerTask, MemMB: j.Spec.MemMB}}
+}

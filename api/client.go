@@ -225,6 +225,9 @@ type JobFilter struct {
 	// one job, the one of the lowest task, with ArrayPending listing them
 	// all (squeue without -r: 7_[3-15%4]).
 	Fold bool
+	// Brief asks for the fields that select jobs only (BriefJob): qselect
+	// over 100,000 jobs needs their ids, not their paths and commands.
+	Brief bool
 }
 
 // Query encodes the filter as URL query parameters.
@@ -259,6 +262,9 @@ func (f JobFilter) Query() url.Values {
 	}
 	if f.Fold {
 		q.Set("fold", "1")
+	}
+	if f.Brief {
+		q.Set("brief", "1")
 	}
 	return q
 }

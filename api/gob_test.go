@@ -27,6 +27,10 @@ func fill(v reflect.Value, seed *int) {
 		v.SetFloat(float64(*seed) + 0.5)
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		fill(p.Elem(), seed)
+		v.Set(p)
 	case reflect.Slice:
 		s := reflect.MakeSlice(v.Type(), 2, 2)
 		for i := 0; i < 2; i++ {

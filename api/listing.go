@@ -18,7 +18,7 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL2"
+const listingMagic = "HJL3"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
@@ -61,6 +61,14 @@ func appendJob(b []byte, j *Job) []byte {
 	}
 	b = binary.AppendVarint(b, int64(s.Nice))
 	b = appendStr(b, s.Signal)
+	b = appendBool(b, s.PBS != nil)
+	if s.PBS != nil {
+		b = appendStr(b, s.PBS.Server)
+		b = appendStr(b, s.PBS.Flavour)
+		b = appendStr(b, s.PBS.Queue)
+		b = binary.AppendVarint(b, int64(s.PBS.PPN))
+		b = appendStr(b, s.PBS.Shell)
+	}
 
 	b = binary.AppendUvarint(b, uint64(j.UID))
 	b = binary.AppendUvarint(b, uint64(j.GID))
@@ -312,6 +320,11 @@ func (d *listingDecoder) job(j *Job) {
 	s.Array, s.Dependency, s.KillOnInvalidDep = d.field(), d.field(), d.field()
 	s.Nice = d.int()
 	s.Signal = d.field()
+	if d.bool() {
+		s.PBS = &PBSSpec{Server: d.field(), Flavour: d.field(), Queue: d.field()}
+		s.PBS.PPN = d.int()
+		s.PBS.Shell = d.str()
+	}
 
 	j.UID = uint32(d.uvarint())
 	j.GID = uint32(d.uvarint())

@@ -54,7 +54,7 @@ func TestListingRejectsDamage(t *testing.T) {
 	if _, err := ParseListing(append(b, 0)); err == nil || !strings.Contains(err.Error(), "1 bytes left") {
 		t.Fatalf("trailing byte: %v", err)
 	}
-	if _, err := ParseListing([]byte("HJL2\xff\xff\xff\xff\x0f")); err == nil || !strings.Contains(err.Error(), "cannot fit") {
+	if _, err := ParseListing([]byte(listingMagic + "\xff\xff\xff\xff\x0f")); err == nil || !strings.Contains(err.Error(), "cannot fit") {
 		t.Fatalf("huge count: %v", err)
 	}
 	if _, err := ParseListing([]byte(`{"jobs":[]}`)); err == nil || !strings.Contains(err.Error(), "bad header") {

@@ -59,6 +59,16 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	if s.Nice != 0 {
 		w.int("nice", int64(s.Nice))
 	}
+	if p := s.PBS; p != nil {
+		w.key("pbs")
+		inner := jsonWriter{b: append(w.b, '{')}
+		inner.str("server", p.Server, false)
+		inner.str("flavour", p.Flavour, false)
+		inner.str("queue", p.Queue, true)
+		inner.int("ppn", int64(p.PPN))
+		inner.str("shell", p.Shell, true)
+		w.b = append(inner.b, '}')
+	}
 	w.b = append(w.b, '}')
 	if r.TestOnly {
 		w.b = append(w.b, `,"test_only":true`...)
@@ -117,6 +127,10 @@ func (w *jsonWriter) bool(k string, v bool) {
 		w.b = append(w.b, "true"...)
 	}
 }
+
+// AppendJSONString appends s quoted as JSON, for clients that write JSON
+// by hand (qstat -F json).
+func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }
 
 // appendJSONString quotes s as JSON (RFC 8259 §7); invalid UTF-8 becomes
 // U+FFFD, as encoding/json does.

@@ -66,6 +66,7 @@ type Config struct {
 	Nodes      []Node      `toml:"node"`
 	Partitions []Partition `toml:"partition"`
 	SSH        SSH         `toml:"ssh"`
+	PBS        PBS         `toml:"pbs"`
 	Mix        Mix         `toml:"mix"`
 
 	// path is the file the config came from, for messages ("" = embedded default).
@@ -98,6 +99,13 @@ type SSH struct {
 	// ProbeIntervalS apart (defaults 5 s and 3).
 	ProbeIntervalS int `toml:"probe_interval_s"`
 	ProbeMisses    int `toml:"probe_misses"`
+}
+
+// PBS configures the PBS front end (qsub, qstat, ...): which PBS the
+// commands pass for, and the server name in job ids (`<seq>.<server>`).
+type PBS struct {
+	Flavour string `toml:"flavour"` // "openpbs" (default) or "torque"
+	Server  string `toml:"server"`  // "" = this machine's host name
 }
 
 // Mix is the fairness ratio between the real-time and best-effort classes
@@ -175,6 +183,9 @@ func (c *Config) fillDefaults() {
 	}
 	if c.Executor == "" {
 		c.Executor = "local"
+	}
+	if c.PBS.Flavour == "" {
+		c.PBS.Flavour = "openpbs"
 	}
 	if c.ReservationAccess == "" {
 		c.ReservationAccess = "operators"
@@ -457,6 +468,14 @@ func (c *Config) Validate() error {
 	}
 	if v := c.JobRequeue; v != nil && *v != 0 && *v != 1 {
 		ps = append(ps, c.problem("job_requeue", "must be 0 or 1 (Slurm's JobRequeue), got %d", *v))
+	}
+	if c.PBS.Flavour != "openpbs" && c.PBS.Flavour != "torque" {
+		ps = append(ps, c.problem("pbs.flavour", "must be \"openpbs\" or \"torque\", got %q", c.PBS.Flavour))
+	}
+	if strings.ContainsAny(c.PBS.Server, " \t@[]/") {
+		// The server name ends every job id: '@' and brackets would be
+		// read as destination or array syntax.
+		ps = append(ps, c.problem("pbs.server", "must be a host name, got %q", c.PBS.Server))
 	}
 	if c.Executor != "local" && c.Executor != "ssh" && c.Executor != "emulated" {
 		ps = append(ps, c.problem("executor", "must be \"local\", \"ssh\" or \"emulated\", got %q", c.Executor))

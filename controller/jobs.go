@@ -451,9 +451,13 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 	if stdin != "" {
 		stdin = expand(&j.Job, stdin)
 	}
+	script := []byte(j.Spec.Script)
+	if j.Spec.PBS != nil {
+		script = pbsScript(j)
+	}
 	return nodes.LaunchSpec{
 		Key: stepKey(j, step), Node: node,
-		Script: []byte(j.Spec.Script), Args: j.Spec.Args, WorkDir: j.Spec.WorkDir,
+		Script: script, Args: j.Spec.Args, WorkDir: j.Spec.WorkDir,
 		Stdout: j.StdoutPath, Stderr: errPathIfSeparate(&j.Job), Stdin: stdin, Append: j.Spec.OpenAppend,
 		Env: c.jobEnv(j, node), UID: j.UID, GID: j.GID, User: j.User,
 		TimeLimit: secondsDur(limit), KillWait: kill,
@@ -546,6 +550,9 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	c.arrayEnv(j, set)
 	set("ENVIRONMENT", "BATCH")
 	set("HORA_JOB_ID", id)
+	if j.Spec.PBS != nil {
+		env = c.pbsEnv(env, j)
+	}
 	return env
 }
 

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,7 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("POST "+api.PathRelease, c.handle(c.hHold(false)))
 	mux.HandleFunc("POST "+api.PathUpdate, c.handle(c.hUpdate))
 	mux.HandleFunc("GET "+api.PathConfig, c.handle(c.hConfig))
+	mux.HandleFunc("POST "+api.PathAlter, c.handle(c.hAlter))
 	mux.HandleFunc("GET "+api.PathNodes, c.handle(c.hNodes))
 	mux.HandleFunc("GET "+api.PathPartitions, c.handle(c.hPartitions))
 	mux.HandleFunc("GET "+api.PathPing, c.handle(c.hPing))
@@ -181,7 +183,8 @@ func (c *Controller) hHold(hold bool) handlerFunc {
 }
 
 func (c *Controller) hPing(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-	return &api.PingResponse{Version: Version, ClusterName: c.cfg.ClusterName, Now: c.now().Unix()}, nil
+	return &api.PingResponse{Version: Version, ClusterName: c.cfg.ClusterName, Now: c.now().Unix(),
+		PBSFlavour: c.cfg.PBS.Flavour, PBSServer: c.pbsServer()}, nil
 }
 
 // hJobs lists jobs. Live jobs come from memory; with history=1 finished
@@ -215,6 +218,22 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	}
 	parts, names := q["partition"], q["name"]
 	all, full, history := q.Get("all") == "1", q.Get("full") == "1", q.Get("history") == "1"
+	brief := q.Get("brief") == "1"
+	// ids_only (qselect): the answer is the ids alone, optionally of the
+	// jobs whose PBS state letter is in pbs_state.
+	idsOnly, pbsStates, torque := q.Get("ids_only") == "1", q.Get("pbs_state"), q.Get("pbs_torque") == "1"
+	if !api.ValidPBSStates(pbsStates) {
+		return nil, &api.Error{Message: "pbs_state: invalid state letters " + strconv.Quote(pbsStates), Code: api.CodeBadRequest}
+	}
+	nowU := c.now().Unix()
+	// show is one job of the answer: presented (pending reason, planned
+	// start, owner-only fields), or only what selects it (qselect).
+	show := func(j *api.Job) api.Job {
+		if brief {
+			return api.BriefJob(j)
+		}
+		return c.present(who, *j, full)
+	}
 	keep := func(j *api.Job) bool {
 		// An array's id names all its tasks, as in Slurm.
 		if len(ids) > 0 && !slices.Contains(ids, j.ID) && (j.ArrayJobID == 0 || !slices.Contains(ids, j.ArrayJobID)) {
@@ -236,7 +255,21 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		if len(names) > 0 && !slices.Contains(names, j.Spec.Name) {
 			return false
 		}
+		if pbsStates != "" && !strings.Contains(pbsStates, api.PBSState(j, torque, nowU)) {
+			return false
+		}
 		return true
+	}
+	if idsOnly && !history {
+		out := &api.JobIDsResponse{IDs: []int64{}}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, id := range c.ids {
+			if keep(&c.jobs[id].Job) {
+				out.IDs = append(out.IDs, id)
+			}
+		}
+		return out, nil
 	}
 	out := &api.JobsResponse{Jobs: []api.Job{}}
 	if history {
@@ -253,10 +286,17 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 				c.showCompletingLocked(live, j)
 			}
 			if keep(j) {
-				out.Jobs = append(out.Jobs, c.present(who, *j, full))
+				out.Jobs = append(out.Jobs, show(j))
 			}
 		}
 		c.mu.Unlock()
+		if idsOnly {
+			ids := &api.JobIDsResponse{IDs: make([]int64, 0, len(out.Jobs))}
+			for i := range out.Jobs {
+				ids.IDs = append(ids.IDs, out.Jobs[i].ID)
+			}
+			return ids, nil
+		}
 		return out, nil
 	}
 	c.mu.Lock()
@@ -294,12 +334,12 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 				continue
 			}
 			folded[k] = len(out.Jobs)
-			row := c.present(who, j.Job, full)
+			row := show(&j.Job)
 			row.ArrayPending = []int64{j.ArrayTaskID}
 			out.Jobs = append(out.Jobs, row)
 			continue
 		}
-		out.Jobs = append(out.Jobs, c.present(who, *view, full))
+		out.Jobs = append(out.Jobs, show(view))
 	}
 	return out, nil
 }

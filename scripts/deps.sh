@@ -8,6 +8,8 @@ command -v scontrol >/dev/null || need+=(slurm-client)
 command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ip >/dev/null || need+=(iproute2)
 command -v mandoc >/dev/null || need+=(mandoc)
+# toil (Debian's, for /usr/bin/python3): cmd/horad TestToilTorqueEndToEnd
+/usr/bin/python3 -c 'import toil.batchSystems.torque' 2>/dev/null || need+=(toil)
 # The shell completions are tested in the real shells.
 command -v zsh >/dev/null || need+=(zsh)
 command -v fish >/dev/null || need+=(fish)

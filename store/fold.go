@@ -86,6 +86,18 @@ func apply(j *api.Job, ev *Event) error {
 		}
 		j.Reason = r
 
+	case KindAlter:
+		switch {
+		case j.State != api.StatePending:
+			return bad("only a pending job can be altered")
+		case ev.Job == nil:
+			return bad("no job")
+		case ev.Job.Spec.Partition != j.Spec.Partition:
+			return bad("an alter cannot move a job to another partition")
+		}
+		j.Spec = cloneJob(ev.Job).Spec
+		j.EligibleTime = ev.Job.EligibleTime
+
 	case KindReason:
 		switch {
 		case j.State.Finished():

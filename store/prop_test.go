@@ -18,6 +18,8 @@ type modelJob struct {
 	held    bool
 	steps   map[int]bool // index → still running, for the current run
 	nextIdx int
+	// partition is the job's: an alter keeps it.
+	partition string
 }
 
 var finalStates = []api.JobState{api.StateCompleted, api.StateCancelled, api.StateFailed,
@@ -56,7 +58,7 @@ func genHistory(t *rapid.T) []op {
 		now += rapid.Int64Range(0, 100).Draw(t, "dt")
 		if len(jobs) == 0 || (len(jobs) < 12 && rapid.IntRange(0, 4).Draw(t, "new") == 0) {
 			spec := genSpec(t)
-			m := &modelJob{state: api.StatePending, held: spec.Hold, steps: map[int]bool{}}
+			m := &modelJob{state: api.StatePending, held: spec.Hold, steps: map[int]bool{}, partition: spec.Partition}
 			reason := "None"
 			if spec.Hold {
 				reason = ReasonHeldUser
@@ -73,9 +75,9 @@ func genHistory(t *rapid.T) []op {
 		var kinds []Kind
 		switch {
 		case m.state == api.StatePending && m.held:
-			kinds = []Kind{KindRelease, KindCancel, KindEnd}
+			kinds = []Kind{KindRelease, KindCancel, KindEnd, KindAlter}
 		case m.state == api.StatePending:
-			kinds = []Kind{KindHold, KindReason, KindStart, KindStart, KindCancel, KindEnd}
+			kinds = []Kind{KindHold, KindReason, KindStart, KindStart, KindCancel, KindEnd, KindAlter}
 		case m.state == api.StateRunning:
 			kinds = []Kind{KindStepStart, KindStepStart, KindStepEnd, KindCancel, KindEnd, KindRequeue, KindSuspend,
 				KindRequeueRequest, KindNodeFail}
@@ -123,6 +125,10 @@ func genHistory(t *rapid.T) []op {
 			m.steps[idx] = false
 		case KindCancel:
 			ev.By = int64(rapid.IntRange(0, 3).Draw(t, "by"))
+		case KindAlter:
+			spec := genSpec(t)
+			spec.Partition = m.partition
+			ev.Job = &api.Job{Spec: spec, EligibleTime: now + rapid.Int64Range(0, 100).Draw(t, "eligible")}
 		case KindEnd:
 			if m.state == api.StatePending {
 				ev.State = api.StateCancelled

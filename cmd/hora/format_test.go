@@ -167,6 +167,8 @@ type fakeHorad struct {
 	cancels  []api.CancelRequest
 	controls []string
 	fail     *api.Error // answer every job listing with this error
+	flavour  string     // [pbs] flavour the ping answers ("" = openpbs)
+	submits  []api.SubmitRequest
 }
 
 func startFake(t *testing.T) *fakeHorad {
@@ -229,7 +231,18 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if ns := q["name"]; len(ns) > 0 && !slices.Contains(ns, j.Spec.Name) {
 				continue
 			}
+			if ps := q.Get("pbs_state"); ps != "" && !strings.Contains(ps, api.PBSState(&j, q.Get("pbs_torque") == "1", testNow.Unix())) {
+				continue
+			}
 			out = append(out, j)
+		}
+		if q.Get("ids_only") == "1" {
+			ids := []int64{}
+			for _, j := range out {
+				ids = append(ids, j.ID)
+			}
+			reply(api.JobIDsResponse{IDs: ids})
+			return
 		}
 		reply(api.JobsResponse{Jobs: out})
 	case api.PathCancel:
@@ -252,6 +265,11 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		reply(api.CancelResponse{Results: res})
+	case api.PathAlter:
+		var req api.AlterRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.controls = append(f.controls, fmt.Sprintf("%s %d", r.URL.Path, req.ID))
+		reply(api.CancelResponse{Results: []api.JobResult{f.result(req.ID)}})
 	case api.PathHold, api.PathRelease:
 		var req api.ControlRequest
 		json.NewDecoder(r.Body).Decode(&req)
@@ -266,7 +284,13 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case api.PathPartitions:
 		reply(api.PartitionsResponse{Partitions: f.parts})
 	case api.PathPing:
-		reply(api.PingResponse{Version: "test", ClusterName: "hora", Now: testNow.Unix()})
+		reply(api.PingResponse{Version: "test", ClusterName: "hora", Now: testNow.Unix(),
+			PBSFlavour: f.flavour, PBSServer: "srv"})
+	case api.PathSubmit:
+		var req api.SubmitRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.submits = append(f.submits, req)
+		reply(api.SubmitResponse{JobID: 200 + int64(len(f.submits))})
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		reply(api.Error{Message: "no such path", Code: api.CodeBadRequest})

@@ -391,10 +391,14 @@ func horaPage() gendoc.Page {
 }
 
 func verbDocs() map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		"replay":  "Replays a workload (an SWF log or a generated one) through hora's scheduler in simulated time and reports the metrics. *hora replay --help* lists its options.",
 		"compare": "Replays one workload under several policies and reports them side by side. *hora compare --help* lists its options.",
 		"mix":     "Shows the fairness ratio between real-time and best-effort jobs ([mix] in hora.toml), its mode, and on local nodes the live weights, freezer states and CPU shares of the two classes. *hora mix --help* lists its options.",
 		"free":    "The range search of reservation partitions: which nodes are free for a whole time window, without booking anything. *hora free --help* lists its options.",
 	}
+	for _, n := range []string{"qsub", "qstat", "qdel", "qhold", "qrls", "qsig", "qselect", "qrerun", "qalter", "pbsnodes"} {
+		m[n] = "The PBS command, also installed as *" + n + "*, with the texts and layouts of OpenPBS or Torque as *hora.toml*(5) [pbs] flavour says; described in hora's docs/pbs.md."
+	}
+	return m
 }

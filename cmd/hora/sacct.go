@@ -377,10 +377,8 @@ func writeSacct(w io.Writer, o *sacctOut, rows []saRow) error {
 			if wd < 0 {
 				wd = -wd
 			}
-			if len(v) > wd && wd > 0 {
-				v = v[:wd-1] + "+"
-			}
-			line = listing.AppendCol(line, v, listing.Column{Width: wd, Right: right})
+			// A value too long is cut with a '+' in its last column.
+			line = listing.AppendCol(line, v, listing.Column{Width: wd, Right: right, Trunc: true, Mark: '+'})
 			line = append(line, ' ')
 		}
 		line = append(line, '\n')

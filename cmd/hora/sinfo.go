@@ -51,15 +51,35 @@ var sinfoOpts = []sbatch.Opt{
 	{Long: "usage", Arg: sbatch.NoArg, Key: "usage"},
 }
 
-// sinfoHeaders are the column titles per format letter.
-var sinfoHeaders = map[byte]string{
-	'P': "PARTITION", 'R': "PARTITION", 'a': "AVAIL", 'l': "TIMELIMIT", 'L': "DEFAULTTIME",
-	'D': "NODES", 't': "STATE", 'T': "STATE", 'N': "NODELIST", 'n': "HOSTNAMES",
-	'o': "NODE_ADDR", 'c': "CPUS", 'C': "CPUS(A/I/O/T)", 'm': "MEMORY", 'e': "FREE_MEM",
-	'O': "CPU_LOAD", 'G': "GRES", 'f': "AVAIL_FEATURES", 'b': "ACTIVE_FEATURES",
-	'E': "REASON", 's': "JOB_SIZE", 'r': "ROOT", 'h': "OVERSUBSCRIBE", 'g': "GROUPS",
-	'i': "RESERVATION", 'F': "NODES(A/I/O/T)", 'z': "S:C:T", 'd': "TMP_DISK",
-	'w': "WEIGHT", 'u': "USER", 'H': "TIMESTAMP", 'X': "SOCKETS", 'Y': "CORES", 'Z': "THREADS",
+// sinfoFields are sinfo's format letters with their headers (sinfo.1,
+// COMPAT.md §5.1); Keep marks time columns and node lists, padded but never
+// cut (as squeue). Values are computed per group of nodes by sinfoView.
+var sinfoFields = func() *listing.Table[siGroup] {
+	heads := []struct {
+		l byte
+		h string
+	}{{'P', "PARTITION"}, {'R', "PARTITION"}, {'a', "AVAIL"}, {'l', "TIMELIMIT"}, {'L', "DEFAULTTIME"},
+		{'D', "NODES"}, {'t', "STATE"}, {'T', "STATE"}, {'N', "NODELIST"}, {'n', "HOSTNAMES"},
+		{'o', "NODE_ADDR"}, {'c', "CPUS"}, {'C', "CPUS(A/I/O/T)"}, {'m', "MEMORY"}, {'e', "FREE_MEM"},
+		{'O', "CPU_LOAD"}, {'G', "GRES"}, {'f', "AVAIL_FEATURES"}, {'b', "ACTIVE_FEATURES"},
+		{'E', "REASON"}, {'s', "JOB_SIZE"}, {'r', "ROOT"}, {'h', "OVERSUBSCRIBE"}, {'g', "GROUPS"},
+		{'i', "RESERVATION"}, {'F', "NODES(A/I/O/T)"}, {'z', "S:C:T"}, {'d', "TMP_DISK"},
+		{'w', "WEIGHT"}, {'u', "USER"}, {'H', "TIMESTAMP"}, {'X', "SOCKETS"}, {'Y', "CORES"}, {'Z', "THREADS"}}
+	fields := make([]listing.Field[siGroup], len(heads))
+	for i, h := range heads {
+		fields[i] = listing.Field[siGroup]{Letter: h.l, Header: h.h, Keep: strings.IndexByte("lLNnH", h.l) >= 0}
+	}
+	t := listing.NewTable(fields)
+	t.AllowAuto = true
+	return t
+}()
+
+// sinfoHeader is the column title of a letter.
+func sinfoHeader(kind byte) string {
+	if f, ok := sinfoFields.ByLetter(kind); ok {
+		return f.Header
+	}
+	return ""
 }
 
 // sinfoAggregate lists the letters computed over a group of nodes rather
@@ -75,44 +95,15 @@ type siField struct {
 	text   string
 }
 
+// parseSinfoFormat reads an -o string with the listing engine's parser.
 func parseSinfoFormat(f string) (fields []siField, bad []string) {
-	toks := strings.Split(f, "%")
-	if toks[0] != "" {
-		fields = append(fields, siField{text: toks[0]})
-	}
-	for _, t := range toks[1:] {
-		if t == "" {
+	items, bad := sinfoFields.ParsePercent(f)
+	for _, it := range items {
+		if it.Field == nil {
+			fields = append(fields, siField{text: it.Text})
 			continue
 		}
-		var fl siField
-		i := 0
-		if t[0] == '#' {
-			fl.auto = true
-			i++
-		}
-		if i < len(t) && t[i] == '.' {
-			fl.col.Right = true
-			i++
-		}
-		for i < len(t) && t[i] >= '0' && t[i] <= '9' {
-			fl.col.Width = fl.col.Width*10 + int(t[i]-'0')
-			i++
-		}
-		if i >= len(t) {
-			bad = append(bad, t)
-			continue
-		}
-		fl.kind, fl.suffix = t[i], t[i+1:]
-		if _, ok := sinfoHeaders[fl.kind]; !ok {
-			bad = append(bad, string(fl.kind))
-			if fl.suffix != "" {
-				fields = append(fields, siField{text: fl.suffix})
-			}
-			continue
-		}
-		// Time columns and node lists are padded, never cut (as squeue).
-		fl.col.Trunc = !strings.ContainsRune("lLNnH", rune(fl.kind))
-		fields = append(fields, fl)
+		fields = append(fields, siField{kind: it.Field.Letter, col: it.Col, auto: it.Auto, suffix: it.Suffix})
 	}
 	return fields, bad
 }
@@ -466,7 +457,7 @@ func writeSinfo(w io.Writer, v *sinfoView, fields []siField, groups []siGroup, h
 	if header {
 		h := make([]string, len(fields))
 		for fi, f := range fields {
-			h[fi] = sinfoHeaders[f.kind]
+			h[fi] = sinfoHeader(f.kind)
 		}
 		emit(h)
 	}

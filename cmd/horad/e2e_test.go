@@ -40,7 +40,8 @@ func buildBinaries(t testing.TB, dir string) string {
 			t.Fatalf("build %s: %v\n%s", p, err, out)
 		}
 	}
-	for _, c := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct"} {
+	for _, c := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct",
+		"qsub", "qstat", "qdel", "qhold", "qrls", "qsig", "qselect", "qrerun", "qalter", "pbsnodes"} {
 		if err := os.Symlink("hora", filepath.Join(bin, c)); err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,9 @@ type Column struct {
 	// Trunc cuts values longer than Width. squeue and sinfo truncate plain
 	// text but never time columns and node lists (COMPAT.md §3.1).
 	Trunc bool
+	// Mark, when set, replaces the last kept byte of a cut value, so that
+	// the cut shows (PBS's '*', sacct's '+').
+	Mark byte
 }
 
 // AppendCol appends s laid out in the column. It works on bytes, as the C
@@ -34,6 +37,10 @@ func AppendCol(b []byte, s string, c Column) []byte {
 		return append(b, s...)
 	}
 	if c.Trunc && len(s) > c.Width {
+		if c.Mark != 0 {
+			b = append(b, s[:c.Width-1]...)
+			return append(b, c.Mark)
+		}
 		s = s[:c.Width]
 	}
 	pad := c.Width - len(s)
@@ -107,7 +114,11 @@ func (f *Field[R]) Name() string {
 // Table is the set of fields of one kind of row, indexed by letter and by
 // name (case-insensitive).
 type Table[R any] struct {
-	Fields   []Field[R]
+	Fields []Field[R]
+	// AllowAuto lets %-formats write "%#X": the column as wide as its
+	// longest value (sinfo's '#', COMPAT.md §5.1); the writer sizes it.
+	AllowAuto bool
+
 	byLetter [256]int32 // index+1 into Fields; 0 = no field
 	byName   map[string]int
 }
@@ -158,6 +169,7 @@ type Item[R any] struct {
 	Col    Column
 	Suffix string // literal text printed after the field
 	Text   string // the literal itself when Field is nil
+	Auto   bool   // "%#X": as wide as the longest value (Table.AllowAuto)
 }
 
 // Format is an output line layout.
@@ -180,7 +192,12 @@ func (t *Table[R]) ParsePercent(f string) (items Format[R], bad []string) {
 		}
 		var c Column
 		i := 0
-		if tok[0] == '.' {
+		auto := false
+		if t.AllowAuto && tok[0] == '#' {
+			auto = true
+			i++
+		}
+		if i < len(tok) && tok[i] == '.' {
 			c.Right = true
 			i++
 		}
@@ -202,7 +219,7 @@ func (t *Table[R]) ParsePercent(f string) (items Format[R], bad []string) {
 			continue
 		}
 		c.Trunc = !fld.Keep
-		items = append(items, Item[R]{Field: fld, Col: c, Suffix: suffix})
+		items = append(items, Item[R]{Field: fld, Col: c, Suffix: suffix, Auto: auto})
 	}
 	return items, bad
 }

@@ -20,6 +20,8 @@ func TestAppendCol(t *testing.T) {
 		{"abcdefgh", Column{Width: 5, Right: true, Trunc: true}, "abcde"},
 		{"abcdefgh", Column{Width: 5, Trunc: true}, "abcde"},
 		{"1-00:00:00", Column{Width: 5, Right: true}, "1-00:00:00"},
+		{"abcdefgh", Column{Width: 5, Trunc: true, Mark: '*'}, "abcd*"},
+		{"abcde", Column{Width: 5, Trunc: true, Mark: '*'}, "abcde"},
 	}
 	for _, c := range cases {
 		if got := string(AppendCol(nil, c.s, c.c)); got != c.want {
@@ -75,4 +77,35 @@ func TestDuplicateNamePanics(t *testing.T) {
 		}
 	}()
 	NewTable([]Field[row]{{Names: []string{"a"}}, {Names: []string{"A"}}})
+}
+
+func TestCJSON(t *testing.T) {
+	j := &CJSON{}
+	j.Open()
+	j.Num("n", "1")
+	j.Key("empty")
+	j.Open()
+	j.Close()
+	j.Key("o")
+	j.Attrs([]Attr{{"a", "x\"y"}, {"R.walltime", "01:00:00"}, {"R.ncpus", "2"}, {"b", "007"}})
+	j.Strs("l", []string{"p", "q"})
+	j.Close()
+	want := "{\n\t\"n\":\t1,\n\t\"empty\":\t{\n\t},\n\t\"o\":\t{\n\t\t\"a\":\t\"x\\\"y\",\n\t\t\"R\":\t{\n\t\t\t\"walltime\":\t\"01:00:00\",\n" +
+		"\t\t\t\"ncpus\":\t2\n\t\t},\n\t\t\"b\":\t7\n\t},\n\t\"l\":\t[\"p\", \"q\"]\n}"
+	if string(j.B) != want {
+		t.Errorf("got\n%s\nwant\n%s", j.B, want)
+	}
+}
+
+func TestAutoWidthOnlyWhereAllowed(t *testing.T) {
+	f, bad := testTable.ParsePercent("%#.5n")
+	if len(bad) != 1 || bad[0] != "#" || len(f) != 1 || f[0].Text != ".5n" {
+		t.Errorf("without AllowAuto: %v %v", f, bad)
+	}
+	at := NewTable(testTable.Fields)
+	at.AllowAuto = true
+	f, bad = at.ParsePercent("%#.5n|")
+	if len(bad) != 0 || len(f) != 1 || !f[0].Auto || !f[0].Col.Right || f[0].Col.Width != 5 || f[0].Suffix != "|" {
+		t.Errorf("with AllowAuto: %+v %v", f, bad)
+	}
 }

@@ -1,0 +1,580 @@
+package main
+
+// The PBS commands (COMPAT.md §6): qsub, qdel, qhold, qrls, qsig, qrerun
+// here; qstat, qselect and pbsnodes in their own files. They speak to the
+// same horad over the same socket as the Slurm commands, so a job from qsub
+// is an ordinary hora job (squeue and scancel see it) and an sbatch job is
+// seen by qstat and qdel. Their texts, layouts and exit statuses follow the
+// flavour horad announces in its ping answer ([pbs] flavour in hora.toml):
+// OpenPBS or Torque.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"hora/api"
+	"hora/sbatch"
+)
+
+func init() {
+	register("qsub", qsubMain)
+	register("qdel", func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qdel") })
+	register("qhold", func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qhold") })
+	register("qrls", func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qrls") })
+	register("qsig", func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qsig") })
+	register("qrerun", func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qrerun") })
+}
+
+// pbsSession is a PBS command's connection to horad and what the ping
+// answer says about the PBS it passes for.
+type pbsSession struct {
+	cl      *api.Client
+	flavour string
+	server  string
+	now     time.Time
+}
+
+func (s *pbsSession) torque() bool { return s.flavour == sbatch.FlavourTorque }
+
+// pbsConnect dials horad and asks for the flavour. A PBS client that cannot
+// reach its server says so and exits non-zero (OP/TQ "cannot connect to
+// server"); hora adds the socket paths it tried.
+func pbsConnect(ctx context.Context, env *Env) (*pbsSession, int) {
+	cl, err := dialFunc()
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: cannot connect to server (%v)\n", env.Prog, err)
+		return nil, 1
+	}
+	ping, err := cl.Ping(ctxOrBackground(ctx))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s: cannot connect to server (%s)\n", env.Prog, apiErrText(err))
+		return nil, 1
+	}
+	s := &pbsSession{cl: cl, flavour: ping.PBSFlavour, server: ping.PBSServer, now: nowFunc()}
+	if s.flavour == "" {
+		s.flavour = sbatch.FlavourOpenPBS
+	}
+	if s.server == "" {
+		s.server, _ = os.Hostname()
+	}
+	return s, 0
+}
+
+// jobID is the id PBS prints: <seq>.<server>.
+func (s *pbsSession) jobID(seq int64) string { return strconv.FormatInt(seq, 10) + "." + s.server }
+
+// parsePBSJobID reads a job id as the PBS clients accept it: "123",
+// "123.server[.domain]", "123[]", "123[4].server". The server part is not
+// checked: horad is the only server. ok is false for a malformed id.
+func parsePBSJobID(id string) (int64, bool) {
+	i := 0
+	for i < len(id) && id[i] >= '0' && id[i] <= '9' {
+		i++
+	}
+	if i == 0 || i > 18 {
+		return 0, false
+	}
+	rest := id[i:]
+	if rest != "" && rest[0] == '[' {
+		j := strings.IndexByte(rest, ']')
+		if j < 0 {
+			return 0, false
+		}
+		rest = rest[j+1:]
+	}
+	if rest != "" && (rest[0] != '.' || len(rest) == 1) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(id[:i], 10, 64)
+	return n, err == nil && n > 0
+}
+
+// qsubMain submits a job as qsub does and prints its id, <seq>.<server>.
+func qsubMain(ctx context.Context, env *Env, args []string) int {
+	for _, a := range args {
+		if a == "--version" {
+			fmt.Fprintln(env.Stdout, "pbs_version = "+pbsVersion)
+			return 0
+		}
+		if a == "--" {
+			break
+		}
+	}
+	// The ping (flavour and server name, needed before the options can be
+	// read) travels while this process looks up its user and directory:
+	// it is the one round trip qsub has more than sbatch.
+	type connected struct {
+		s    *pbsSession
+		code int
+	}
+	ping := make(chan connected, 1)
+	go func() {
+		s, code := pbsConnect(ctx, env)
+		ping <- connected{s, code}
+	}()
+	cwd, cwdErr := env.Getwd()
+	host, _ := os.Hostname()
+	home, uname := env.Getenv("HOME"), env.Getenv("USER")
+	if u, err := user.Current(); err == nil {
+		home, uname = u.HomeDir, u.Username
+	}
+	conn := <-ping
+	s := conn.s
+	if s == nil {
+		return conn.code
+	}
+	if cwdErr != nil {
+		fmt.Fprintf(env.Stderr, "qsub: unable to get the current directory: %v\n", cwdErr)
+		return 1
+	}
+	spec, flags, err := sbatch.BuildQsubSpec(sbatch.QsubInput{
+		Argv: args, Env: env.Environ(), Cwd: cwd, Stdin: env.Stdin,
+		ReadFile: os.ReadFile, IsDir: isDir, Now: time.Now(), Hostname: host,
+		Home: home, User: uname, Flavour: s.flavour, Server: s.server,
+	})
+	if err != nil {
+		var pe *sbatch.PBSError
+		if errors.As(err, &pe) {
+			fmt.Fprint(env.Stderr, pe.Text)
+			return pe.Exit
+		}
+		fmt.Fprintf(env.Stderr, "qsub: %v\n", err)
+		return 1
+	}
+	resp, err := s.cl.Submit(ctxOrBackground(ctx), api.SubmitRequest{Spec: *spec})
+	if err != nil {
+		fmt.Fprint(env.Stderr, qsubSubmitError(s, err))
+		return sbatch.PBSExit(pbsErrno(err))
+	}
+	if !flags.NoID {
+		fmt.Fprintln(env.Stdout, s.jobID(resp.JobID))
+	}
+	if flags.Block {
+		// -W block=true: qsub exits with the job's exit status.
+		ctx, stop := interruptible(ctxOrBackground(ctx))
+		defer stop()
+		return waitJob(ctx, env, s.cl, resp.JobID)
+	}
+	return 0
+}
+
+// pbsVersion is what --version prints: hora's version, in PBS's form
+// (toil reads `pbsnodes --version` and looks for "PBSPro" only).
+var pbsVersion = "hora-" + version
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// pbsErrno maps horad's refusal onto the PBS error number a PBS server
+// would answer.
+func pbsErrno(err error) int {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return sbatch.PBSESystem
+	}
+	switch ae.Code {
+	case api.CodeInvalidPartition:
+		return sbatch.PBSEUnkQue
+	case api.CodeAccessDenied:
+		return sbatch.PBSEPerm
+	case api.CodeInvalidJobID:
+		return sbatch.PBSEUnkJobID
+	}
+	return sbatch.PBSEBadAtVal
+}
+
+// qsubSubmitError phrases horad's refusal of a submission as each PBS does:
+// OpenPBS "qsub: <text>", Torque "qsub: submit error (<text>)".
+func qsubSubmitError(s *pbsSession, err error) string {
+	text := apiErrText(err)
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Code == api.CodeInvalidPartition {
+		text = "Unknown queue"
+	}
+	if s.torque() {
+		return "qsub: submit error (" + text + ")\n"
+	}
+	return "qsub: " + text + "\n"
+}
+
+// pbsControl is qdel, qhold, qrls, qsig and qrerun: options, then job ids,
+// each acted on in turn; a failure is reported per id and the exit status
+// is the last PBS error number (truncated), as the PBS clients do.
+func pbsControl(ctx context.Context, env *Env, args []string, prog string) int {
+	var opts []sbatch.Opt
+	switch prog {
+	case "qdel":
+		opts = []sbatch.Opt{{Short: 'W', Arg: sbatch.RequiredArg, Key: "W"}, {Short: 'x', Key: "x"},
+			{Short: 'p', Key: "p"}, {Short: 'm', Arg: sbatch.RequiredArg, Key: "m"}, {Short: 't', Arg: sbatch.RequiredArg, Key: "t"}}
+	case "qhold", "qrls":
+		opts = []sbatch.Opt{{Short: 'h', Arg: sbatch.RequiredArg, Key: "h"}, {Short: 't', Arg: sbatch.RequiredArg, Key: "t"}}
+	case "qsig":
+		opts = []sbatch.Opt{{Short: 's', Arg: sbatch.RequiredArg, Key: "s"}, {Short: 'a', Key: "a"}}
+	case "qrerun":
+		opts = []sbatch.Opt{{Short: 'W', Arg: sbatch.RequiredArg, Key: "W"}}
+	}
+	for _, a := range args {
+		if a == "--version" {
+			fmt.Fprintln(env.Stdout, "pbs_version = "+pbsVersion)
+			return 0
+		}
+	}
+	p, err := sbatch.Getopt(opts, args, false)
+	if err != nil || len(p.Args) == 0 {
+		if err != nil {
+			var ue *sbatch.UsageError
+			if errors.As(err, &ue) {
+				fmt.Fprintf(env.Stderr, "%s: %s\n", prog, ue.Msg)
+			}
+		}
+		fmt.Fprint(env.Stderr, pbsControlUsage[prog])
+		return 2
+	}
+	sig := 0
+	holdTypes := "u"
+	if v, ok := p.Last("h"); ok {
+		for _, c := range v.Val {
+			if !strings.ContainsRune("uosn", c) {
+				fmt.Fprintf(env.Stderr, "%s: illegal -h value\n", prog)
+				fmt.Fprint(env.Stderr, pbsControlUsage[prog])
+				return 2
+			}
+		}
+		holdTypes = v.Val
+	}
+	suspend, resume := false, false
+	if prog == "qsig" {
+		name := "SIGTERM"
+		if v, ok := p.Last("s"); ok {
+			name = v.Val
+		}
+		switch strings.ToLower(name) {
+		case "suspend":
+			suspend = true
+		case "resume":
+			resume = true
+		default:
+			n, ok := signalNumber(name)
+			if !ok {
+				fmt.Fprintf(env.Stderr, "qsig: invalid signal %s\n", name)
+				return 2
+			}
+			sig = n
+		}
+	}
+	if v, ok := p.Last("W"); ok && prog == "qdel" {
+		if v.Val != "force" && v.Val != "suppress_email" && !allDigitsStr(v.Val) {
+			fmt.Fprintln(env.Stderr, "qdel: illegal -W value")
+			fmt.Fprint(env.Stderr, pbsControlUsage[prog])
+			return 2
+		}
+	}
+	s, code := pbsConnect(ctx, env)
+	if s == nil {
+		return code
+	}
+	ctx = ctxOrBackground(ctx)
+	status := 0
+	for _, id := range p.Args {
+		seq, ok := parsePBSJobID(id)
+		if !ok {
+			fmt.Fprintf(env.Stderr, "%s: illegally formed job identifier: %s\n", prog, id)
+			if s.torque() || prog == "qdel" {
+				// OP qdel and Torque stop at once (exit(1)); OpenPBS's
+				// other commands go on with the next id.
+				return 1
+			}
+			status = 1
+			continue
+		}
+		full := s.jobID(seq)
+		var resp *api.CancelResponse
+		var err error
+		ids := []int64{seq}
+		switch {
+		case prog == "qdel":
+			resp, err = s.cl.Cancel(ctx, api.CancelRequest{IDs: ids, Filtered: true})
+		case prog == "qhold":
+			if holdTypes == "n" {
+				continue
+			}
+			resp, err = s.cl.Hold(ctx, ids)
+		case prog == "qrls":
+			resp, err = s.cl.Release(ctx, ids)
+		case suspend:
+			resp, err = s.cl.Suspend(ctx, ids)
+		case resume:
+			resp, err = s.cl.Resume(ctx, ids)
+		case prog == "qsig":
+			resp, err = s.cl.Cancel(ctx, api.CancelRequest{IDs: ids, Signal: sig, Filtered: true})
+		case prog == "qrerun":
+			resp, err = s.cl.Requeue(ctx, ids)
+		}
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "%s: %s %s\n", prog, apiErrText(err), full)
+			status = sbatch.PBSExit(pbsErrno(err))
+			continue
+		}
+		for _, r := range resp.Results {
+			if r.Error == "" || r.ID != seq {
+				continue
+			}
+			errno := sbatch.PBSEBadState
+			switch r.Code {
+			case api.CodeInvalidJobID, api.CodeAlreadyDone:
+				errno = sbatch.PBSEUnkJobID
+			case api.CodeAccessDenied:
+				errno = sbatch.PBSEPerm
+			}
+			fmt.Fprint(env.Stderr, pbsJobError(s, prog, errno, id, full))
+			status = sbatch.PBSExit(errno)
+		}
+	}
+	return status
+}
+
+// pbsJobError is the per-job refusal line: "<prog>: <PBS text> <id>"
+// (OP prt_job_err, TQ the same), except Torque's qdel, which names an
+// unknown job "nonexistent" (TQ:src/cmds/qdel.c).
+func pbsJobError(s *pbsSession, prog string, errno int, given, full string) string {
+	if s.torque() && prog == "qdel" && errno == sbatch.PBSEUnkJobID {
+		return "qdel: nonexistent job id: " + given + "\n"
+	}
+	return prog + ": " + pbsErrText(s.flavour, errno) + " " + full + "\n"
+}
+
+// pbsErrText is pbse_to_txt of each flavour (OP:src/lib/Liblog/pbs_messages.c,
+// TQ:src/include/pbs_error_db.h).
+func pbsErrText(flavour string, errno int) string {
+	torque := flavour == sbatch.FlavourTorque
+	switch errno {
+	case sbatch.PBSEUnkJobID:
+		if torque {
+			return "Unknown Job Id Error"
+		}
+		return "Unknown Job Id"
+	case sbatch.PBSEPerm:
+		return "Unauthorized Request "
+	case sbatch.PBSEBadState:
+		return "Request invalid for state of job"
+	case sbatch.PBSEUnkQue:
+		return "Unknown queue"
+	case sbatch.PBSEHistJobID:
+		return "Job has finished"
+	case sbatch.PBSEExcQResc:
+		return "Job violates queue and/or server resource limits"
+	}
+	if torque {
+		return "Illegal attribute or resource value for"
+	}
+	return "Illegal attribute or resource value"
+}
+
+func allDigitsStr(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// signalNumber reads qsig -s: a name with or without SIG, or a number.
+func signalNumber(s string) (int, bool) {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n, n > 0 && n < 65
+	}
+	name := strings.TrimPrefix(strings.ToUpper(s), "SIG")
+	for n, nm := range signalNames {
+		if nm == name {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+var signalNames = map[int]string{1: "HUP", 2: "INT", 3: "QUIT", 4: "ILL", 5: "TRAP", 6: "ABRT", 7: "BUS",
+	8: "FPE", 9: "KILL", 10: "USR1", 11: "SEGV", 12: "USR2", 13: "PIPE", 14: "ALRM", 15: "TERM",
+	17: "CHLD", 18: "CONT", 19: "STOP", 20: "TSTP", 21: "TTIN", 22: "TTOU", 23: "URG", 24: "XCPU",
+	25: "XFSZ", 26: "VTALRM", 27: "PROF", 28: "WINCH", 29: "IO", 30: "PWR", 31: "SYS"}
+
+// pbsControlUsage are the usage texts (OP:src/cmds/q*.c).
+var pbsControlUsage = map[string]string{
+	"qdel":   "usage:\n\tqdel [-W force|suppress_email=X] [-x] job_identifier...\n\tqdel --version\n",
+	"qhold":  "usage: qhold [-h hold_list] job_identifier...\n       qhold --version\n",
+	"qrls":   "usage: qrls [-h hold_list] job_identifier...\n       qrls --version\n",
+	"qsig":   "usage: qsig [-s signal] job_identifier...\n       qsig --version\n",
+	"qrerun": "usage: qrerun [-W force] job_identifier...\n       qrerun --version\n",
+}
+
+func init() { register("qalter", qalterMain) }
+
+// qalterMain changes queued jobs (OP qalter.1B): -N name, -l walltime,
+// -a eligible time through horad's alter, -h holds through hold/release.
+// Other attributes are refused by name and change nothing.
+func qalterMain(ctx context.Context, env *Env, args []string) int {
+	for _, a := range args {
+		if a == "--version" {
+			fmt.Fprintln(env.Stdout, "pbs_version = "+pbsVersion)
+			return 0
+		}
+	}
+	const usage = "usage: qalter [-a date_time] [-A account_string] [-c interval] [-e path]\n" +
+		"\t[-h hold_list] [-j y|n] [-k keep] [-l resource_list]\n" +
+		"\t[-m mail_options] [-M user_list] [-N jobname] [-o path] [-p priority]\n" +
+		"\t[-R o|e|oe] [-r y|n] [-S path] [-u user_list] [-W dependency_list]\n" +
+		"\t[-P project_name] job_identifier...\n" +
+		"       qalter --version\n"
+	var opts []sbatch.Opt
+	for _, c := range "aAceEhjklmMNoprRSuWP" {
+		opts = append(opts, sbatch.Opt{Short: c, Arg: sbatch.RequiredArg, Key: string(c)})
+	}
+	p, err := sbatch.Getopt(opts, args, true)
+	if err != nil || len(p.Args) == 0 {
+		var ue *sbatch.UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(env.Stderr, "qalter: %s\n", ue.Msg)
+		}
+		fmt.Fprint(env.Stderr, usage)
+		return 2
+	}
+	illegal := func(opt string) int {
+		fmt.Fprintf(env.Stderr, "qalter: illegal -%s value\n", opt)
+		fmt.Fprint(env.Stderr, usage)
+		return 2
+	}
+	var req api.AlterRequest
+	hold := ""
+	badWall := false
+	for _, v := range p.Values {
+		switch v.Key {
+		case "N":
+			if v.Val == "" {
+				return illegal("N")
+			}
+			name := v.Val
+			req.Name = &name
+		case "a":
+			t, ok := sbatch.ParsePBSDateTime(v.Val, time.Now())
+			if !ok {
+				return illegal("a")
+			}
+			u := t.Unix()
+			req.Begin = &u
+		case "h":
+			for _, c := range v.Val {
+				if !strings.ContainsRune("uosn", c) {
+					return illegal("h")
+				}
+			}
+			hold = v.Val
+		case "l":
+			for _, r := range strings.Split(v.Val, ",") {
+				name, val, ok := strings.Cut(r, "=")
+				if !ok || name == "" {
+					return illegal("l")
+				}
+				if name != "walltime" {
+					fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -l %s of a queued job; only walltime\n", name)
+					return 2
+				}
+				secs, err := sbatch.ParsePBSDuration(val)
+				if err != nil {
+					badWall = true
+					continue
+				}
+				req.TimeLimit = &secs
+			}
+		default:
+			fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -%s of a queued job; only -N, -l walltime, -a and -h\n", v.Key)
+			return 2
+		}
+	}
+	s, code := pbsConnect(ctx, env)
+	if s == nil {
+		return code
+	}
+	ctx = ctxOrBackground(ctx)
+	status := 0
+	for _, id := range p.Args {
+		seq, ok := parsePBSJobID(id)
+		if !ok {
+			fmt.Fprintf(env.Stderr, "qalter: illegally formed job identifier: %s\n", id)
+			status = 1
+			continue
+		}
+		full := s.jobID(seq)
+		if badWall {
+			// OP: the client library refuses the value (ecl), naming the job.
+			text := pbsErrText(s.flavour, sbatch.PBSEBadAtVal)
+			if s.torque() {
+				text += " Resource_List.walltime"
+			}
+			fmt.Fprintf(env.Stderr, "qalter: %s %s\n", text, full)
+			return sbatch.PBSExit(sbatch.PBSEBadAtVal)
+		}
+		var results []api.JobResult
+		if req.Name != nil || req.TimeLimit != nil || req.Begin != nil {
+			r := req
+			r.ID = seq
+			resp, err := s.cl.Alter(ctx, r)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "qalter: %s %s\n", apiErrText(err), full)
+				status = sbatch.PBSExit(pbsErrno(err))
+				continue
+			}
+			results = resp.Results
+		}
+		if hold != "" && !hasError(results) {
+			var resp *api.CancelResponse
+			if hold == "n" {
+				resp, err = s.cl.Release(ctx, []int64{seq})
+			} else {
+				resp, err = s.cl.Hold(ctx, []int64{seq})
+			}
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "qalter: %s %s\n", apiErrText(err), full)
+				status = sbatch.PBSExit(pbsErrno(err))
+				continue
+			}
+			results = resp.Results
+		}
+		for _, r := range results {
+			if r.Error == "" {
+				continue
+			}
+			errno := sbatch.PBSEBadState
+			switch r.Code {
+			case api.CodeInvalidJobID:
+				errno = sbatch.PBSEUnkJobID
+			case api.CodeAccessDenied:
+				errno = sbatch.PBSEPerm
+			case api.CodeInvalidTimeLimit:
+				errno = sbatch.PBSEExcQResc
+			}
+			fmt.Fprint(env.Stderr, pbsJobError(s, "qalter", errno, id, full))
+			status = sbatch.PBSExit(errno)
+		}
+	}
+	return status
+}
+
+func hasError(rs []api.JobResult) bool {
+	for _, r := range rs {
+		if r.Error != "" {
+			return true
+		}
+	}
+	return false
+}
