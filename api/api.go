@@ -27,7 +27,24 @@ const (
 	PathReservationUpdate = "/v1/reservations/update" // POST ReservationRequest → ReservationResponse
 	PathReservationDelete = "/v1/reservations/delete" // POST ReservationRequest (Name) → ReservationResponse
 	PathFree              = "/v1/free"                // GET ?partition=&from=&to= → FreeResponse
+
+	PathStats  = "/v1/stats"        // GET → StatsResponse
+	PathBackup = "/v1/admin/backup" // GET → the database (application/vnd.sqlite3); root and operators only
 )
+
+// StatsResponse is horad's state in numbers: `hora stats`, systemd's STATUS.
+type StatsResponse struct {
+	Version         string  `json:"version"`
+	Pending         int     `json:"pending"`
+	Running         int     `json:"running"`
+	Suspended       int     `json:"suspended"`
+	Nodes           int     `json:"nodes"`
+	NodesDown       int     `json:"nodes_down"`
+	LastPass        int64   `json:"last_pass"`         // Unix time of the last scheduling pass; 0 = none yet
+	LastPassSeconds float64 `json:"last_pass_seconds"` // its duration
+	LastReload      int64   `json:"last_reload"`       // Unix time; 0 = never
+	Started         int64   `json:"started"`           // Unix time horad started
+}
 
 // NoLimit is the TimeLimit of a job that asked for none (Slurm's UNLIMITED,
 // INFINITE, 0 or -1).
@@ -138,9 +155,51 @@ type JobSpec struct {
 	Nice int `json:"nice,omitempty"`
 	// Signal is --signal as given ("B:USR1@30"): sent before the time limit.
 	Signal string `json:"signal,omitempty"`
+
+	// Consumable resources (Slurm's select/cons_tres; docs/resources.md).
+	// A job that sets none of them, and no -n/-c/--mem, gets whole nodes.
+	NTasksPerNode int    `json:"ntasks_per_node,omitempty"`
+	MemAll        bool   `json:"mem_all,omitempty"`     // --mem=0: all the memory of each node
+	MemPerCPU     int64  `json:"mem_per_cpu,omitempty"` // MiB
+	MemPerGPU     int64  `json:"mem_per_gpu,omitempty"` // MiB
+	Gres          string `json:"gres,omitempty"`        // per node, normalised: "gpu:a100:2,nvme:1"
+	GPUs          string `json:"gpus,omitempty"`        // --gpus [type:]n for the whole job
+	GPUsPerNode   string `json:"gpus_per_node,omitempty"`
+	GPUsPerTask   string `json:"gpus_per_task,omitempty"`
+	CPUsPerGPU    int    `json:"cpus_per_gpu,omitempty"`
+	Exclusive     string `json:"exclusive,omitempty"` // "", "node" (--exclusive), "user"
+	Oversubscribe bool   `json:"oversubscribe,omitempty"`
+	NodeList      string `json:"nodelist,omitempty"`   // -w hostlist, expanded and recompressed
+	Exclude       string `json:"exclude,omitempty"`    // -x hostlist
+	Constraint    string `json:"constraint,omitempty"` // -C features: a, a&b, a|b
+	MinCPUs       int    `json:"mincpus,omitempty"`
+	NoMultithread bool   `json:"no_multithread,omitempty"` // --hint=nomultithread
 	// PBS is set on jobs submitted with qsub: they get PBS's job
 	// environment (PBS_JOBID, PBS_NODEFILE, TMPDIR, ...) beside Slurm's.
 	PBS *PBSSpec `json:"pbs,omitempty"`
+}
+
+// WantsResources reports whether the spec asks for consumable resources
+// rather than whole nodes (any of -n, -c, --ntasks-per-node, --mem*, gres,
+// GPUs, --mincpus, --hint=nomultithread); --exclusive alone keeps whole nodes.
+func (s *JobSpec) WantsResources() bool {
+	return s.NTasks > 0 || s.CPUsPerTask > 0 || s.NTasksPerNode > 0 || s.MemMB > 0 || s.MemAll ||
+		s.MemPerCPU > 0 || s.MemPerGPU > 0 || s.Gres != "" || s.GPUs != "" || s.GPUsPerNode != "" ||
+		s.GPUsPerTask != "" || s.CPUsPerGPU > 0 || s.MinCPUs > 0 || s.NoMultithread
+}
+
+// NodeAlloc is what a job holds on one node: the CPU ids (0-based, the
+// node's numbering), memory and generic resources, and the tasks laid out
+// there. Whole-node jobs have no NodeAlloc.
+type NodeAlloc struct {
+	Node  string `json:"node"`
+	CPUs  []int  `json:"cpus"`
+	MemMB int64  `json:"mem_mb,omitempty"`
+	Tasks int    `json:"tasks"`
+	// Gres is Slurm's per-node text, "gpu:a100:2(IDX:0-1),nvme:1"; GPUs
+	// the indices of the node's GPUs (CUDA_VISIBLE_DEVICES).
+	Gres string `json:"gres,omitempty"`
+	GPUs []int  `json:"gpus,omitempty"`
 }
 
 // PBSSpec is what a qsub'd job needs beyond the common spec.
@@ -199,6 +258,14 @@ type Job struct {
 	// Dependency is what is left of the job's dependency in Slurm's form
 	// ("afterok:7(unfulfilled)"), "" when none (set by horad).
 	Dependency string `json:"dependency,omitempty"`
+	// Alloc is the per-node allocation of a job that asked for resources
+	// (in the order of Nodes); nil for whole-node jobs.
+	Alloc []NodeAlloc `json:"alloc,omitempty"`
+	// MaxRSSKB and TotalCPUMs are the batch step's peak resident memory
+	// (KiB) and user+system CPU time (ms), measured where the node can
+	// (sacct MaxRSS, TotalCPU); 0 = not measured.
+	MaxRSSKB   int64 `json:"max_rss_kb,omitempty"`
+	TotalCPUMs int64 `json:"total_cpu_ms,omitempty"`
 }
 
 // Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.
@@ -305,10 +372,23 @@ type CancelResponse struct {
 
 // Node is one compute node as sinfo/scontrol show it.
 type Node struct {
-	Name       string  `json:"name"`
-	Address    string  `json:"address,omitempty"`
-	CPUs       int     `json:"cpus"`
-	MemoryMB   int64   `json:"memory_mb"`
+	Name     string `json:"name"`
+	Address  string `json:"address,omitempty"`
+	CPUs     int    `json:"cpus"`
+	MemoryMB int64  `json:"memory_mb"`
+	// Sockets, CoresPerSocket, ThreadsPerCore: CPUs = their product.
+	Sockets        int      `json:"sockets,omitempty"`
+	CoresPerSocket int      `json:"cores_per_socket,omitempty"`
+	ThreadsPerCore int      `json:"threads_per_core,omitempty"`
+	Gres           string   `json:"gres,omitempty"` // "gpu:a100:2,nvme:1"
+	Features       []string `json:"features,omitempty"`
+	// AllocCPUs, AllocMemMB and AllocGres are what running jobs hold
+	// (a whole-node job holds everything).
+	AllocCPUs  int     `json:"alloc_cpus,omitempty"`
+	AllocMemMB int64   `json:"alloc_mem_mb,omitempty"`
+	AllocGres  string  `json:"alloc_gres,omitempty"`
+	FreeMemMB  int64   `json:"free_mem_mb,omitempty"` // measured on the node; 0 = unknown
+	CPULoad    float64 `json:"cpu_load,omitempty"`
 	Rate       float64 `json:"rate,omitempty"`
 	State      string  `json:"state"` // idle, allocated, mixed, down, drained, draining
 	Reason     string  `json:"reason,omitempty"`
@@ -344,6 +424,11 @@ type Partition struct {
 	Nodes       []string `json:"nodes"`
 	MaxTime     int64    `json:"max_time"`     // seconds, NoLimit
 	DefaultTime int64    `json:"default_time"` // seconds, NoLimit
+	// DefMemPerCPU and MaxMemPerNode (MiB, 0 = none), OverSubscribe
+	// (NO, YES, EXCLUSIVE, FORCE) as slurm.conf spells them.
+	DefMemPerCPU  int64  `json:"def_mem_per_cpu,omitempty"`
+	MaxMemPerNode int64  `json:"max_mem_per_node,omitempty"`
+	OverSubscribe string `json:"oversubscribe,omitempty"`
 }
 
 // PartitionsResponse lists partitions in configuration order.

@@ -18,7 +18,7 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL3"
+const listingMagic = "HJL4"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
@@ -61,6 +61,15 @@ func appendJob(b []byte, j *Job) []byte {
 	}
 	b = binary.AppendVarint(b, int64(s.Nice))
 	b = appendStr(b, s.Signal)
+	for _, v := range [...]int64{int64(s.NTasksPerNode), s.MemPerCPU, s.MemPerGPU, int64(s.CPUsPerGPU), int64(s.MinCPUs)} {
+		b = binary.AppendVarint(b, v)
+	}
+	for _, v := range [...]string{s.Gres, s.GPUs, s.GPUsPerNode, s.GPUsPerTask, s.Exclusive, s.NodeList, s.Exclude, s.Constraint} {
+		b = appendStr(b, v)
+	}
+	b = appendBool(b, s.MemAll)
+	b = appendBool(b, s.Oversubscribe)
+	b = appendBool(b, s.NoMultithread)
 	b = appendBool(b, s.PBS != nil)
 	if s.PBS != nil {
 		b = appendStr(b, s.PBS.Server)
@@ -104,7 +113,28 @@ func appendJob(b []byte, j *Job) []byte {
 	for _, v := range j.ArrayPending {
 		b = binary.AppendVarint(b, v)
 	}
-	return appendStr(b, j.Dependency)
+	b = appendStr(b, j.Dependency)
+	b = binary.AppendVarint(b, j.MaxRSSKB)
+	b = binary.AppendVarint(b, j.TotalCPUMs)
+	b = binary.AppendUvarint(b, uint64(len(j.Alloc)))
+	for i := range j.Alloc {
+		a := &j.Alloc[i]
+		b = appendStr(b, a.Node)
+		b = appendInts(b, a.CPUs)
+		b = binary.AppendVarint(b, a.MemMB)
+		b = binary.AppendVarint(b, int64(a.Tasks))
+		b = appendStr(b, a.Gres)
+		b = appendInts(b, a.GPUs)
+	}
+	return b
+}
+
+func appendInts(b []byte, v []int) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	for _, x := range v {
+		b = binary.AppendVarint(b, int64(x))
+	}
+	return b
 }
 
 func appendStr(b []byte, s string) []byte {
@@ -168,7 +198,7 @@ type listingDecoder struct {
 	// last holds the previous job's value of each fixed string field: most
 	// repeat it (same user, partition, state), and comparing is cheaper
 	// than a map lookup.
-	last [32]string
+	last [64]string
 	k    int // next fixed field
 }
 
@@ -320,6 +350,12 @@ func (d *listingDecoder) job(j *Job) {
 	s.Array, s.Dependency, s.KillOnInvalidDep = d.field(), d.field(), d.field()
 	s.Nice = d.int()
 	s.Signal = d.field()
+	s.NTasksPerNode, s.MemPerCPU, s.MemPerGPU, s.CPUsPerGPU, s.MinCPUs = d.int(), d.varint(), d.varint(), d.int(), d.int()
+	s.Gres, s.GPUs, s.GPUsPerNode, s.GPUsPerTask = d.field(), d.field(), d.field(), d.field()
+	s.Exclusive, s.NodeList, s.Exclude, s.Constraint = d.field(), d.field(), d.field(), d.field()
+	s.MemAll = d.bool()
+	s.Oversubscribe = d.bool()
+	s.NoMultithread = d.bool()
 	if d.bool() {
 		s.PBS = &PBSSpec{Server: d.field(), Flavour: d.field(), Queue: d.field()}
 		s.PBS.PPN = d.int()
@@ -364,4 +400,37 @@ func (d *listingDecoder) job(j *Job) {
 		}
 	}
 	j.Dependency = d.field()
+	j.MaxRSSKB, j.TotalCPUMs = d.varint(), d.varint()
+	if n := d.uvarint(); n > 0 && d.err == nil {
+		if n > uint64(len(d.b)-d.off)/6 { // an allocation takes at least 6 bytes
+			d.fail(errTruncated)
+			return
+		}
+		j.Alloc = make([]NodeAlloc, n)
+		for i := range j.Alloc {
+			a := &j.Alloc[i]
+			a.Node = d.str()
+			a.CPUs = d.ints()
+			a.MemMB = d.varint()
+			a.Tasks = d.int()
+			a.Gres = d.str()
+			a.GPUs = d.ints()
+		}
+	}
+}
+
+func (d *listingDecoder) ints() []int {
+	n := d.uvarint()
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n > uint64(len(d.b)-d.off) { // every int takes at least one byte
+		d.fail(errTruncated)
+		return nil
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = d.int()
+	}
+	return out
 }

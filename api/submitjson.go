@@ -59,6 +59,22 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	if s.Nice != 0 {
 		w.int("nice", int64(s.Nice))
 	}
+	w.int("ntasks_per_node", int64(s.NTasksPerNode))
+	w.bool("mem_all", s.MemAll)
+	w.int("mem_per_cpu", s.MemPerCPU)
+	w.int("mem_per_gpu", s.MemPerGPU)
+	w.str("gres", s.Gres, true)
+	w.str("gpus", s.GPUs, true)
+	w.str("gpus_per_node", s.GPUsPerNode, true)
+	w.str("gpus_per_task", s.GPUsPerTask, true)
+	w.int("cpus_per_gpu", int64(s.CPUsPerGPU))
+	w.str("exclusive", s.Exclusive, true)
+	w.bool("oversubscribe", s.Oversubscribe)
+	w.str("nodelist", s.NodeList, true)
+	w.str("exclude", s.Exclude, true)
+	w.str("constraint", s.Constraint, true)
+	w.int("mincpus", int64(s.MinCPUs))
+	w.bool("no_multithread", s.NoMultithread)
 	if p := s.PBS; p != nil {
 		w.key("pbs")
 		inner := jsonWriter{b: append(w.b, '{')}

@@ -69,6 +69,9 @@ type Config struct {
 	PBS        PBS         `toml:"pbs"`
 	Mix        Mix         `toml:"mix"`
 
+	// probed holds what SetProbed learnt of nodes over SSH at start-up.
+	probed map[string]Probed
+
 	// path is the file the config came from, for messages ("" = embedded default).
 	path string
 	// lines maps a dotted key path to the line it was found on.
@@ -79,9 +82,20 @@ type Config struct {
 type Node struct {
 	Name     string  `toml:"name"`
 	Address  string  `toml:"address"`   // ssh: host or host:port; default = name
-	CPUs     int     `toml:"cpus"`      // 0 = this machine's CPU count (local)
-	MemoryMB int64   `toml:"memory_mb"` // informational (sinfo)
+	CPUs     int     `toml:"cpus"`      // 0 = sockets×cores×threads, else this machine's CPU count (local)
+	MemoryMB int64   `toml:"memory_mb"` // RealMemory jobs may use; 0 = MemTotal − mem_reserve_mb (local)
 	Rate     float64 `toml:"rate"`      // relative speed; 0 = 1
+	// Sockets × CoresPerSocket × ThreadsPerCore = CPUs (Slurm's node
+	// layout); 0 = 1 socket, CPUs cores, 1 thread.
+	Sockets        int `toml:"sockets"`
+	CoresPerSocket int `toml:"cores_per_socket"`
+	ThreadsPerCore int `toml:"threads_per_core"`
+	// MemReserveMB is kept for the system when memory_mb is probed.
+	MemReserveMB int64 `toml:"mem_reserve_mb"`
+	// Gres: "gpu:a100:2,nvme:1" (Slurm's Gres=); "" = the local GPUs
+	// (/dev/nvidia0…) of a local node.
+	Gres     string   `toml:"gres"`
+	Features []string `toml:"features"` // -C/--constraint matches these
 	// ssh: login user and key for this node (defaults in [ssh])
 	User         string `toml:"user"`
 	IdentityFile string `toml:"identity_file"`
@@ -148,14 +162,20 @@ func (c *Config) ClassOf(partition string) mix.Class {
 
 // Partition declares a partition and its scheduling policy.
 type Partition struct {
-	Name        string            `toml:"name"`
-	Nodes       string            `toml:"nodes"` // hostlist
-	Default     bool              `toml:"default"`
-	Policy      string            `toml:"policy"`   // batch (default), dlt, reserve
-	Backfill    string            `toml:"backfill"` // batch: easy (default) or fcfs
-	MaxTime     string            `toml:"max_time"`
-	DefaultTime string            `toml:"default_time"`
-	Params      map[string]string `toml:"params"` // policy-specific settings
+	Name        string `toml:"name"`
+	Nodes       string `toml:"nodes"` // hostlist
+	Default     bool   `toml:"default"`
+	Policy      string `toml:"policy"`   // batch (default), dlt, reserve
+	Backfill    string `toml:"backfill"` // batch: easy (default) or fcfs
+	MaxTime     string `toml:"max_time"`
+	DefaultTime string `toml:"default_time"`
+	// DefMemPerCPU (MiB) is the memory of a job that names none, per
+	// CPU; 0 = such a job's memory is neither counted nor limited.
+	// MaxMemPerNode (MiB, 0 = none) refuses larger jobs at submit.
+	DefMemPerCPU  int64             `toml:"def_mem_per_cpu"`
+	MaxMemPerNode int64             `toml:"max_mem_per_node"`
+	OverSubscribe string            `toml:"oversubscribe"` // NO (default), EXCLUSIVE, YES, FORCE
+	Params        map[string]string `toml:"params"`        // policy-specific settings
 }
 
 // Default returns the embedded default: what `horad` runs with no config file.
@@ -229,6 +249,28 @@ func (c *Config) fillDefaults() {
 		if c.Partitions[i].Policy == "" {
 			c.Partitions[i].Policy = "batch"
 		}
+	}
+	for i := range c.Nodes {
+		if c.Nodes[i].Rate == 0 {
+			c.Nodes[i].Rate = 1
+		}
+	}
+	// The SSH executor's defaults are filled here, where hora.toml(5)
+	// states them (doc.go), as well as in nodes/ssh for its other callers.
+	if c.SSH.User == "" {
+		c.SSH.User = "root"
+	}
+	if c.SSH.StateDir == "" {
+		c.SSH.StateDir = "/var/lib/hora-node"
+	}
+	if c.SSH.Launcher == "" {
+		c.SSH.Launcher = "auto"
+	}
+	if c.SSH.ProbeIntervalS == 0 {
+		c.SSH.ProbeIntervalS = 5
+	}
+	if c.SSH.ProbeMisses == 0 {
+		c.SSH.ProbeMisses = 3
 	}
 }
 
@@ -510,6 +552,28 @@ func (c *Config) Validate() error {
 		if n.CPUs < 0 {
 			ps = append(ps, c.problem(key+".cpus", "must be ≥ 0, got %d", n.CPUs))
 		}
+		for _, f := range []struct {
+			k string
+			v int
+		}{{"sockets", n.Sockets}, {"cores_per_socket", n.CoresPerSocket}, {"threads_per_core", n.ThreadsPerCore}} {
+			if f.v < 0 {
+				ps = append(ps, c.problem(key+"."+f.k, "must be ≥ 0, got %d", f.v))
+			}
+		}
+		if l := n.layout(); l > 0 && n.CPUs > 0 && l != n.CPUs {
+			ps = append(ps, c.problem(key+".cpus", "%d is not sockets × cores_per_socket × threads_per_core = %d", n.CPUs, l))
+		}
+		if n.MemoryMB < 0 || n.MemReserveMB < 0 {
+			ps = append(ps, c.problem(key+".memory_mb", "memory_mb and mem_reserve_mb must be ≥ 0"))
+		}
+		if _, err := nodeGres(n.Gres); err != nil {
+			ps = append(ps, c.problem(key+".gres", "%v", err))
+		}
+		for _, f := range n.Features {
+			if _, _, err := sbatch.ParseConstraint(f); err != nil || strings.ContainsAny(f, "&|") {
+				ps = append(ps, c.problem(key+".features", "invalid feature %q", f))
+			}
+		}
 		if n.Rate < 0 {
 			ps = append(ps, c.problem(key+".rate", "must be > 0, got %g", n.Rate))
 		}
@@ -545,6 +609,12 @@ func (c *Config) Validate() error {
 		case "", "easy", "fcfs":
 		default:
 			ps = append(ps, c.problem(key+".backfill", "must be \"easy\" or \"fcfs\", got %q", p.Backfill))
+		}
+		if p.DefMemPerCPU < 0 || p.MaxMemPerNode < 0 {
+			ps = append(ps, c.problem(key+".def_mem_per_cpu", "def_mem_per_cpu and max_mem_per_node must be ≥ 0"))
+		}
+		if o, _, _ := strings.Cut(strings.ToUpper(p.OverSubscribe), ":"); o != "" && o != "NO" && o != "YES" && o != "EXCLUSIVE" && o != "FORCE" {
+			ps = append(ps, c.problem(key+".oversubscribe", "must be NO, YES, EXCLUSIVE or FORCE, got %q", p.OverSubscribe))
 		}
 		for _, t := range []struct{ k, v string }{{"max_time", p.MaxTime}, {"default_time", p.DefaultTime}} {
 			if t.v == "" {
@@ -611,8 +681,10 @@ func (c *Config) NodeNames() []string {
 	return out
 }
 
-// ExpandedNodes returns one Node per node name, with CPUs filled in.
+// ExpandedNodes returns one Node per node name, with CPUs filled in and,
+// for local nodes, memory and GPUs probed on this machine.
 func (c *Config) ExpandedNodes() []Node {
+	local := c.Executor == "local"
 	var out []Node
 	for _, n := range c.Nodes {
 		names, _ := sbatch.ExpandHostlist(n.Name)
@@ -620,7 +692,28 @@ func (c *Config) ExpandedNodes() []Node {
 			m := n
 			m.Name = name
 			if m.CPUs == 0 {
+				m.CPUs = n.layout()
+			}
+			pr, isProbed := c.probed[name]
+			if m.CPUs == 0 && isProbed && pr.CPUs > 0 {
+				m.CPUs = pr.CPUs
+			}
+			if m.MemoryMB == 0 && isProbed {
+				m.MemoryMB = max(pr.MemMB-n.MemReserveMB, 0)
+			}
+			if m.Gres == "" && isProbed && pr.GPUs > 0 {
+				m.Gres = "gpu:" + strconv.Itoa(pr.GPUs)
+			}
+			if m.CPUs == 0 {
+				// As before resources: this machine's count, also for SSH
+				// and emulated nodes that declare none and were not probed.
 				m.CPUs = runtime.NumCPU()
+			}
+			if m.MemoryMB == 0 && local {
+				m.MemoryMB = max(probeMemMB()-n.MemReserveMB, 0)
+			}
+			if m.Gres == "" && local {
+				m.Gres = probeGPUs()
 			}
 			if m.Rate == 0 {
 				m.Rate = 1
@@ -649,7 +742,13 @@ func seconds(s string) float64 {
 func (c *Config) Scheduler() scheduler.Config {
 	var sc scheduler.Config
 	for _, n := range c.ExpandedNodes() {
-		sc.Nodes = append(sc.Nodes, scheduler.NodeSpec{Name: n.Name, CPUs: n.CPUs, Rate: n.Rate})
+		gres, _ := nodeGres(n.Gres)
+		sock, cores, threads := n.Sockets, n.CoresPerSocket, n.ThreadsPerCore
+		if sock == 0 && cores == 0 && threads == 0 {
+			sock, cores, threads = 1, n.CPUs, 1
+		}
+		sc.Nodes = append(sc.Nodes, scheduler.NodeSpec{Name: n.Name, CPUs: n.CPUs, Rate: n.Rate,
+			Sockets: sock, Cores: cores, Threads: threads, MemMB: n.MemoryMB, Gres: gres, Features: n.Features})
 	}
 	hasDefault := false
 	for _, p := range c.Partitions {
@@ -675,7 +774,8 @@ func (c *Config) Scheduler() scheduler.Config {
 			Name: p.Name, Nodes: names, Policy: p.Policy, Backfill: p.Backfill,
 			Default: p.Default || (!hasDefault && i == 0),
 			MaxTime: seconds(p.MaxTime), DefaultTime: seconds(p.DefaultTime),
-			Params: params,
+			Params: params, DefMemPerCPU: p.DefMemPerCPU, MaxMemPerNode: p.MaxMemPerNode,
+			OverSubscribe: p.OverSubscribe,
 		})
 	}
 	return sc

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"hora/scheduler"
 	"os"
 	"reflect"
 	"strings"
@@ -128,6 +129,13 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"pbs server", "[pbs]\nserver = \"a@b\"\n", []string{`t.toml:2: pbs.server: must be a host name`}},
 		{"unknown pbs key", "[pbs]\nflavor = \"torque\"\n", []string{"t.toml:2: pbs.flavor: unknown key"}},
 		{"return_to_service negative", "return_to_service = -1\n", []string{"t.toml:1: return_to_service: must be 0, 1 or 2"}},
+		{"node resources", "[[node]]\nname = \"a\"\ncpus = 6\nsockets = 2\ncores_per_socket = 2\ngres = \"gpu:-1\"\nfeatures = [\"a&b\"]\nmemory_mb = -5\n" +
+			"[[partition]]\nname = \"p\"\nnodes = \"a\"\noversubscribe = \"maybe\"\ndef_mem_per_cpu = -1\n",
+			[]string{"t.toml:3: node.0.cpus: 6 is not sockets × cores_per_socket × threads_per_core = 4",
+				`t.toml:6: node.0.gres: invalid gres "gpu:-1"`, `t.toml:7: node.0.features: invalid feature "a&b"`,
+				"t.toml:8: node.0.memory_mb: memory_mb and mem_reserve_mb must be ≥ 0",
+				`t.toml:12: partition.0.oversubscribe: must be NO, YES, EXCLUSIVE or FORCE, got "maybe"`,
+				"t.toml:13: partition.0.def_mem_per_cpu"}},
 		{"mix ratio 0:0", "[mix]\nratio = \"0:0\"\n", []string{`t.toml:2: mix.ratio: ratio "0:0": x and y cannot both be 0`}},
 		{"mix ratio negative", "[mix]\nmode = \"tdm\"\nratio = \"-1:2\"\n", []string{`t.toml:3: mix.ratio: ratio "-1:2"`}},
 		{"mix ratio three parts", "[mix]\nratio = \"2:1:3\"\n", []string{`t.toml:2: mix.ratio: ratio "2:1:3": want x:y`}},
@@ -254,4 +262,96 @@ func TestContribExampleHasEveryKey(t *testing.T) {
 	check("partition.", reflect.TypeOf(Partition{}), keys(raw["partition"]))
 	check("ssh.", reflect.TypeOf(SSH{}), keys(raw["ssh"]))
 	check("mix.", reflect.TypeOf(Mix{}), keys(raw["mix"]))
+}
+
+// Node resources reach the Engine: layout, memory, gres and features, and
+// the partition's memory settings; local memory is probed less the reserve.
+func TestNodeResources(t *testing.T) {
+	dir := t.TempDir()
+	mi := dir + "/meminfo"
+	if err := os.WriteFile(mi, []byte("MemTotal:       8388608 kB\nMemFree: 1 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := procMeminfo
+	procMeminfo = mi
+	defer func() { procMeminfo = old }()
+	src := `
+[[node]]
+name = "g[1-2]"
+sockets = 2
+cores_per_socket = 4
+threads_per_core = 2
+memory_mb = 64000
+gres = "gpu:a100:2,nvme"
+features = ["ib", "avx512"]
+[[node]]
+name = "c1"
+cpus = 4
+mem_reserve_mb = 1024
+[[partition]]
+name = "p"
+nodes = "g[1-2],c1"
+def_mem_per_cpu = 500
+max_mem_per_node = 60000
+oversubscribe = "exclusive"
+`
+	c, err := Parse([]byte(src), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.Scheduler()
+	g := sc.Nodes[0]
+	if g.CPUs != 16 || g.Sockets != 2 || g.Cores != 4 || g.Threads != 2 || g.MemMB != 64000 ||
+		len(g.Gres) != 2 || g.Gres[0] != (scheduler.GresDef{Name: "gpu", Type: "a100", Count: 2}) ||
+		g.Gres[1].Name != "nvme" || g.Gres[1].Count != 1 || len(g.Features) != 2 {
+		t.Fatalf("g1: %+v", g)
+	}
+	if c1 := sc.Nodes[2]; c1.CPUs != 4 || c1.MemMB != 8192-1024 || c1.Threads != 1 || c1.Cores != 4 {
+		t.Fatalf("c1: %+v", c1)
+	}
+	if p := sc.Partitions[0]; p.DefMemPerCPU != 500 || p.MaxMemPerNode != 60000 || p.OverSubscribe != "exclusive" {
+		t.Fatalf("partition: %+v", p)
+	}
+}
+
+// What horad probes on SSH nodes fills what hora.toml leaves out, and
+// nothing it sets.
+func TestSetProbed(t *testing.T) {
+	src := `
+executor = "ssh"
+[ssh]
+known_hosts = "/dev/null"
+[[node]]
+name = "s[1-2]"
+mem_reserve_mb = 1000
+[[node]]
+name = "s3"
+cpus = 8
+memory_mb = 4000
+gres = "gpu:a100:1"
+[[partition]]
+name = "p"
+nodes = "s[1-3]"
+`
+	c, err := Parse([]byte(src), "t.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := c.ExpandedNodes()
+	if !ns[0].NeedsProbe() || ns[2].NeedsProbe() {
+		t.Fatalf("NeedsProbe: %v %v", ns[0].NeedsProbe(), ns[2].NeedsProbe())
+	}
+	for _, n := range []string{"s1", "s3"} {
+		c.SetProbed(n, Probed{CPUs: 16, MemMB: 64000, GPUs: 2})
+	}
+	sc := c.Scheduler()
+	if s1 := sc.Nodes[0]; s1.CPUs != 16 || s1.MemMB != 63000 || len(s1.Gres) != 1 || s1.Gres[0].Count != 2 {
+		t.Errorf("probed s1: %+v", s1)
+	}
+	if s2 := sc.Nodes[1]; s2.MemMB != 0 || len(s2.Gres) != 0 {
+		t.Errorf("unprobed s2: %+v", s2)
+	}
+	if s3 := sc.Nodes[2]; s3.CPUs != 8 || s3.MemMB != 4000 || s3.Gres[0].Type != "a100" {
+		t.Errorf("s3 configured, not probed: %+v", s3)
+	}
 }

@@ -65,6 +65,15 @@ type Controller struct {
 	wake      chan struct{}         // poke the tick loop after the Engine's wakeup time may have moved
 	booted    time.Time             // when this horad started (scontrol show config BOOT_TIME)
 	heartbeat func()
+
+	// Run's context and goroutines, for staging queues a reload adds.
+	runCtx context.Context
+	runWG  *sync.WaitGroup
+	// For Stats (reload.go): the last scheduling pass of the tick loop.
+	lastPass     time.Time
+	lastPassTook time.Duration
+	lastReload   time.Time
+	started      time.Time
 }
 
 // job is the in-memory projection of one job plus what only the live
@@ -153,7 +162,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
 		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{},
 		work: newWorkQueue(), forgets: newWorkQueue(), wake: make(chan struct{}, 1),
-		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(),
+		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(), started: o.Now(),
 	}
 	for _, p := range o.Config.Partitions {
 		if p.Policy == "dlt" {
@@ -193,23 +202,38 @@ func (c *Controller) Run(ctx context.Context) error {
 	}()
 	go func() { defer wg.Done(); c.watchExits(ctx, nodeEvents) }()
 	go func() { defer wg.Done(); c.tickLoop(ctx) }()
+	c.mu.Lock()
+	c.runCtx, c.runWG = ctx, &wg
 	for _, q := range c.stageQ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for f, ok := q.pop(); ok; f, ok = q.pop() {
-				f(ctx)
-			}
-		}()
+		c.startStageQueue(q)
 	}
+	c.mu.Unlock()
 	<-ctx.Done()
 	c.work.close()
 	c.forgets.close()
+	c.mu.Lock()
 	for _, q := range c.stageQ {
 		q.close()
 	}
+	c.mu.Unlock()
 	wg.Wait()
 	return nil
+}
+
+// startStageQueue runs a partition's staging channel until Run ends.
+// Caller holds c.mu; before Run the queue is started by Run itself.
+func (c *Controller) startStageQueue(q *workQueue) {
+	if c.runCtx == nil || c.runCtx.Err() != nil {
+		return
+	}
+	ctx := c.runCtx
+	c.runWG.Add(1)
+	go func() {
+		defer c.runWG.Done()
+		for f, ok := q.pop(); ok; f, ok = q.pop() {
+			f(ctx)
+		}
+	}()
 }
 
 // recover rebuilds the Engine from the store and reconciles with the nodes.
@@ -292,7 +316,7 @@ func (c *Controller) recover(ctx context.Context) error {
 					started += max(0, now-float64(aj.SuspendTime))
 				}
 				c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true,
-					Nodes: aj.Nodes, Started: started})
+					Nodes: aj.Nodes, Started: started, Alloc: schedAlloc(aj.Alloc)})
 				if aj.State == api.StateSuspended {
 					suspended = append(suspended, aj.ID)
 				}
@@ -328,7 +352,7 @@ func (c *Controller) recover(ctx context.Context) error {
 					return err
 				}
 				j.State, j.Nodes, j.StartTime, j.EndTime, j.Reason = api.StatePending, nil, 0, 0, "None"
-				j.ExitCode, j.Signal, j.Steps, j.CancelledBy = 0, 0, nil, -1
+				j.ExitCode, j.Signal, j.Steps, j.CancelledBy, j.Alloc = 0, 0, nil, -1, nil
 				j.StdoutPath, j.StderrPath = "", ""
 				j.Restarts++
 				j.legacyRun = false
@@ -431,11 +455,14 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 	if n < 1 {
 		n = 1
 	}
+	// A spec that cannot be read was refused at submit (checkSpec): a
+	// stored one always reads.
+	req, _ := requestOf(&j.Spec)
 	sj := scheduler.Job{
 		ID: scheduler.JobID(j.ID), Partition: j.Spec.Partition, User: j.UID, Nodes: n,
 		TimeLimit: limit, Submit: float64(j.SubmitTime), Begin: float64(j.Spec.Begin),
 		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
-		Reservation: j.Spec.Reservation, Name: j.Spec.Name,
+		Reservation: j.Spec.Reservation, Req: req, Name: j.Spec.Name,
 		Array: scheduler.JobID(j.ArrayJobID), ArrayLimit: c.arrayThrottle(j.ArrayJobID),
 		Dep: j.dep, KillOnInvalidDep: c.killOnInvalidDep(&j.Spec),
 	}
@@ -469,10 +496,11 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 				continue
 			}
 			j.State, j.Nodes, j.StartTime, j.Reason = api.StateRunning, a.Nodes, c.now().Unix(), "None"
+			j.Alloc = apiAlloc(a.Alloc)
 			j.StdoutPath, j.StderrPath = outputPaths(&j.Job)
 			spec := c.launchSpec(j, scheduler.BatchStep, a.Nodes[0])
 			ev := store.Event{JobID: j.ID, Time: j.StartTime, Kind: store.KindStart, Nodes: a.Nodes,
-				StdoutPath: j.StdoutPath, StderrPath: j.StderrPath}
+				Alloc: j.Alloc, StdoutPath: j.StdoutPath, StderrPath: j.StderrPath}
 			c.work.push(func(ctx context.Context) { c.launch(ctx, spec, ev) })
 		case scheduler.End:
 			j := c.jobs[int64(a.ID)]
@@ -691,6 +719,10 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		return c.requeueLocked(ctx, j, "scontrol requeue")
 	case s.TimedOut:
 		st, reason = api.StateTimeout, "TimeLimit"
+	case s.OOM:
+		// Slurm: OUT_OF_MEMORY, ExitCode 0:125 (sacct), squeue OOM.
+		st, reason = api.StateOOM, "OutOfMemory"
+		s.ExitCode, s.Signal = 0, 125
 	case s.State == nodes.StepLost || j.nodeFailed:
 		st, reason = api.StateNodeFail, "NodeDown"
 	case s.Err != "":
@@ -705,11 +737,12 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 		end = c.now().Unix()
 	}
 	ev := store.Event{JobID: j.ID, Time: end, Kind: store.KindEnd, State: st, Reason: reason,
-		ExitCode: s.ExitCode, Signal: s.Signal}
+		ExitCode: s.ExitCode, Signal: s.Signal, MaxRSSKB: s.MaxRSSKB, TotalCPUMs: s.CPU.Milliseconds()}
 	if err := c.st.Append(ctx, ev); err != nil {
 		return err
 	}
 	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, s.ExitCode, s.Signal, end
+	j.MaxRSSKB, j.TotalCPUMs = ev.MaxRSSKB, ev.TotalCPUMs
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID),
 		Step: scheduler.BatchStep, Failed: st != api.StateCompleted}))
 	return nil
@@ -729,7 +762,9 @@ func (c *Controller) tickLoop(ctx context.Context) {
 		}
 		c.mu.Lock()
 		now := c.nowSec()
+		passStart := time.Now()
 		c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: now}))
+		c.lastPass, c.lastPassTook = time.Now(), time.Since(passStart)
 		c.expireReservationsLocked(ctx)
 		c.pruneLocked()
 		next := c.eng.NextWakeup()

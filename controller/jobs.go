@@ -125,6 +125,9 @@ func (c *Controller) checkSpec(who *Caller, s *api.JobSpec) error {
 	if s.Nodes < 0 || s.NodesMax < 0 || s.NTasks < 0 || s.CPUsPerTask < 0 {
 		return &api.Error{Message: "Node count specification invalid", Code: api.CodeInvalidNodeCount}
 	}
+	if _, err := requestOf(s); err != nil {
+		return err
+	}
 	if s.TimeLimit < api.NoLimit {
 		return &api.Error{Message: "Requested time limit is invalid (missing or exceeds some limit)", Code: api.CodeInvalidTimeLimit}
 	}
@@ -455,13 +458,18 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 	if j.Spec.PBS != nil {
 		script = pbsScript(j)
 	}
-	return nodes.LaunchSpec{
+	ls := nodes.LaunchSpec{
 		Key: stepKey(j, step), Node: node,
 		Script: script, Args: j.Spec.Args, WorkDir: j.Spec.WorkDir,
 		Stdout: j.StdoutPath, Stderr: errPathIfSeparate(&j.Job), Stdin: stdin, Append: j.Spec.OpenAppend,
 		Env: c.jobEnv(j, node), UID: j.UID, GID: j.GID, User: j.User,
 		TimeLimit: secondsDur(limit), KillWait: kill,
 	}
+	if a := allocOn(&j.Job, node); a != nil {
+		// What the Engine gave the job here, for the node to enforce.
+		ls.CPUs, ls.MemMB = a.CPUs, a.MemMB
+	}
+	return ls
 }
 
 func errPathIfSeparate(j *api.Job) string {
@@ -529,6 +537,17 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	if j.Spec.MemMB > 0 {
 		set("SLURM_MEM_PER_NODE", strconv.FormatInt(j.Spec.MemMB, 10))
 	}
+	// A resource job's variables come from its allocation: they replace
+	// the whole-node values above (a variable must appear once).
+	resourceEnv(&j.Job, node, func(k, v string) {
+		for i, kv := range env {
+			if strings.HasPrefix(kv, k+"=") {
+				env[i] = k + "=" + v
+				return
+			}
+		}
+		set(k, v)
+	})
 	set("SLURM_NODEID", "0")
 	set("SLURM_PROCID", "0")
 	set("SLURM_LOCALID", "0")

@@ -394,7 +394,8 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 	// come at any time, before or after the relaunch.
 	// As the store's fold does: the last run's description goes, the
 	// output paths stay.
-	j.State, j.Reason, j.Nodes, j.Steps = api.StatePending, orDefault(hold, "None"), nil, nil
+	j.State, j.Reason, j.Nodes, j.Steps, j.Alloc = api.StatePending, orDefault(hold, "None"), nil, nil, nil
+	j.MaxRSSKB, j.TotalCPUMs = 0, 0
 	j.StartTime, j.EndTime, j.ExitCode, j.Signal, j.CancelledBy = 0, 0, 0, 0, -1
 	j.Restarts++
 	j.launched, j.nodeFailed, j.requeueRequested, j.chunks, j.legacyRun, j.requeueHold = false, false, false, nil, false, ""

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"hora/api"
+	"hora/scheduler"
 	"hora/store"
 )
 
@@ -63,6 +64,8 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("POST "+api.PathReservationUpdate, c.handle(c.hResvChange("update")))
 	mux.HandleFunc("POST "+api.PathReservationDelete, c.handle(c.hResvChange("delete")))
 	mux.HandleFunc("GET "+api.PathFree, c.handle(c.hFree))
+	mux.HandleFunc("GET "+api.PathStats, c.handle(c.hStats))
+	mux.HandleFunc("GET "+api.PathBackup, c.hBackup)
 	c.routeNodeOps(mux)
 	return &http.Server{
 		Handler:           mux,
@@ -405,6 +408,15 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 		}
 	}
 	out := &api.NodesResponse{}
+	info := map[string]scheduler.NodeInfo{}
+	for _, ni := range c.eng.Nodes() {
+		info[ni.Name] = ni
+	}
+	specs := map[string]scheduler.NodeSpec{}
+	for _, s := range c.cfg.Scheduler().Nodes {
+		specs[s.Name] = s
+	}
+	freeMem, load := c.probeLoad()
 	for _, n := range c.nodes {
 		var parts []string
 		for _, p := range c.cfg.Scheduler().Partitions {
@@ -414,9 +426,13 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 		}
 		an := api.Node{Name: n.Name, Address: n.Address, CPUs: n.CPUs,
 			MemoryMB: n.MemoryMB, Rate: n.Rate, Partitions: parts, Jobs: busy[n.Name]}
+		resourceView(&an, specs[n.Name], info[n.Name], freeMem, load)
 		c.nodeView(&an, len(busy[n.Name]) > 0)
-		if an.State == "allocated" && completing[n.Name] {
+		switch {
+		case an.State == "allocated" && completing[n.Name]:
 			an.State = "completing" // sinfo comp, as Slurm while a job's processes are killed
+		case an.State == "allocated" && info[n.Name].Mixed:
+			an.State = "mixed"
 		}
 		c.resvNodeView(&an, c.now().Unix())
 		out.Nodes = append(out.Nodes, an)
@@ -428,7 +444,8 @@ func (c *Controller) hPartitions(ctx context.Context, who *Caller, r *http.Reque
 	out := &api.PartitionsResponse{}
 	for _, p := range c.cfg.Scheduler().Partitions {
 		out.Partitions = append(out.Partitions, api.Partition{Name: p.Name, Default: p.Default, State: "up",
-			Policy: p.Policy, Nodes: p.Nodes, MaxTime: limitSeconds(p.MaxTime), DefaultTime: limitSeconds(p.DefaultTime)})
+			Policy: p.Policy, Nodes: p.Nodes, MaxTime: limitSeconds(p.MaxTime), DefaultTime: limitSeconds(p.DefaultTime),
+			DefMemPerCPU: p.DefMemPerCPU, MaxMemPerNode: p.MaxMemPerNode, OverSubscribe: p.OverSubscribe})
 	}
 	return out, nil
 }

@@ -56,6 +56,15 @@ type LaunchSpec struct {
 	// 0 = no limit.
 	TimeLimit time.Duration
 	KillWait  time.Duration
+	// CPUs (the node's CPU ids) and MemMB (0 = no limit) are the step's
+	// allocation, which the executor enforces (cgroups locally, the
+	// systemd scope's AllowedCPUs/MemoryMax over SSH); none for a job that
+	// holds its nodes whole.
+	CPUs  []int `json:"cpus,omitempty"`
+	MemMB int64 `json:"mem_mb,omitempty"`
+	// MemCgroup is set by the local executor for its shepherd: the memory
+	// cgroup whose oom_kill count tells an OOM end.
+	MemCgroup string `json:"mem_cgroup,omitempty"`
 }
 
 // StepState is what the node-side state says about a step.
@@ -76,6 +85,12 @@ type Status struct {
 	Signal   int  // terminating signal, 0 if none
 	TimedOut bool // killed by the shepherd at the time limit
 	Pid      int  // process group leader of the step; 0 for a lost step whose job process never started
+	OOM      bool // the kernel killed some of its processes for exceeding its memory
+	// MaxRSSKB and CPU are the job process's peak resident memory (KiB)
+	// and user+system CPU time, its reaped children included, where the
+	// executor measures them (local); 0 otherwise.
+	MaxRSSKB int64
+	CPU      time.Duration
 	Started  time.Time
 	Ended    time.Time
 	Err      string // launch failure text (e.g. cannot open output file)
@@ -163,6 +178,21 @@ type LimitSetter interface {
 	// SetTimeLimit makes limit (counted from the step's start) the step's
 	// time limit; a limit already past ends the step as timed out at once.
 	SetTimeLimit(ctx context.Context, node string, key StepKey, limit time.Duration) error
+}
+
+// NodeResources is what a node has, as probed on it: online CPUs (nproc),
+// MemTotal in MiB and NVIDIA GPU devices (/dev/nvidiaN).
+type NodeResources struct {
+	CPUs  int
+	MemMB int64
+	GPUs  int
+}
+
+// ResourceProber is implemented by executors that can read a node's
+// resources on the node itself (ssh), for nodes whose hora.toml entry
+// leaves them out.
+type ResourceProber interface {
+	ProbeResources(ctx context.Context, node string) (NodeResources, error)
 }
 
 // Name is the step's node-side name, used for its state directory, its

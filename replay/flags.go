@@ -27,6 +27,7 @@ var workloadFlags = []cli.Flag{
 	&cli.StringFlag{Name: "config", Usage: "take nodes, partitions and policies from `hora.toml` (jobs go to its default partition)"},
 	&cli.IntFlag{Name: "procs", Usage: "machine size in processors (default: the header's MaxProcs)"},
 	&cli.IntFlag{Name: "cores-per-node", Value: 1, Usage: "processors per simulated node"},
+	&cli.BoolFlag{Name: "per-cpu", Usage: "schedule jobs by processors on shared nodes of --cores-per-node CPUs (consumable resources), not on whole nodes"},
 	&cli.BoolFlag{Name: "strict", Usage: "stop at the first log line that needs a repair"},
 	&cli.Float64Flag{Name: "warmup-fraction", Usage: "leave the first fraction of jobs out of the job metrics (Tsafrir et al.: 0.01)"},
 	&cli.BoolFlag{Name: "kill-at-limit", Usage: "end jobs at their requested time when they run longer"},
@@ -42,7 +43,7 @@ func fromFlags(c *cli.Context) (*Workload, Options, error) { return fromFlagsAt(
 // fromFlagsAt is fromFlags with the --synthetic load replaced by load
 // ("" keeps --load) by atLoad, for load sweeps.
 func fromFlagsAt(c *cli.Context, atLoad string) (*Workload, Options, error) {
-	opt := Options{Procs: c.Int("procs"), CoresPerNode: c.Int("cores-per-node"), KillAtLimit: c.Bool("kill-at-limit"),
+	opt := Options{Procs: c.Int("procs"), CoresPerNode: c.Int("cores-per-node"), KillAtLimit: c.Bool("kill-at-limit"), PerCPU: c.Bool("per-cpu"),
 		Dependencies: c.Bool("swf-dependencies"),
 		ChunkScale:   c.Float64("chunk-scale"), ChunkJitter: c.Float64("chunk-jitter"), Seed: c.Uint64("seed"),
 		Policy: c.String("policy")}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -138,6 +140,24 @@ func TestScheduleSmall(t *testing.T) {
 				t.Errorf("cores per node: %v", got)
 			}
 		})
+	}
+}
+
+// --per-cpu: jobs take processors on shared nodes, through the Engine's
+// resource arithmetic; EASY backfills a short job next to running ones
+// while a job wanting every processor waits for them.
+func TestSchedulePerCPU(t *testing.T) {
+	jobs := []Job{job(1, 0, 10, 10, 1), job(2, 0, 10, 10, 1), job(3, 0, 10, 10, 1), job(4, 0, 10, 10, 4), job(5, 1, 5, 5, 1)}
+	got := starts(t, jobs, Options{CoresPerNode: 2, PerCPU: true, Policy: "easy"})
+	if want := []float64{0, 10, 0, 10, 0, 10, 10, 20, 1, 6}; !equal(got, want) {
+		t.Errorf("per-cpu: start/end %v, want %v", got, want)
+	}
+	got = starts(t, jobs, Options{CoresPerNode: 2, Policy: "easy"})
+	if equal(got, []float64{0, 10, 0, 10, 0, 10, 10, 20, 1, 6}) {
+		t.Errorf("whole nodes scheduled like per-cpu: %v", got)
+	}
+	if _, err := Simulate(t.Context(), &Workload{Name: "t", Procs: 4, Jobs: jobs}, Options{Engine: "reference", PerCPU: true}); err == nil {
+		t.Error("the reference engine accepted --per-cpu")
 	}
 }
 
@@ -280,5 +300,35 @@ func TestReserveStartAtRefusedSubmit(t *testing.T) {
 	}
 	if r := o.Results[0]; !r.Started || r.Start != 100 || r.End != 160 {
 		t.Errorf("job 1 ran %v–%v (started %v), want 100–160", r.Start, r.End, r.Started)
+	}
+}
+
+// --per-cpu is deterministic (invariant 5) and never overcommits a node
+// (the simulator checks every start against the nodes' CPUs): the same
+// random workload twice gives the same results.
+func TestPerCPUDeterministic(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 1))
+	var jobs []Job
+	now := 0.0
+	for id := 1; id <= 400; id++ {
+		now += float64(r.IntN(30))
+		limit := float64(10 + r.IntN(500))
+		jobs = append(jobs, job(id, now, float64(1+r.IntN(int(limit))), limit, 1+r.IntN(24)))
+	}
+	run := func() *Outcome {
+		o, err := Simulate(t.Context(), &Workload{Name: "t", Procs: 32, Jobs: jobs}, Options{CoresPerNode: 8, PerCPU: true, Policy: "easy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	a, b := run(), run()
+	if !reflect.DeepEqual(a.Results, b.Results) {
+		t.Fatal("two replays of the same workload differ")
+	}
+	for i, res := range a.Results {
+		if !res.Started {
+			t.Fatalf("job %d never started", jobs[i].ID)
+		}
 	}
 }

@@ -47,6 +47,11 @@ type Options struct {
 	// seconds more, in the simulation's own time (scheduler/gate.go), as
 	// horad resolves --dependency=afterany:ID+think.
 	Dependencies bool
+	// PerCPU schedules each rigid job by processors (one task of one CPU
+	// per processor) on shared nodes of CoresPerNode CPUs, through the
+	// Engine's consumable-resource arithmetic, instead of on
+	// ceil(procs/cores) whole nodes.
+	PerCPU bool
 	// Config, if set, is the cluster to simulate (nodes, partitions and
 	// their policies, e.g. from hora.toml); jobs go to its default partition.
 	// Otherwise the workload's Cluster, otherwise Procs/CoresPerNode nodes in
@@ -323,6 +328,9 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		if len(cfg.Partitions) != 1 || cfg.Partitions[0].Policy != "batch" {
 			return nil, fmt.Errorf("the reference engine simulates one batch partition only")
 		}
+		if opt.PerCPU {
+			return nil, fmt.Errorf("the reference engine allocates whole nodes only (no --per-cpu)")
+		}
 		sch, err = refsched.New(cfg, cfg.Partitions[0].Backfill)
 	default:
 		err = fmt.Errorf("unknown engine %q (want hora or reference)", opt.Engine)
@@ -377,10 +385,12 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 	heap.Init(&h)
 	type stepRec struct {
 		nodes []int
+		cpus  []int // per node, CPUs held by a step on shared nodes (PerCPU); nil = whole nodes
 		start float64
 		gen   int32
 	}
-	busy := make([]int32, nnodes) // job index + 1 on each node, 0 = idle
+	busy := make([]int32, nnodes)  // job index + 1 on each node, 0 = idle
+	usedCPU := make([]int, nnodes) // CPUs held by steps on shared nodes
 	steps := map[stepKey]*stepRec{}
 	jobSteps := make([]int32, len(w.Jobs))  // running steps per job
 	usedNodes := make([][]int, len(w.Jobs)) // distinct nodes a divisible job used
@@ -400,11 +410,21 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 
 	release := func(k stepKey, now float64) {
 		st := steps[k]
-		for _, n := range st.nodes {
-			busy[n] = 0
+		held := float64(len(st.nodes))
+		if st.cpus != nil {
+			// Node-seconds of shared nodes: the fraction of each node held.
+			held = 0
+			for x, n := range st.nodes {
+				usedCPU[n] -= st.cpus[x]
+				held += float64(st.cpus[x]) / float64(cores)
+			}
+		} else {
+			for _, n := range st.nodes {
+				busy[n] = 0
+			}
 		}
 		r := &out.Results[k.idx]
-		r.Busy += float64(len(st.nodes)) * (now - st.start)
+		r.Busy += held * (now - st.start)
 		r.End = max(r.End, now)
 		delete(steps, k)
 		jobSteps[k.idx]--
@@ -451,7 +471,18 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 				if len(a.Nodes) == 0 {
 					return fmt.Errorf("t=%.0f: job %d step %d started on no node", now, a.ID, a.Step)
 				}
-				if a.Step == scheduler.BatchStep && len(a.Nodes) != ceilDiv(j.Procs, cores) {
+				var cpus []int
+				if len(a.Alloc) > 0 {
+					total := 0
+					cpus = make([]int, len(a.Alloc))
+					for x, al := range a.Alloc {
+						cpus[x] = len(al.CPUs)
+						total += cpus[x]
+					}
+					if total != j.Procs {
+						return fmt.Errorf("t=%.0f: job %d started on %d CPUs, asked for %d", now, a.ID, total, j.Procs)
+					}
+				} else if a.Step == scheduler.BatchStep && len(a.Nodes) != ceilDiv(j.Procs, cores) {
 					return fmt.Errorf("t=%.0f: job %d started on %d nodes, asked for %d", now, a.ID, len(a.Nodes), ceilDiv(j.Procs, cores))
 				}
 				ns := make([]int, len(a.Nodes))
@@ -464,12 +495,22 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 					if busy[n] != 0 {
 						return fmt.Errorf("t=%.0f: job %d started on node %s, busy with job %d", now, a.ID, name, w.Jobs[busy[n]-1].ID)
 					}
-					busy[n] = i + 1
+					if cpus != nil {
+						if usedCPU[n]+cpus[x] > cores {
+							return fmt.Errorf("t=%.0f: job %d overcommits node %s: %d+%d of %d CPUs", now, a.ID, name, usedCPU[n], cpus[x], cores)
+						}
+						usedCPU[n] += cpus[x]
+					} else {
+						if usedCPU[n] != 0 {
+							return fmt.Errorf("t=%.0f: job %d took node %s whole while it is shared", now, a.ID, name)
+						}
+						busy[n] = i + 1
+					}
 					ns[x] = n
 					slowest = min(slowest, rate[n])
 				}
 				gen++
-				steps[k] = &stepRec{nodes: ns, start: now, gen: gen}
+				steps[k] = &stepRec{nodes: ns, cpus: cpus, start: now, gen: gen}
 				jobSteps[i]++
 				if !r.Started {
 					r.Start = now
@@ -617,6 +658,9 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 				// A divisible job asks for no node count nor time: the
 				// policy sizes its chunks (DESIGN.md §1).
 				sj.Nodes, sj.TimeLimit = 0, 0
+			} else if opt.PerCPU {
+				sj.Nodes = 1
+				sj.Req = &scheduler.Request{NTasks: max(j.Procs, 1), CPUsPerTask: 1}
 			}
 			if opt.Dependencies && j.Record.Preceding > 0 {
 				sj.Dep = &scheduler.Dependency{Terms: []scheduler.DepTerm{{Kind: scheduler.DepAfterAny,

@@ -298,6 +298,9 @@ func TestSameSetterEverywhere(t *testing.T) {
 		"time-min": "30", "begin": "now+1hour", "deadline": "now+2hours", "mem": "2G", "mem-per-cpu": "100",
 		"load": "1M", "open-mode": "append", "export": "NONE", "chdir": "/tmp/x", "array": "0-3%2", "dependency": "afterok:1",
 		"kill-on-invalid-dep": "yes", "signal": "B:USR1@30",
+		"cpus-per-gpu": "2", "exclusive": "user", "gpus": "a100:2", "gpus-per-node": "1", "gpus-per-task": "1",
+		"hint": "nomultithread", "mem-per-gpu": "1G", "mincpus": "4", "gres": "gpu:a100:2", "nodelist": "n[1-2]",
+		"exclude": "n3", "constraint": "ib&avx",
 	}
 	bad := map[string]string{
 		"nodes": "x", "ntasks": "0", "cpus-per-task": "-1", "ntasks-per-node": "x", "time": "bogus",

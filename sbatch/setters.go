@@ -137,22 +137,106 @@ func setNodes(st *state, _ *Option, v string) error {
 	return nil
 }
 
-// setMem: --mem beats a --mem-per-cpu given before it.
+// setMem reads --mem, --mem-per-cpu and --mem-per-gpu, which exclude
+// each other in Slurm: the last one given counts. --mem=0 is all of each
+// node's memory.
 func setMem(st *state, o *Option, v string) error {
 	mb, err := ParseMemMB(v)
 	if err != nil {
 		return invalidSpec(o)
 	}
-	st.spec.MemMB, st.memSet, st.memPerCPU = mb, true, 0
+	sp := st.spec
+	sp.MemMB, sp.MemAll, sp.MemPerCPU, sp.MemPerGPU = 0, false, 0, 0
+	switch {
+	case o.Long == "mem" && mb == 0:
+		sp.MemAll = true
+	case o.Long == "mem":
+		sp.MemMB = mb
+	case o.Long == "mem-per-cpu":
+		sp.MemPerCPU = mb
+	default:
+		sp.MemPerGPU = mb
+	}
 	return nil
 }
 
-func setMemPerCPU(st *state, o *Option, v string) error {
-	mb, err := ParseMemMB(v)
+// errGres is how Slurm answers a gres it cannot read: the controller
+// refuses the job (sbatch exits 1).
+var errGres = &optError{msg: "Batch job submission failed: " + MsgInvalidGres, exit: exitFile}
+
+func setGres(st *state, _ *Option, v string) error {
+	gs, err := ParseGres(v)
 	if err != nil {
+		return errGres
+	}
+	st.spec.Gres = FormatGres(gs)
+	return nil
+}
+
+// setTypedCount reads --gpus, --gpus-per-node and --gpus-per-task:
+// [type:]count.
+func setTypedCount(field func(*state) *string) setFunc {
+	return func(st *state, _ *Option, v string) error {
+		if _, _, err := ParseTypedCount(v); err != nil {
+			return errGres
+		}
+		*field(st) = v
+		return nil
+	}
+}
+
+// setExclusive is Slurm's arg_set_exclusive.
+func setExclusive(st *state, o *Option, v string) error {
+	switch strings.ToLower(v) {
+	case "", "exclusive":
+		st.spec.Exclusive = "node"
+	case "user":
+		st.spec.Exclusive = "user"
+	case "oversubscribe":
+		st.spec.Exclusive, st.spec.Oversubscribe = "", true
+	default:
 		return invalidSpec(o)
 	}
-	st.memPerCPU, st.memSet = mb, false
+	return nil
+}
+
+func setOversubscribe(st *state, _ *Option, _ string) error {
+	st.spec.Oversubscribe = true
+	if st.spec.Exclusive == "node" {
+		st.spec.Exclusive = ""
+	}
+	return nil
+}
+
+// setHosts reads -w/-x hostlists, kept compressed.
+func setHosts(field func(*state) *string) setFunc {
+	return func(st *state, _ *Option, v string) error {
+		names, err := ExpandHostlist(v)
+		if err != nil || len(names) == 0 {
+			return &optError{msg: "Invalid hostlist: " + v}
+		}
+		*field(st) = CompressHostlist(names)
+		return nil
+	}
+}
+
+func setConstraint(st *state, _ *Option, v string) error {
+	if _, _, err := ParseConstraint(v); err != nil {
+		return &optError{msg: "Batch job submission failed: Invalid feature specification", exit: exitFile}
+	}
+	st.spec.Constraint = v
+	return nil
+}
+
+func setHint(st *state, _ *Option, v string) error {
+	switch strings.ToLower(v) {
+	case "nomultithread":
+		st.spec.NoMultithread = true
+	case "multithread", "compute_bound", "memory_bound":
+		st.spec.NoMultithread = false
+	default:
+		return &optError{msg: fmt.Sprintf("unrecognized --hint argument \"%s\", see --hint=help", v)}
+	}
 	return nil
 }
 

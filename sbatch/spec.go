@@ -372,28 +372,25 @@ type state struct {
 	flags *Flags
 	in    Input
 
-	export        string
-	exportSet     bool
-	memSet        bool   // --mem given (beats --mem-per-cpu given earlier)
-	memPerCPU     int64  // MiB, from --mem-per-cpu
-	ntasksPerNode int    // --ntasks-per-node
-	input         string // --input, kept for --load
+	export    string
+	exportSet bool
+	input     string // --input, kept for --load
 }
 
 // finish derives what depends on several options.
 func (st *state) finish() error {
 	sp := st.spec
-	if st.ntasksPerNode > 0 && sp.NTasks == 0 {
-		sp.NTasks = st.ntasksPerNode * max(sp.Nodes, 1)
-	}
-	if st.memPerCPU > 0 && !st.memSet {
-		// Per node: CPUs per task times the tasks that share a node.
-		tasksPerNode := 1
-		if sp.NTasks > 0 {
-			n := max(sp.Nodes, 1)
-			tasksPerNode = (sp.NTasks + n - 1) / n
+	if sp.NTasks > 0 && sp.Nodes > sp.NTasks {
+		// Slurm (opt.c): fewer tasks than nodes shrinks the node count.
+		st.flags.Warnings = append(st.flags.Warnings, fmt.Sprintf(
+			"warning: can't run %d processes on %d nodes, setting nnodes to %d", sp.NTasks, sp.Nodes, sp.NTasks))
+		sp.Nodes = sp.NTasks
+		if sp.NodesMax > 0 {
+			sp.NodesMax = max(sp.NTasks, sp.Nodes)
 		}
-		sp.MemMB = st.memPerCPU * int64(max(sp.CPUsPerTask, 1)) * int64(tasksPerNode)
+	}
+	if sp.NTasksPerNode > 0 && sp.NTasks == 0 {
+		sp.NTasks = sp.NTasksPerNode * max(sp.Nodes, 1)
 	}
 	if sp.Load > 0 && st.input != "" {
 		// hora's divisible jobs read their load from --input (DESIGN.md
@@ -439,16 +436,16 @@ func parseNodeRange(v string) (int, int, string) {
 	return a, b, ""
 }
 
-func nodeCount(s string) (int, bool) {
+func nodeCount(s string) (int, bool) { return scaledCount(s, "km") }
+
+// scaledCount reads at most nine digits with an optional suffix among
+// suffixes (k = 1024, m = 1024², g = 1024³, either case).
+func scaledCount(s, suffixes string) (int, bool) {
 	mult := 1
 	if s != "" {
-		switch s[len(s)-1] {
-		case 'k', 'K':
-			mult = 1024
-		case 'm', 'M':
-			mult = 1024 * 1024
-		}
-		if mult > 1 {
+		c := s[len(s)-1] | 0x20 // lower case
+		if k := strings.IndexByte(suffixes, c); k >= 0 && c >= 'a' {
+			mult = 1 << (10 * (strings.IndexByte("kmg", c) + 1))
 			s = s[:len(s)-1]
 		}
 	}

@@ -164,7 +164,7 @@ func TestBuildSpecOptions(t *testing.T) {
 		{[]string{"-n", "8", "-c", "2"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.NTasks == 8 && s.CPUsPerTask == 2 }},
 		{[]string{"-N", "2", "--ntasks-per-node=4"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.NTasks == 8 }},
 		{[]string{"--mem=4G"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.MemMB == 4096 }},
-		{[]string{"--mem-per-cpu=100", "-c", "4", "-n", "2"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.MemMB == 800 }},
+		{[]string{"--mem-per-cpu=100", "-c", "4", "-n", "2"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.MemMB == 0 && s.MemPerCPU == 100 }},
 		{[]string{"--mem-per-cpu=100", "--mem=50"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.MemMB == 50 }},
 		{[]string{"-D", "sub/dir"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.WorkDir == "/home/u/sub/dir" }},
 		{[]string{"--chdir=/scratch/"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.WorkDir == "/scratch" }},
@@ -346,6 +346,8 @@ func TestEveryOptionHandled(t *testing.T) {
 		"nodes": "1", "ntasks": "1", "cpus-per-task": "1", "ntasks-per-node": "1", "time": "5",
 		"time-min": "5", "begin": "now", "deadline": "now+1hour", "mem": "1", "mem-per-cpu": "1",
 		"load": "1k", "open-mode": "append", "export": "ALL", "chdir": "/tmp", "array": "", "dependency": "", "kill-on-invalid-dep": "yes", "signal": "B:USR1@30",
+		"cpus-per-gpu": "1", "gpus": "1", "gpus-per-node": "a100:1", "gpus-per-task": "1", "hint": "nomultithread",
+		"mem-per-gpu": "1G", "mincpus": "2",
 	}
 	for _, o := range GetoptTable(Sbatch) {
 		switch o.Key {
@@ -410,7 +412,7 @@ func TestSbatchEnvVars(t *testing.T) {
 		{"SBATCH_EXPORT=NONE", func(s *api.JobSpec, _ *Flags) bool { return s.Export == "NONE" && len(s.Env) == 0 }},
 		{"SBATCH_JOB_NAME=n1", func(s *api.JobSpec, _ *Flags) bool { return s.Name == "n1" }},
 		{"SBATCH_MEM_PER_NODE=2G", func(s *api.JobSpec, _ *Flags) bool { return s.MemMB == 2048 }},
-		{"SBATCH_MEM_PER_CPU=10", func(s *api.JobSpec, _ *Flags) bool { return s.MemMB == 10 }},
+		{"SBATCH_MEM_PER_CPU=10", func(s *api.JobSpec, _ *Flags) bool { return s.MemPerCPU == 10 }},
 		{"SBATCH_PARTITION=p1", func(s *api.JobSpec, _ *Flags) bool { return s.Partition == "p1" }},
 		{"SBATCH_QOS=q1", func(s *api.JobSpec, _ *Flags) bool { return s.QOS == "q1" }},
 		{"SBATCH_RESERVATION=r1", func(s *api.JobSpec, _ *Flags) bool { return s.Reservation == "r1" }},
@@ -436,6 +438,61 @@ func TestSbatchEnvVars(t *testing.T) {
 	for _, env := range []string{"SBATCH_TIMELIMIT=x", "SBATCH_MEM_PER_NODE=x", "SBATCH_OPEN_MODE=x"} {
 		if _, _, err := submit([]string{"--wrap=true"}, []string{env}, nil, ""); err == nil {
 			t.Errorf("%s accepted", env)
+		}
+	}
+}
+
+// Resource options land in their JobSpec fields; bad values get Slurm's
+// texts and exit codes (issue 11: --mem=12Q, -c 0, --gres=gpu:-1).
+func TestBuildSpecResources(t *testing.T) {
+	good := []struct {
+		argv  []string
+		check func(*api.JobSpec) bool
+	}{
+		{[]string{"-n", "4", "-c", "2", "--ntasks-per-node=2"}, func(s *api.JobSpec) bool {
+			return s.NTasks == 4 && s.CPUsPerTask == 2 && s.NTasksPerNode == 2 && s.WantsResources()
+		}},
+		{[]string{"-N", "3", "--ntasks-per-node=2"}, func(s *api.JobSpec) bool { return s.NTasks == 6 }},
+		{[]string{"--mem=0"}, func(s *api.JobSpec) bool { return s.MemAll && s.MemMB == 0 }},
+		{[]string{"--mem=2G", "--mem-per-gpu=1G"}, func(s *api.JobSpec) bool { return s.MemMB == 0 && s.MemPerGPU == 1024 }},
+		{[]string{"--gres=gpu:a100:2,nvme", "--gpus-per-task=1", "--cpus-per-gpu=4"}, func(s *api.JobSpec) bool {
+			return s.Gres == "gpu:a100:2,nvme:1" && s.GPUsPerTask == "1" && s.CPUsPerGPU == 4
+		}},
+		{[]string{"--gres=gres:gpu:3"}, func(s *api.JobSpec) bool { return s.Gres == "gpu:3" }},
+		{[]string{"--exclusive"}, func(s *api.JobSpec) bool { return s.Exclusive == "node" && !s.WantsResources() }},
+		{[]string{"--exclusive=user", "-s"}, func(s *api.JobSpec) bool { return s.Exclusive == "user" && s.Oversubscribe }},
+		{[]string{"-w", "n[1-2],n3", "-x", "n4", "-C", "a100&ib"}, func(s *api.JobSpec) bool {
+			return s.NodeList == "n[1-3]" && s.Exclude == "n4" && s.Constraint == "a100&ib"
+		}},
+		{[]string{"--mincpus=4", "--hint=nomultithread"}, func(s *api.JobSpec) bool { return s.MinCPUs == 4 && s.NoMultithread }},
+		{[]string{"-N", "3", "-n", "2"}, func(s *api.JobSpec) bool { return s.Nodes == 2 && s.NTasks == 2 }},
+		{nil, func(s *api.JobSpec) bool { return !s.WantsResources() }},
+	}
+	for _, c := range good {
+		spec, _, err := submit(append(c.argv, "--wrap=true"), nil, nil, "")
+		if err != nil || !c.check(spec) {
+			t.Errorf("%q: %v %+v", c.argv, err, spec)
+		}
+	}
+	bad := []struct {
+		argv []string
+		msg  string
+		exit int
+	}{
+		{[]string{"--mem=12Q"}, "error: Invalid --mem specification", 255},
+		{[]string{"-c", "0"}, `error: Invalid numeric value "0" for --cpus-per-task.`, 1},
+		{[]string{"--gres=gpu:-1"}, "error: Batch job submission failed: Invalid generic resource (gres) specification", 1},
+		{[]string{"--gres=gpu:0"}, "error: Batch job submission failed: Invalid generic resource (gres) specification", 1},
+		{[]string{"--gpus=a100:x"}, "error: Batch job submission failed: Invalid generic resource (gres) specification", 1},
+		{[]string{"--exclusive=bogus"}, "error: Invalid --exclusive specification", 255},
+		{[]string{"--hint=fast"}, `error: unrecognized --hint argument "fast", see --hint=help`, 255},
+		{[]string{"-C", "a&b|c"}, "error: Batch job submission failed: Invalid feature specification", 1},
+	}
+	for _, c := range bad {
+		_, _, err := submit(append(c.argv, "--wrap=true"), nil, nil, "")
+		var e *Error
+		if !errors.As(err, &e) || e.Msg != c.msg || e.Exit != c.exit {
+			t.Errorf("%q: got %v, want %q exit %d", c.argv, err, c.msg, c.exit)
 		}
 	}
 }

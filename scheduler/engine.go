@@ -35,6 +35,9 @@ type Engine struct {
 	gate gateState
 	// sigs are the --signal deliveries to come, by time.
 	sigs []sigTimer
+	// resTick counts changes of what nodes hold (starts, ends, expected
+	// ends, nodes down or up): Partition.Reserve's cache key.
+	resTick uint64
 }
 
 type nodeRef struct {
@@ -50,6 +53,10 @@ type nodeRec struct {
 	step   int
 	expect float64
 	parts  []nodeRef
+	// res is the node's consumable state; a node with shares is busy
+	// (held by n.job, its first share) until its last share ends
+	// (expect is the latest), so whole-node arithmetic stays sound.
+	res nodeRes
 }
 
 func (n *nodeRec) state() NodeState {
@@ -67,6 +74,7 @@ type runStep struct {
 	nodes  []int // engine node indices
 	expect float64
 	remain float64 // time left of the limit when suspended
+	shared bool    // holds shares of nodes (tres.go), not whole nodes
 }
 
 type jobRec struct {
@@ -124,8 +132,18 @@ func New(cfg Config) (*Engine, error) {
 		if n.Rate < 0 || math.IsNaN(n.Rate) {
 			return nil, fmt.Errorf("scheduler: node %q: rate %v is not a positive number", n.Name, n.Rate)
 		}
+		if n.CPUs < 0 || n.MemMB < 0 {
+			return nil, fmt.Errorf("scheduler: node %q: negative CPUs or memory", n.Name)
+		}
+		for _, g := range n.Gres {
+			if g.Name == "" || g.Count < 0 {
+				return nil, fmt.Errorf("scheduler: node %q: bad gres %q count %d", n.Name, g.Name, g.Count)
+			}
+		}
+		n.Gres = slices.Clone(n.Gres)
+		n.Features = slices.Clone(n.Features)
 		e.byName[n.Name] = len(e.nodes)
-		e.nodes = append(e.nodes, nodeRec{spec: n})
+		e.nodes = append(e.nodes, nodeRec{spec: n, res: newNodeRes(&n)})
 	}
 	for pi, ps := range cfg.Partitions {
 		if ps.Name == "" {
@@ -358,6 +376,9 @@ func (e *Engine) resolve(j *Job) (*Partition, *AdmissionError, string) {
 	if j.Nodes > len(p.nodes) {
 		return p, &AdmissionError{Verdict: Never, Code: "InvalidNodeCount", Message: msgNodeConfig}, ""
 	}
+	if rej := e.resolveRequest(p, j); rej != nil {
+		return p, rej, ""
+	}
 	if j.TimeLimit < 0 || math.IsNaN(j.TimeLimit) {
 		return p, &AdmissionError{Verdict: Never, Code: "InvalidTimeLimit", Message: msgTimeLimit}, ""
 	}
@@ -491,7 +512,11 @@ func (e *Engine) finished(now float64, ev Finished) {
 	r.gate.failed = r.gate.failed || (ev.Failed && !(ev.Step >= 0 && ev.NodeFail))
 	r.gate.requeue = ev.Requeue
 	for _, g := range r.steps[k].nodes {
-		e.release(g)
+		if r.steps[k].shared {
+			e.removeShare(g, ev.ID, ev.Step)
+		} else {
+			e.release(g)
+		}
 	}
 	r.steps = slices.Delete(r.steps, k, k+1)
 	if !r.removed && !r.done {
@@ -567,6 +592,27 @@ func (e *Engine) restore(now float64, ev Restore) {
 		p.dirty = true
 		return
 	}
+	if ev.Running && len(ev.Alloc) > 0 && j.Req != nil {
+		r.started = true
+		expect := ev.Started + j.TimeLimit
+		s := runStep{step: BatchStep, expect: expect, shared: true}
+		for _, a := range ev.Alloc {
+			g, ok := e.byName[a.Node]
+			n := &e.nodes[g]
+			if !ok || n.busy && len(n.res.shares) == 0 || slices.Contains(s.nodes, g) {
+				continue
+			}
+			sh := n.res.restoreShare(&n.spec, a)
+			sh.job, sh.step, sh.expect = j.ID, BatchStep, expect
+			e.addShare(g, sh)
+			s.nodes = append(s.nodes, g)
+		}
+		if len(s.nodes) > 0 {
+			r.steps = append(r.steps, s)
+		}
+		p.policy.Restore(now, &r.job, true)
+		return
+	}
 	if ev.Running {
 		r.started = true
 		expect := ev.Started + j.TimeLimit
@@ -620,6 +666,7 @@ func (e *Engine) dropBlocked(id JobID) {
 }
 
 func (e *Engine) allocate(g int, id JobID, step int, expect float64) {
+	e.resTick++
 	n := &e.nodes[g]
 	n.busy, n.job, n.step, n.expect = true, id, step, expect
 	if n.down {
@@ -632,6 +679,7 @@ func (e *Engine) allocate(g int, id JobID, step int, expect float64) {
 }
 
 func (e *Engine) release(g int) {
+	e.resTick++
 	n := &e.nodes[g]
 	if !n.busy {
 		return
@@ -654,6 +702,7 @@ func (e *Engine) nodeState(name string, down bool) {
 	}
 	n := &e.nodes[g]
 	n.down = down
+	e.resTick++
 	for _, ref := range n.parts {
 		switch {
 		case down && n.busy:
@@ -759,19 +808,32 @@ func (e *Engine) Running() []Allocation {
 	}
 	seen := map[key]bool{}
 	var out []Allocation
-	for g := range e.nodes {
-		n := &e.nodes[g]
-		if !n.busy || seen[key{n.job, n.step}] {
-			continue
+	add := func(id JobID, step int, expect float64) {
+		if seen[key{id, step}] {
+			return
 		}
-		seen[key{n.job, n.step}] = true
-		r := e.jobs[n.job]
-		k := slices.IndexFunc(r.steps, func(s runStep) bool { return s.step == n.step })
-		a := Allocation{ID: n.job, Step: n.step, Expect: n.expect}
-		for _, g2 := range r.steps[k].nodes {
-			a.Nodes = append(a.Nodes, e.nodes[g2].spec.Name)
+		seen[key{id, step}] = true
+		r := e.jobs[id]
+		k := slices.IndexFunc(r.steps, func(s runStep) bool { return s.step == step })
+		a := Allocation{ID: id, Step: step, Expect: expect}
+		if k >= 0 {
+			for _, g2 := range r.steps[k].nodes {
+				a.Nodes = append(a.Nodes, e.nodes[g2].spec.Name)
+			}
 		}
 		out = append(out, a)
+	}
+	for g := range e.nodes {
+		n := &e.nodes[g]
+		switch {
+		case !n.busy:
+		case len(n.res.shares) == 0:
+			add(n.job, n.step, n.expect)
+		default:
+			for _, sh := range n.res.shares {
+				add(sh.job, sh.step, sh.expect)
+			}
+		}
 	}
 	return out
 }
@@ -784,6 +846,14 @@ type NodeInfo struct {
 	Busy  bool
 	Job   JobID
 	Step  int
+	// Mixed: some but not all of the node's CPUs are held (Slurm's MIXED);
+	// AllocCPUs and AllocMemMB what jobs hold (everything when whole);
+	// Jobs every job with a share, in start order.
+	Mixed      bool
+	AllocCPUs  int
+	AllocMemMB int64
+	AllocGres  []GresDef
+	Jobs       []JobID
 }
 
 // Nodes lists every node in configuration order.
@@ -794,6 +864,24 @@ func (e *Engine) Nodes() []NodeInfo {
 		out[g] = NodeInfo{Name: n.spec.Name, State: n.state(), Busy: n.busy}
 		if n.busy {
 			out[g].Job, out[g].Step = n.job, n.step
+			out[g].AllocCPUs, out[g].AllocMemMB = n.spec.CPUs, n.spec.MemMB
+			out[g].AllocGres = n.spec.Gres
+		}
+		if len(n.res.shares) > 0 {
+			out[g].AllocCPUs = n.spec.CPUs - n.res.fcpu
+			out[g].AllocMemMB = n.spec.MemMB - n.res.fmem
+			out[g].AllocGres = nil
+			for k, d := range n.spec.Gres {
+				if used := d.Count - n.res.fgres[k]; used > 0 {
+					out[g].AllocGres = append(out[g].AllocGres, GresDef{Name: d.Name, Type: d.Type, Count: used})
+				}
+			}
+			out[g].Mixed = n.res.fcpu > 0
+			for _, sh := range n.res.shares {
+				if !slices.Contains(out[g].Jobs, sh.job) {
+					out[g].Jobs = append(out[g].Jobs, sh.job)
+				}
+			}
 		}
 	}
 	return out

@@ -58,6 +58,19 @@ type Partition struct {
 
 	// bookerParts are the distinct partitions in bookers.
 	bookerParts []*Partition
+
+	nshared int               // nodes holding shares (tres.go)
+	tbuf    []layoutCand      // scratch of PlaceNow
+	never   map[string]string // resolveRequest's verdicts by request shape
+	rsv     reserveCache      // the last Reserve (tres.go)
+}
+
+type reserveCache struct {
+	valid bool
+	id    JobID
+	tick  uint64
+	t     float64
+	x     *TresExtra
 }
 
 // Spec is the partition's configuration, with defaults applied (Policy set,
@@ -144,12 +157,10 @@ func (p *Partition) IsFree(i int) bool { return p.free[i>>6]&(1<<(i&63)) != 0 }
 // node is not free (a policy bug).
 func (p *Partition) Start(id JobID, step int, nodes []int, offset, size, expect float64) error {
 	e := p.eng
-	r := e.jobs[id]
+	r, err := p.startable(id)
 	switch {
-	case r == nil || r.part != p:
-		return fmt.Errorf("scheduler: partition %q: start of unknown job %d", p.spec.Name, id)
-	case r.removed || r.blocked != "" || r.gated():
-		return fmt.Errorf("scheduler: partition %q: start of job %d that may not run", p.spec.Name, id)
+	case err != nil:
+		return err
 	case len(nodes) == 0:
 		return fmt.Errorf("scheduler: partition %q: start of job %d on no nodes", p.spec.Name, id)
 	}
@@ -177,6 +188,18 @@ func (p *Partition) Start(id JobID, step int, nodes []int, offset, size, expect 
 		}
 	}
 	return nil
+}
+
+// startable returns the record of a job of this partition that may start.
+func (p *Partition) startable(id JobID) (*jobRec, error) {
+	r := p.eng.jobs[id]
+	switch {
+	case r == nil || r.part != p:
+		return nil, fmt.Errorf("scheduler: partition %q: start of unknown job %d", p.spec.Name, id)
+	case r.removed || r.blocked != "" || r.gated():
+		return nil, fmt.Errorf("scheduler: partition %q: start of job %d that may not run", p.spec.Name, id)
+	}
+	return r, nil
 }
 
 // End finishes a pending job of this partition that will not run (e.g. State

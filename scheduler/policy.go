@@ -144,3 +144,10 @@ type RunningReasoner interface {
 type Planner interface {
 	PlannedStart(id JobID) (start float64, ok bool)
 }
+
+// NodeSharer is implemented by policies that schedule jobs' resource
+// requests (CPUs, memory, gres) on shared nodes (tres.go). Jobs of other
+// policies get whole nodes: as many as their request needs.
+type NodeSharer interface {
+	SharesNodes() bool
+}

@@ -204,18 +204,15 @@ func (e *Engine) setExpect(r *jobRec, k int, expect float64) {
 		return
 	}
 	s.expect = expect
+	if s.shared {
+		for _, g := range s.nodes {
+			e.moveShare(g, r.job.ID, s.step, expect)
+		}
+		return
+	}
 	for _, g := range s.nodes {
-		n := &e.nodes[g]
-		if !n.busy || n.job != r.job.ID || n.step != s.step {
-			continue
+		if n := &e.nodes[g]; n.busy && n.job == r.job.ID && n.step == s.step {
+			e.moveNodeExpect(g, expect)
 		}
-		if !n.down {
-			for _, ref := range n.parts {
-				ref.p.dropBusy(ref.i, n.expect)
-				ref.p.addBusy(ref.i, expect)
-				ref.p.dirty = true
-			}
-		}
-		n.expect = expect
 	}
 }

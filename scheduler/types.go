@@ -52,6 +52,8 @@ type Job struct {
 	// replay sees it too.
 	Signal       string
 	SignalBefore float64
+	// Req is the consumable-resource request (tres.go); nil = whole nodes.
+	Req *Request
 }
 
 // NodeSpec describes one node of the cluster.
@@ -59,6 +61,12 @@ type NodeSpec struct {
 	Name string
 	CPUs int
 	Rate float64 // relative speed for heterogeneous nodes; 0 = 1
+	// Sockets × Cores × Threads = CPUs when set (Threads is what
+	// --hint=nomultithread counts); MemMB the memory jobs may use.
+	Sockets, Cores, Threads int
+	MemMB                   int64
+	Gres                    []GresDef
+	Features                []string
 }
 
 // PartitionSpec describes one partition: its nodes and the policy that owns
@@ -75,6 +83,14 @@ type PartitionSpec struct {
 	MaxNodes int
 	// Backfill selects the batch flavour: "easy" (default) or "fcfs".
 	Backfill string
+	// DefMemPerCPU (MiB) is the memory of a job that names none, per CPU;
+	// 0 = such a job holds no memory (not counted, not limited).
+	// MaxMemPerNode (MiB, 0 = none) refuses larger jobs at submit.
+	DefMemPerCPU, MaxMemPerNode int64
+	// OverSubscribe: "" or "NO" (CPUs are never shared), "EXCLUSIVE"
+	// (every job takes whole nodes), "YES"/"FORCE" (read; CPUs are still
+	// not shared, docs/resources.md).
+	OverSubscribe string
 	// Params holds policy-specific settings (e.g. dlt: cms, cps, admission;
 	// reserve: strategy), already validated by the config layer.
 	Params map[string]string
@@ -162,6 +178,8 @@ type Restore struct {
 	Running bool
 	Nodes   []string // allocated nodes when Running
 	Started float64  // start time when Running
+	// Alloc is a running resource job's allocation (nil: whole nodes).
+	Alloc []NodeAlloc
 	// A running divisible job (policy a ChunkRestorer) comes back with the
 	// chunks still running on their nodes, the load already handed out
 	// (Done: the next chunk's offset) and the next step number.
@@ -216,6 +234,9 @@ type Start struct {
 	// Expect is when the Engine plans the step to end (start + limit, or the
 	// chunk's planned completion); Inf when unlimited.
 	Expect float64
+	// Alloc is, for a job that asked for resources, what it holds on each
+	// of Nodes (same order); nil when it holds the nodes whole.
+	Alloc []NodeAlloc
 }
 
 // Signal asks the driver to signal a running job's processes (e.g. SIGSTOP and

@@ -45,36 +45,43 @@ type Event struct {
 	Time  int64 // Unix seconds; Append fills in the current time when 0
 	Kind  Kind
 
-	Job        *api.Job     // KindSubmit, KindUpdate
-	Nodes      []string     // KindStart, KindNodeFail
-	StdoutPath string       // KindStart
-	StderrPath string       // KindStart
-	Step       *api.Step    // KindStepStart, KindStepEnd
-	State      api.JobState // KindEnd
-	ExitCode   int          // KindEnd
-	Signal     int          // KindEnd
-	Reason     string       // KindHold, KindRelease, KindEnd, KindRequeue, KindReason
-	By         int64        // KindCancel, KindRequeueRequest: uid (0 is root, so it is always meaningful there)
+	Job        *api.Job        // KindSubmit, KindUpdate
+	Nodes      []string        // KindStart, KindNodeFail
+	Alloc      []api.NodeAlloc // KindStart: per-node allocation of a resource job
+	StdoutPath string          // KindStart
+	StderrPath string          // KindStart
+	Step       *api.Step       // KindStepStart, KindStepEnd
+	State      api.JobState    // KindEnd
+	ExitCode   int             // KindEnd
+	MaxRSSKB   int64           // KindEnd: the batch step's peak RSS, KiB (0 = not measured)
+	TotalCPUMs int64           // KindEnd: its user+system CPU time, ms
+	Signal     int             // KindEnd
+	Reason     string          // KindHold, KindRelease, KindEnd, KindRequeue, KindReason
+	By         int64           // KindCancel, KindRequeueRequest: uid (0 is root, so it is always meaningful there)
 }
 
 // payload is the JSON stored in job_events.payload: the kind-specific part of
 // an Event. Seq, JobID, Time and Kind have their own columns.
 type payload struct {
-	Job        *api.Job     `json:"job,omitempty"`
-	Nodes      []string     `json:"nodes,omitempty"`
-	StdoutPath string       `json:"stdout_path,omitempty"`
-	StderrPath string       `json:"stderr_path,omitempty"`
-	Step       *api.Step    `json:"step,omitempty"`
-	State      api.JobState `json:"state,omitempty"`
-	ExitCode   int          `json:"exit_code,omitempty"`
-	Signal     int          `json:"signal,omitempty"`
-	Reason     string       `json:"reason,omitempty"`
-	By         int64        `json:"by,omitempty"`
+	Job        *api.Job        `json:"job,omitempty"`
+	Nodes      []string        `json:"nodes,omitempty"`
+	Alloc      []api.NodeAlloc `json:"alloc,omitempty"`
+	StdoutPath string          `json:"stdout_path,omitempty"`
+	StderrPath string          `json:"stderr_path,omitempty"`
+	Step       *api.Step       `json:"step,omitempty"`
+	State      api.JobState    `json:"state,omitempty"`
+	ExitCode   int             `json:"exit_code,omitempty"`
+	MaxRSSKB   int64           `json:"max_rss_kb,omitempty"`
+	TotalCPUMs int64           `json:"total_cpu_ms,omitempty"`
+	Signal     int             `json:"signal,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	By         int64           `json:"by,omitempty"`
 }
 
 func encodePayload(ev *Event) ([]byte, error) {
 	return json.Marshal(payload{
-		Job: ev.Job, Nodes: ev.Nodes, StdoutPath: ev.StdoutPath, StderrPath: ev.StderrPath,
+		MaxRSSKB: ev.MaxRSSKB, TotalCPUMs: ev.TotalCPUMs,
+		Job: ev.Job, Nodes: ev.Nodes, Alloc: ev.Alloc, StdoutPath: ev.StdoutPath, StderrPath: ev.StderrPath,
 		Step: ev.Step, State: ev.State, ExitCode: ev.ExitCode, Signal: ev.Signal,
 		Reason: ev.Reason, By: ev.By,
 	})
@@ -86,6 +93,8 @@ func decodePayload(ev *Event, b []byte) error {
 		return fmt.Errorf("event %d: payload: %w", ev.Seq, err)
 	}
 	ev.Job, ev.Nodes, ev.StdoutPath, ev.StderrPath = p.Job, p.Nodes, p.StdoutPath, p.StderrPath
+	ev.Alloc = p.Alloc
+	ev.MaxRSSKB, ev.TotalCPUMs = p.MaxRSSKB, p.TotalCPUMs
 	ev.Step, ev.State, ev.ExitCode, ev.Signal = p.Step, p.State, p.ExitCode, p.Signal
 	ev.Reason, ev.By = p.Reason, p.By
 	return nil

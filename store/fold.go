@@ -122,6 +122,7 @@ func apply(j *api.Job, ev *Event) error {
 		}
 		j.State, j.Reason = api.StateRunning, reasonNone
 		j.Nodes = slices.Clone(ev.Nodes)
+		j.Alloc = cloneAlloc(ev.Alloc)
 		j.StartTime, j.EndTime = ev.Time, 0
 		j.StdoutPath, j.StderrPath = ev.StdoutPath, ev.StderrPath
 
@@ -189,6 +190,7 @@ func apply(j *api.Job, ev *Event) error {
 		}
 		j.State, j.Reason, j.EndTime = ev.State, r, ev.Time
 		j.ExitCode, j.Signal = ev.ExitCode, ev.Signal
+		j.MaxRSSKB, j.TotalCPUMs = ev.MaxRSSKB, ev.TotalCPUMs
 		// Chunks still running when the job ends end with it; a job that
 		// completed cannot have completed them, so they count as cancelled.
 		stepState := ev.State
@@ -225,7 +227,8 @@ func apply(j *api.Job, ev *Event) error {
 		// A requeued job starts a new run: what described the last run goes
 		// (its events keep it); stdout/stderr paths stay, as in Slurm.
 		j.State, j.Reason = api.StatePending, r
-		j.Nodes, j.Steps = nil, nil
+		j.Nodes, j.Steps, j.Alloc = nil, nil, nil
+		j.MaxRSSKB, j.TotalCPUMs = 0, 0
 		j.StartTime, j.EndTime, j.ExitCode, j.Signal = 0, 0, 0, 0
 		j.CancelledBy = -1
 		j.SuspendTime, j.SuspendedSecs = 0, 0
@@ -296,7 +299,7 @@ func applySubmit(j *api.Job, ev *Event, bad func(string) error) error {
 		return bad("job id mismatch")
 	case sj.State != api.StatePending:
 		return bad("a new job must be PENDING, not " + string(sj.State))
-	case sj.StartTime != 0 || sj.EndTime != 0 || len(sj.Nodes) != 0 || len(sj.Steps) != 0:
+	case sj.StartTime != 0 || sj.EndTime != 0 || len(sj.Nodes) != 0 || len(sj.Steps) != 0 || len(sj.Alloc) != 0:
 		return bad("a new job cannot have run")
 	case sj.Restarts != 0:
 		return bad("a new job cannot have restarts")
@@ -314,6 +317,7 @@ func cloneJob(sj *api.Job) api.Job {
 	j := *sj
 	j.Nodes = slices.Clone(sj.Nodes)
 	j.Steps = slices.Clone(sj.Steps)
+	j.Alloc = cloneAlloc(sj.Alloc)
 	j.Spec.Args = slices.Clone(sj.Spec.Args)
 	j.Spec.Env = slices.Clone(sj.Spec.Env)
 	return j
@@ -328,6 +332,9 @@ func canonical(j *api.Job) {
 	}
 	if len(j.Steps) == 0 {
 		j.Steps = nil
+	}
+	if len(j.Alloc) == 0 {
+		j.Alloc = nil
 	}
 	if len(j.Spec.Args) == 0 {
 		j.Spec.Args = nil
@@ -346,4 +353,17 @@ func activeStates() string {
 		}
 	}
 	return strings.Join(q, ",")
+}
+
+func cloneAlloc(a []api.NodeAlloc) []api.NodeAlloc {
+	if len(a) == 0 {
+		return nil
+	}
+	out := make([]api.NodeAlloc, len(a))
+	for i, x := range a {
+		out[i] = x
+		out[i].CPUs = slices.Clone(x.CPUs)
+		out[i].GPUs = slices.Clone(x.GPUs)
+	}
+	return out
 }

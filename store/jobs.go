@@ -164,11 +164,12 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 // jobColumns are the jobs columns in the order scanJob reads them.
 const jobColumns = `id, uid, gid, user_name, group_name, state, reason, priority, partition, name,
 	submit_time, eligible_time, start_time, end_time, exit_code, signal, cancelled_by, nodes,
-	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs, array_job_id, array_task_id`
+	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs, alloc, max_rss_kb, total_cpu_ms,
+	array_job_id, array_task_id`
 
 // sqlPutJob inserts or replaces a job's row.
 const sqlPutJob = `INSERT INTO jobs (` + jobColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	uid = excluded.uid, gid = excluded.gid, user_name = excluded.user_name,
 	group_name = excluded.group_name, state = excluded.state, reason = excluded.reason,
@@ -179,6 +180,7 @@ ON CONFLICT (id) DO UPDATE SET
 	cancelled_by = excluded.cancelled_by, nodes = excluded.nodes, restarts = excluded.restarts,
 	stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, spec = excluded.spec,
 	suspend_time = excluded.suspend_time, suspended_secs = excluded.suspended_secs,
+	alloc = excluded.alloc, max_rss_kb = excluded.max_rss_kb, total_cpu_ms = excluded.total_cpu_ms,
 	array_job_id = excluded.array_job_id, array_task_id = excluded.array_task_id`
 
 // putJob writes a job's row and the steps that differ from oldSteps.
@@ -194,11 +196,17 @@ func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) err
 	if err != nil {
 		return err
 	}
+	var alloc []byte
+	if len(j.Alloc) > 0 {
+		if alloc, err = json.Marshal(j.Alloc); err != nil {
+			return err
+		}
+	}
 	_, err = tx.ExecContext(ctx, sqlPutJob,
 		j.ID, j.UID, j.GID, j.User, j.Group, string(j.State), j.Reason, j.Priority, j.Spec.Partition,
 		j.Spec.Name, j.SubmitTime, j.EligibleTime, j.StartTime, j.EndTime, j.ExitCode, j.Signal,
 		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, string(spec),
-		j.SuspendTime, j.SuspendedSecs, j.ArrayJobID, j.ArrayTaskID)
+		j.SuspendTime, j.SuspendedSecs, string(alloc), j.MaxRSSKB, j.TotalCPUMs, j.ArrayJobID, j.ArrayTaskID)
 	if err != nil {
 		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
@@ -270,11 +278,11 @@ func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api
 	byID := map[int64]int{}
 	for rows.Next() {
 		var j api.Job
-		var state, nodes, spec string
+		var state, nodes, spec, alloc string
 		if err := rows.Scan(&j.ID, &j.UID, &j.GID, &j.User, &j.Group, &state, &j.Reason, &j.Priority,
 			new(string), new(string), &j.SubmitTime, &j.EligibleTime, &j.StartTime, &j.EndTime,
 			&j.ExitCode, &j.Signal, &j.CancelledBy, &nodes, &j.Restarts, &j.StdoutPath, &j.StderrPath,
-			&spec, &j.SuspendTime, &j.SuspendedSecs, &j.ArrayJobID, &j.ArrayTaskID); err != nil {
+			&spec, &j.SuspendTime, &j.SuspendedSecs, &alloc, &j.MaxRSSKB, &j.TotalCPUMs, &j.ArrayJobID, &j.ArrayTaskID); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -289,6 +297,12 @@ func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api
 			if err := json.Unmarshal([]byte(spec), &j.Spec); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("job %d: spec: %w", j.ID, err)
+			}
+		}
+		if alloc != "" {
+			if err := json.Unmarshal([]byte(alloc), &j.Alloc); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("job %d: alloc: %w", j.ID, err)
 			}
 		}
 		byID[j.ID] = len(out)

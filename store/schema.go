@@ -115,6 +115,17 @@ CREATE TABLE node_admin (
 ALTER TABLE jobs ADD COLUMN suspend_time   INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN suspended_secs INTEGER NOT NULL DEFAULT 0;
 `},
+	{"job allocations", `
+-- What a job that asked for resources holds on each node (CPU ids, memory,
+-- gres): JSON array of api.NodeAlloc; '' for whole-node jobs.
+ALTER TABLE jobs ADD COLUMN alloc TEXT NOT NULL DEFAULT '';
+`},
+	{"job usage", `
+-- The batch step's peak resident memory (KiB) and CPU time (ms), from its
+-- end event; 0 = not measured.
+ALTER TABLE jobs ADD COLUMN max_rss_kb   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN total_cpu_ms INTEGER NOT NULL DEFAULT 0;
+`},
 	{"job arrays", `
 -- Each task of a job array is a job of its own; array_job_id is the array's
 -- id (its first task's job id, 0 = not a task) and array_task_id the task's

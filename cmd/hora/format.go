@@ -108,6 +108,13 @@ func jobNodeCount(j *api.Job) int {
 // defaults of one task per node and one CPU per task.
 // TODO(api): use an allocated-CPU count from api.Job once horad reports it.
 func jobCPUs(j *api.Job) int {
+	if len(j.Alloc) > 0 {
+		n := 0
+		for _, a := range j.Alloc {
+			n += len(a.CPUs)
+		}
+		return n
+	}
 	tasks := j.Spec.NTasks
 	if tasks <= 0 {
 		tasks = jobNodeCount(j)
@@ -289,4 +296,76 @@ func orNull(s string) string {
 		return "(null)"
 	}
 	return s
+}
+
+// reqMem is the memory a job asked for as squeue %m and sacct ReqMem show
+// it: per node, or per CPU/GPU when asked so; none (or all of the node)
+// is none, which squeue prints 0M and sacct 0.
+func reqMem(j *api.Job, none string) string {
+	switch {
+	case j.Spec.MemPerCPU > 0:
+		return strconv.FormatInt(j.Spec.MemPerCPU, 10) + "M"
+	case j.Spec.MemPerGPU > 0:
+		return strconv.FormatInt(j.Spec.MemPerGPU, 10) + "M"
+	case j.Spec.MemMB > 0:
+		return strconv.FormatInt(j.Spec.MemMB, 10) + "M"
+	}
+	return none
+}
+
+// tresPerNode is squeue %b: the generic resources asked per node
+// ("gres:gpu:2"), or N/A.
+func tresPerNode(j *api.Job) string {
+	var parts []string
+	if j.Spec.Gres != "" {
+		for _, g := range strings.Split(j.Spec.Gres, ",") {
+			parts = append(parts, "gres:"+g)
+		}
+	}
+	if j.Spec.GPUsPerNode != "" {
+		parts = append(parts, "gres:gpu:"+j.Spec.GPUsPerNode)
+	}
+	if len(parts) == 0 {
+		return "N/A"
+	}
+	return strings.Join(parts, ",")
+}
+
+// allocTRES is sacct's AllocTRES of a started job: billing, cpu, mem,
+// node and gres, in Slurm's order; "" before it starts.
+func allocTRES(j *api.Job) string {
+	if j.StartTime == 0 {
+		return ""
+	}
+	cpus := jobCPUs(j)
+	s := fmt.Sprintf("billing=%d,cpu=%d", cpus, cpus)
+	var mem int64
+	gpus := 0
+	for _, a := range j.Alloc {
+		mem += a.MemMB
+		gpus += len(a.GPUs)
+	}
+	if mem > 0 {
+		s += ",mem=" + strconv.FormatInt(mem, 10) + "M"
+	}
+	s += fmt.Sprintf(",node=%d", jobNodeCount(j))
+	if gpus > 0 {
+		s += fmt.Sprintf(",gres/gpu=%d", gpus)
+	}
+	return s
+}
+
+// reqTRES is sacct's ReqTRES: what the job asked for in all, in Slurm's
+// order (billing, cpu, mem, node).
+func reqTRES(j *api.Job) string {
+	nodes := max(j.Spec.Nodes, 1)
+	cpus := max(j.Spec.NTasks, nodes) * max(j.Spec.CPUsPerTask, 1)
+	s := fmt.Sprintf("billing=%d,cpu=%d", cpus, cpus)
+	switch {
+	case j.Spec.MemMB > 0:
+		s += ",mem=" + strconv.FormatInt(j.Spec.MemMB*int64(nodes), 10) + "M"
+	case j.Spec.MemPerCPU > 0:
+		s += ",mem=" + strconv.FormatInt(j.Spec.MemPerCPU*int64(cpus), 10) + "M"
+	}
+	return s + fmt.Sprintf(",node=%d", nodes)
 }

@@ -137,7 +137,7 @@ func fixtureJobs() []api.Job {
 func fixtureNodes() []api.Node {
 	return []api.Node{
 		{Name: "n1", CPUs: 8, MemoryMB: 16000, State: "allocated", Partitions: []string{"debug"}, Jobs: []int64{101}},
-		{Name: "n2", CPUs: 8, MemoryMB: 16000, State: "mixed", Partitions: []string{"debug"}, Jobs: []int64{101}},
+		{Name: "n2", CPUs: 8, MemoryMB: 16000, State: "mixed", AllocCPUs: 3, AllocMemMB: 2048, Gres: "gpu:a100:2", AllocGres: "gpu:a100:1", Features: []string{"ib"}, Sockets: 2, CoresPerSocket: 2, ThreadsPerCore: 2, Partitions: []string{"debug"}, Jobs: []int64{101}},
 		{Name: "n3", CPUs: 8, MemoryMB: 16000, State: "idle", Partitions: []string{"debug", "batch"}},
 		{Name: "n4", CPUs: 16, MemoryMB: 64000, State: "allocated", Partitions: []string{"batch"}, Jobs: []int64{107}},
 		{Name: "n5", CPUs: 16, MemoryMB: 64000, State: "down", Reason: "disk failure", ReasonUser: "root",

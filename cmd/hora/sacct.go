@@ -195,6 +195,7 @@ var sacctFields = []saField{
 	{"Account", 10, func(r *saRow) string { return r.job.Spec.Account }},
 	{"AllocCPUS", 10, func(r *saRow) string { return strconv.Itoa(r.cpus()) }},
 	{"AllocNodes", 10, func(r *saRow) string { return strconv.Itoa(r.nodes()) }},
+	{"AllocTRES", 10, func(r *saRow) string { return allocTRES(r.job) }},
 	{"State", 10, (*saRow).state},
 	{"ExitCode", 8, (*saRow).exitCode},
 	{"DerivedExitCode", 10, func(r *saRow) string { return r.jobOnly(r.exitCode()) }},
@@ -226,7 +227,8 @@ var sacctFields = []saField{
 		return "1"
 	}},
 	{"ReqCPUS", 8, func(r *saRow) string { return strconv.Itoa(jobCPUs(r.job)) }},
-	{"ReqMem", 10, func(r *saRow) string { return memText(r.job.Spec.MemMB) }},
+	{"ReqTRES", 10, func(r *saRow) string { return reqTRES(r.job) }},
+	{"ReqMem", 10, func(r *saRow) string { return reqMem(r.job, "0") }},
 	{"ReqNodes", 8, func(r *saRow) string { return strconv.Itoa(max(r.job.Spec.Nodes, 1)) }},
 	{"Timelimit", 10, func(r *saRow) string { return r.jobOnly(timeLimitText(r.job.Spec.TimeLimit, true)) }},
 	{"TimelimitRaw", 10, func(r *saRow) string {
@@ -253,13 +255,25 @@ var sacctFields = []saField{
 	{"Reason", 20, func(r *saRow) string { return r.jobOnly(reasonText(r.job)) }},
 	{"Restarts", 8, func(r *saRow) string { return r.jobOnly(strconv.Itoa(r.job.Restarts)) }},
 	{"Cluster", 10, func(r *saRow) string { return "hora" }},
-	// Resource usage is not measured by horad yet: empty, as Slurm prints
-	// it for rows without accounting data.
-	{"MaxRSS", 10, func(r *saRow) string { return "" }},
+	// Usage: the batch step's peak RSS (on its .batch row, as Slurm's
+	// step accounting) and CPU time (job and .batch rows), measured by
+	// local nodes; empty where nothing was measured, as Slurm prints rows
+	// without accounting data.
+	{"MaxRSS", 10, func(r *saRow) string {
+		if r.kind != 'b' || r.job.MaxRSSKB <= 0 {
+			return ""
+		}
+		return strconv.FormatInt(r.job.MaxRSSKB, 10) + "K"
+	}},
 	{"MaxVMSize", 10, func(r *saRow) string { return "" }},
 	{"AveRSS", 10, func(r *saRow) string { return "" }},
 	{"AveCPU", 10, func(r *saRow) string { return "" }},
-	{"TotalCPU", 10, func(r *saRow) string { return "" }},
+	{"TotalCPU", 10, func(r *saRow) string {
+		if r.kind == 's' || r.job.EndTime == 0 || r.job.TotalCPUMs == 0 {
+			return ""
+		}
+		return cpuTimeText(r.job.TotalCPUMs)
+	}},
 }
 
 func orInt(a, b int64) int64 {
@@ -679,3 +693,17 @@ Options:
 	           Only show statistics relevant to the job allocation
 	           itself, not taking steps into consideration.
 `
+
+// cpuTimeText is sacct's TotalCPU (Slurm's _elapsed_time with
+// milliseconds): MM:SS.mmm under an hour, HH:MM:SS, D-HH:MM:SS.
+func cpuTimeText(ms int64) string {
+	secs := ms / 1000
+	d, h, m, sec := secs/86400, secs/3600%24, secs/60%60, secs%60
+	switch {
+	case d > 0:
+		return fmt.Sprintf("%d-%02d:%02d:%02d", d, h, m, sec)
+	case h > 0:
+		return fmt.Sprintf("%02d:%02d:%02d", h, m, sec)
+	}
+	return fmt.Sprintf("%02d:%02d.%03d", m, sec, ms%1000)
+}

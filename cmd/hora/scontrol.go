@@ -114,7 +114,7 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	}
 	r.add("SuspendTime="+suspendTime, "SecsPreSuspend="+strconv.FormatInt(preSuspend, 10), "LastSchedEval="+t(lastEval), "Scheduler=Main")
 	r.add("Partition="+j.Spec.Partition, "AllocNode:Sid="+orNull(j.Spec.SubmitHost)+":0")
-	r.add("ReqNodeList=(null)", "ExcNodeList=(null)")
+	r.add("ReqNodeList="+orNull(j.Spec.NodeList), "ExcNodeList="+orNull(j.Spec.Exclude))
 	r.add("NodeList=" + orNull(hostlist(j.Nodes)))
 	if len(j.Nodes) > 0 {
 		r.add("BatchHost=" + j.Nodes[0])
@@ -132,19 +132,44 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	}
 	tres += fmt.Sprintf(",node=%d,billing=%d", nodes, cpus)
 	r.add("ReqTRES=" + tres)
-	if j.StartTime != 0 {
+	switch {
+	case j.StartTime != 0 && len(j.Alloc) > 0:
+		// What the job holds, in scontrol's order.
+		var mem int64
+		gpus := 0
+		for _, a := range j.Alloc {
+			mem += a.MemMB
+			gpus += len(a.GPUs)
+		}
+		at := fmt.Sprintf("cpu=%d", cpus)
+		if mem > 0 {
+			at += fmt.Sprintf(",mem=%dM", mem)
+		}
+		at += fmt.Sprintf(",node=%d,billing=%d", nodes, cpus)
+		if gpus > 0 {
+			at += fmt.Sprintf(",gres/gpu=%d", gpus)
+		}
+		r.add("AllocTRES=" + at)
+	case j.StartTime != 0:
 		r.add("AllocTRES=" + tres)
-	} else {
+	default:
 		r.add("AllocTRES=(null)")
 	}
-	r.add("Socks/Node=*", "NtasksPerN:B:S:C=0:0:*:*", "CoreSpec=*")
-	r.add("MinCPUsNode="+strconv.Itoa(max(j.Spec.CPUsPerTask, 1)),
-		fmt.Sprintf("MinMemoryNode=%s", memText(j.Spec.MemMB)), "MinTmpDiskNode=0")
-	r.add("Features=(null)", "DelayBoot=00:00:00")
+	r.add("Socks/Node=*", fmt.Sprintf("NtasksPerN:B:S:C=%d:0:*:*", j.Spec.NTasksPerNode), "CoreSpec=*")
+	minMem := fmt.Sprintf("MinMemoryNode=%s", memText(j.Spec.MemMB))
+	if j.Spec.MemPerCPU > 0 {
+		minMem = fmt.Sprintf("MinMemoryCPU=%s", memText(j.Spec.MemPerCPU))
+	}
+	r.add("MinCPUsNode="+strconv.Itoa(max(j.Spec.CPUsPerTask, j.Spec.MinCPUs, 1)), minMem, "MinTmpDiskNode=0")
+	r.add("Features="+orNull(j.Spec.Constraint), "DelayBoot=00:00:00")
 	if j.Spec.Reservation != "" {
 		r.add("Reservation=" + j.Spec.Reservation)
 	}
-	r.add("OverSubscribe=OK", "Contiguous=0", "Licenses=(null)", "Network=(null)")
+	over := "OK"
+	if j.Spec.Exclusive != "" {
+		over = "NO"
+	}
+	r.add("OverSubscribe="+over, "Contiguous=0", "Licenses=(null)", "Network=(null)")
 	r.add("Command=" + orNull(j.Spec.Command))
 	r.add("WorkDir=" + j.Spec.WorkDir)
 	if j.Spec.Comment != "" {
@@ -179,29 +204,44 @@ func memText(mb int64) string {
 func nodeRecord(n *api.Node, now time.Time) *record {
 	r := &record{}
 	st := nodeStateLong(n)
-	alloc := 0
-	switch strings.ToLower(n.State) {
-	case "allocated", "draining":
-		alloc = n.CPUs
+	alloc, allocMem := n.AllocCPUs, n.AllocMemMB
+	if alloc == 0 && n.AllocMemMB == 0 {
+		// An older horad reports no counts: a busy node is held whole.
+		switch strings.ToLower(n.State) {
+		case "allocated", "draining":
+			alloc = n.CPUs
+		}
 	}
-	// TODO(api): Node has no allocated CPU/memory counts nor topology.
-	r.add("NodeName="+n.Name, "Arch=x86_64", "CoresPerSocket=1")
-	r.add("CPUAlloc="+strconv.Itoa(alloc), "CPUEfctv="+strconv.Itoa(n.CPUs), "CPUTot="+strconv.Itoa(n.CPUs), "CPULoad=N/A")
-	r.add("AvailableFeatures=(null)")
-	r.add("ActiveFeatures=(null)")
-	r.add("Gres=(null)")
+	sockets, cores, threads := n.Sockets, n.CoresPerSocket, max(n.ThreadsPerCore, 1)
+	if sockets == 0 {
+		sockets, cores = n.CPUs, 1
+	}
+	load, freeMem := "N/A", "N/A"
+	if n.FreeMemMB > 0 {
+		load, freeMem = strconv.FormatFloat(n.CPULoad, 'f', 2, 64), strconv.FormatInt(n.FreeMemMB, 10)
+	}
+	feats := orNull(strings.Join(n.Features, ","))
+	r.add("NodeName="+n.Name, "Arch=x86_64", "CoresPerSocket="+strconv.Itoa(cores))
+	r.add("CPUAlloc="+strconv.Itoa(alloc), "CPUEfctv="+strconv.Itoa(n.CPUs), "CPUTot="+strconv.Itoa(n.CPUs), "CPULoad="+load)
+	r.add("AvailableFeatures=" + feats)
+	r.add("ActiveFeatures=" + feats)
+	r.add("Gres=" + orNull(n.Gres))
 	addr := n.Address
 	if addr == "" {
 		addr = n.Name
 	}
 	r.add("NodeAddr="+addr, "NodeHostName="+n.Name)
-	r.add("RealMemory="+strconv.FormatInt(n.MemoryMB, 10), "AllocMem=0", "FreeMem=N/A",
-		"Sockets="+strconv.Itoa(n.CPUs), "Boards=1")
-	r.add("State="+st, "ThreadsPerCore=1", "TmpDisk=0", "Weight=1", "Owner=N/A", "MCS_label=N/A")
+	r.add("RealMemory="+strconv.FormatInt(n.MemoryMB, 10), "AllocMem="+strconv.FormatInt(allocMem, 10), "FreeMem="+freeMem,
+		"Sockets="+strconv.Itoa(sockets), "Boards=1")
+	r.add("State="+st, "ThreadsPerCore="+strconv.Itoa(threads), "TmpDisk=0", "Weight=1", "Owner=N/A", "MCS_label=N/A")
 	r.add("Partitions=" + strings.Join(n.Partitions, ","))
 	r.add("BootTime=None", "SlurmdStartTime=None")
-	r.add(fmt.Sprintf("CfgTRES=cpu=%d,mem=%dM,billing=%d", n.CPUs, n.MemoryMB, n.CPUs))
-	r.add("AllocTRES=")
+	r.add("CfgTRES=" + tresText(n.CPUs, n.MemoryMB, n.Gres, n.CPUs))
+	if alloc > 0 || allocMem > 0 {
+		r.add("AllocTRES=" + tresText(alloc, allocMem, n.AllocGres, 0))
+	} else {
+		r.add("AllocTRES=")
+	}
 	r.add("CapWatts=n/a")
 	r.add("CurrentWatts=0", "AveWatts=0")
 	r.add("ExtSensorsJoules=n/s", "ExtSensorsWatts=0", "ExtSensorsTemp=n/s")

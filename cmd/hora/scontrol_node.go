@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 
 	"hora/api"
@@ -166,4 +168,53 @@ func nodeStateLong(n *api.Node) string {
 		base += "+DRAIN"
 	}
 	return base
+}
+
+// tresText writes a TRES list as Slurm prints CfgTRES/AllocTRES:
+// cpu=4,mem=4000M,billing=4,gres/gpu=2 (billing only when given).
+func tresText(cpus int, memMB int64, gres string, billing int) string {
+	s := fmt.Sprintf("cpu=%d", cpus)
+	if memMB > 0 || billing > 0 {
+		// An allocation without memory shows none; a node always shows its own.
+		s += ",mem=" + mbText(memMB)
+	}
+	if billing > 0 {
+		s += fmt.Sprintf(",billing=%d", billing)
+	}
+	// Typed gres count toward both gres/NAME and gres/NAME:TYPE.
+	totals := map[string]int{}
+	var names []string
+	for _, g := range strings.Split(gres, ",") {
+		if g == "" {
+			continue
+		}
+		parts := strings.Split(g, ":")
+		n, err := strconv.Atoi(parts[len(parts)-1])
+		if err != nil {
+			continue
+		}
+		keys := []string{"gres/" + parts[0]}
+		if len(parts) == 3 {
+			keys = append(keys, "gres/"+parts[0]+":"+parts[1])
+		}
+		for _, k := range keys {
+			if _, ok := totals[k]; !ok {
+				names = append(names, k)
+			}
+			totals[k] += n
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		s += fmt.Sprintf(",%s=%d", k, totals[k])
+	}
+	return s
+}
+
+// mbText is Slurm's TRES memory: 4000M, 16G when whole gigabytes.
+func mbText(mb int64) string {
+	if mb > 0 && mb%1024 == 0 {
+		return strconv.FormatInt(mb/1024, 10) + "G"
+	}
+	return strconv.FormatInt(mb, 10) + "M"
 }

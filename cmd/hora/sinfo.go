@@ -236,18 +236,30 @@ func (v *sinfoView) nodeValue(kind byte, p *api.Partition, n *api.Node) string {
 		return strconv.Itoa(n.CPUs)
 	case 'm':
 		return strconv.FormatInt(n.MemoryMB, 10)
-	case 'e', 'O':
-		return "N/A"
-	case 'G', 'f':
-		return "(null)"
+	case 'e':
+		if n.FreeMemMB <= 0 {
+			return "N/A"
+		}
+		return strconv.FormatInt(n.FreeMemMB, 10)
+	case 'O':
+		if n.FreeMemMB <= 0 && n.CPULoad == 0 {
+			return "N/A"
+		}
+		return strconv.FormatFloat(n.CPULoad, 'f', 2, 64)
+	case 'G':
+		return orNull(n.Gres)
+	case 'f':
+		return orNull(strings.Join(n.Features, ","))
 	case 'E':
 		if n.Reason == "" {
 			return "none"
 		}
 		return n.Reason
 	case 'z':
-		// TODO(api): horad reports no socket/core/thread layout; Slurm shows a
-		// node configured with CPUs only as CPUs sockets of one core.
+		if n.Sockets > 0 {
+			return fmt.Sprintf("%d:%d:%d", n.Sockets, n.CoresPerSocket, max(n.ThreadsPerCore, 1))
+		}
+		// Slurm shows a node configured with CPUs only as CPUs sockets of one core.
 		return strconv.Itoa(n.CPUs) + ":1:1"
 	case 'X':
 		return strconv.Itoa(n.CPUs)
@@ -281,7 +293,15 @@ func (v *sinfoView) aggValue(kind byte, g *siGroup) string {
 			}
 			t += w
 			switch strings.ToLower(n.State) {
-			case "allocated", "mixed", "completing":
+			case "mixed":
+				if kind == 'C' && n.AllocCPUs > 0 {
+					// CPUs of a shared node: held ones allocated, the rest idle.
+					a += n.AllocCPUs
+					i += w - n.AllocCPUs
+				} else {
+					a += w
+				}
+			case "allocated", "completing":
 				a += w
 			case "idle", "reserved", "maint": // flags on an idle node
 				i += w

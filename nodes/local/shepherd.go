@@ -85,6 +85,7 @@ func (sh *shepherd) run() int {
 
 	type waited struct {
 		ws  syscall.WaitStatus
+		ru  *syscall.Rusage
 		err error
 	}
 	exited := make(chan waited, 1)
@@ -94,7 +95,8 @@ func (sh *shepherd) run() int {
 			exited <- waited{err: err}
 			return
 		}
-		exited <- waited{ws: st.Sys().(syscall.WaitStatus)}
+		ru, _ := st.SysUsage().(*syscall.Rusage)
+		exited <- waited{ws: st.Sys().(syscall.WaitStatus), ru: ru}
 	}()
 
 	var limitC, killC <-chan time.Time
@@ -133,6 +135,11 @@ func (sh *shepherd) run() int {
 			default:
 				rec.ExitCode = w.ws.ExitStatus()
 			}
+			if w.ru != nil {
+				// Linux reports ru_maxrss in KiB.
+				rec.MaxRSSKB = w.ru.Maxrss
+				rec.CPUNs = w.ru.Utime.Nano() + w.ru.Stime.Nano()
+			}
 		case s := <-sigs:
 			switch s {
 			case unix.SIGTERM:
@@ -156,6 +163,12 @@ func (sh *shepherd) run() int {
 	// The step ends with its batch script, as in Slurm: whatever the script
 	// left behind in its process group goes too.
 	_ = unix.Kill(-sh.pgid, unix.SIGKILL)
+	if sh.spec.MemCgroup != "" {
+		if n := oomKills(sh.spec.MemCgroup); n > 0 {
+			rec.OOM = true
+			sh.tellErr(oomMessage(n, sh.spec.Key))
+		}
+	}
 	rec.Ended = time.Now()
 	if err := writeJSONAtomic(filepath.Join(sh.userDir, statusFile), rec, 0o644, true); err != nil {
 		return 1
@@ -292,4 +305,22 @@ func (sh *shepherd) movedLimit() (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(n), true
+}
+
+// tellErr appends a line to the job's error file (its output file when
+// there is none), as slurmstepd writes its errors there.
+func (sh *shepherd) tellErr(msg string) {
+	p := sh.spec.Stderr
+	if p == "" {
+		p = sh.spec.Stdout
+	}
+	if p == "" {
+		return
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(msg)
+	_ = f.Close()
 }

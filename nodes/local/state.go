@@ -48,6 +48,9 @@ type statusRecord struct {
 	ExitCode int       `json:"exit_code"`
 	Signal   int       `json:"signal"`
 	TimedOut bool      `json:"timed_out"`
+	OOM      bool      `json:"oom,omitempty"`
+	MaxRSSKB int64     `json:"max_rss_kb,omitempty"`
+	CPUNs    int64     `json:"cpu_ns,omitempty"`
 	Pid      int       `json:"pid"`
 	Started  time.Time `json:"started"`
 	Ended    time.Time `json:"ended"`

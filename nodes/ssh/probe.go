@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,4 +119,42 @@ func (h *host) markDown(cause error) {
 		h.report(nodes.Status{Key: key, Node: h.node.Name, State: nodes.StepLost,
 			Err: fmt.Sprintf("node %s unreachable: %v", h.node.Name, cause)})
 	}
+}
+
+// shResources prints the node's online CPUs, MemTotal (kB) and the number
+// of /dev/nvidiaN devices, one per line.
+const shResources = `
+nproc 2>/dev/null || getconf _NPROCESSORS_ONLN
+awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo
+n=0
+for d in /dev/nvidia[0-9]*; do
+	case ${d#/dev/nvidia} in *[!0-9]*|'') ;; *) n=$((n+1));; esac
+done
+echo $n
+`
+
+// ProbeResources reads a node's CPUs, memory and GPUs on the node
+// (nodes.ResourceProber), bounded by ProbeTimeout as well as ctx.
+func (e *Executor) ProbeResources(ctx context.Context, node string) (nodes.NodeResources, error) {
+	h, err := e.host(node)
+	if err != nil {
+		return nodes.NodeResources{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.ProbeTimeout)
+	defer cancel()
+	r, err := h.run(ctx, h.prb, true, shResources, nil)
+	if err != nil {
+		return nodes.NodeResources{}, err
+	}
+	f := strings.Fields(string(r.out))
+	if r.code != 0 || len(f) != 3 {
+		return nodes.NodeResources{}, fmt.Errorf("node %s: probing resources (exit %d): %q %q", node, r.code, r.out, r.errs)
+	}
+	cpus, err1 := strconv.Atoi(f[0])
+	kb, err2 := strconv.ParseInt(f[1], 10, 64)
+	gpus, err3 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil || err3 != nil || cpus < 1 {
+		return nodes.NodeResources{}, fmt.Errorf("node %s: probing resources: unexpected answer %q", node, r.out)
+	}
+	return nodes.NodeResources{CPUs: cpus, MemMB: kb / 1024, GPUs: gpus}, nil
 }

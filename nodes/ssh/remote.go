@@ -140,11 +140,20 @@ report() {
 // shLaunch prepares the step directory, writes the run file (first stdin
 // line, printf %b encoded) and the script (rest of stdin, through cat),
 // starts the wrapper in its own session as the job's user and waits for its
-// handshake. Args: NODEDIR NAME UID GID MODE UNIT STARTED WRAPPER RUN, then
-// the wrapper's own arguments. Prints "launched PID" or "error: ...".
+// handshake. Args: NODEDIR NAME UID GID MODE UNIT STARTED WRAPPER RUN PROPS,
+// then the wrapper's own arguments; PROPS is ";"-separated systemd
+// properties of the scope (the step's AllowedCPUs, MemoryMax,
+// MemorySwapMax), words without blanks, or "-" for none. Prints
+// "launched PID" or "error: ...".
 const shLaunch = `
-nd=$1 name=$2 uid=$3 gid=$4 mode=$5 unit=$6 started=$7 W=$8 run=$9
-shift 9
+nd=$1 name=$2 uid=$3 gid=$4 mode=$5 unit=$6 started=$7 W=$8 run=$9 props=${10}
+shift 10
+pargs=
+if [ "$props" != - ]; then
+	set -f; _ifs=$IFS; IFS=';'
+	for _p in $props; do pargs="$pargs -p $_p"; done
+	IFS=$_ifs; set +f
+fi
 d=$nd/$name u=$nd/$name/user
 umask 022
 if [ ! -d "$nd" ]; then
@@ -175,7 +184,7 @@ if [ "$mode" = systemd ]; then
 fi
 hs=$(
 	if [ "$mode" = systemd ]; then
-		(exec setsid systemd-run --scope --quiet --collect --unit="$unit" -- \
+		(exec setsid systemd-run --scope --quiet --collect $pargs --unit="$unit" -- \
 			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
 			</dev/null 2>"$d/wrapper.err") &
 	else

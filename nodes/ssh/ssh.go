@@ -326,7 +326,7 @@ func (e *Executor) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
 	started := time.Now()
 	r, err := h.run(ctx, h.ops, false, shLaunch, stdin,
 		h.dir, name, strconv.FormatUint(uint64(spec.UID), 10), strconv.FormatUint(uint64(spec.GID), 10),
-		e.cfg.Launcher, unitName(spec.Key), started.UTC().Format(time.RFC3339Nano), shWrapper, strconv.Itoa(spec.Key.Run),
+		e.cfg.Launcher, unitName(spec.Key), started.UTC().Format(time.RFC3339Nano), shWrapper, strconv.Itoa(spec.Key.Run), scopeProps(spec),
 		ceilSeconds(spec.TimeLimit), ceilSeconds(spec.KillWait), appendOut,
 		spec.Stdout, spec.Stderr, spec.Stdin, spec.WorkDir)
 	if err != nil {
@@ -660,4 +660,27 @@ func (e *Executor) Close() error {
 		close(e.events)
 	})
 	return nil
+}
+
+// scopeProps are the systemd properties that enforce a step's allocation
+// in its scope: the CPUs it was given (AllowedCPUs), its memory
+// (MemoryMax) and no swap beyond it (MemorySwapMax=0); "-" for a step
+// that holds its node whole. Only digits, commas and letters: safe as one
+// shell word, split on ";" by shLaunch.
+func scopeProps(spec nodes.LaunchSpec) string {
+	var ps []string
+	if len(spec.CPUs) > 0 {
+		ids := make([]string, len(spec.CPUs))
+		for i, c := range spec.CPUs {
+			ids[i] = strconv.Itoa(c)
+		}
+		ps = append(ps, "AllowedCPUs="+strings.Join(ids, ","))
+	}
+	if spec.MemMB > 0 {
+		ps = append(ps, "MemoryMax="+strconv.FormatInt(spec.MemMB<<20, 10), "MemorySwapMax=0")
+	}
+	if len(ps) == 0 {
+		return "-"
+	}
+	return strings.Join(ps, ";")
 }

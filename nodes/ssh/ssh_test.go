@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -420,5 +421,29 @@ func TestSetTimeLimit(t *testing.T) {
 	}
 	if err := v.e.SetTimeLimit(t.Context(), "n1", shorter, time.Minute); err == nil {
 		t.Error("SetTimeLimit on an ended step succeeded")
+	}
+}
+
+// ProbeResources reads the node's CPUs, memory and GPUs on the node: the
+// test hosts share this machine's kernel, so they must match it.
+func TestProbeResources(t *testing.T) {
+	v := start(t, 1)
+	r, err := v.e.ProbeResources(t.Context(), "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, _ := os.ReadFile("/proc/meminfo")
+	var kb int64
+	for _, ln := range strings.Split(string(mem), "\n") {
+		if f := strings.Fields(ln); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	gpus, _ := filepath.Glob("/dev/nvidia[0-9]*")
+	if r.CPUs != runtime.NumCPU() || r.MemMB != kb/1024 || r.GPUs != len(gpus) {
+		t.Fatalf("probed %+v, want %d CPUs, %d MiB, %d GPUs", r, runtime.NumCPU(), kb/1024, len(gpus))
+	}
+	if _, err := v.e.ProbeResources(t.Context(), "nosuch"); err == nil {
+		t.Fatal("an unknown node was probed")
 	}
 }

@@ -379,3 +379,44 @@ func TestSystemdLimitCancelSuspendForget(t *testing.T) {
 	waitScope(t, h, nunit, "")
 	noneRuns(t, h, nleft, "a forgotten step still runs")
 }
+
+// TestSystemdScopeEnforcesAllocation: a step that holds part of a node gets
+// its CPUs, memory and no swap as properties of its scope; a whole-node
+// step gets none.
+func TestSystemdScopeEnforcesAllocation(t *testing.T) {
+	v := start(t, 1, sshtest.WithSystemd(1))
+	h := v.c.Hosts[0]
+	gate := filepath.Join(v.out, "go-alloc")
+	shared := nodes.StepKey{Job: 80, Step: -1}
+	spec := v.spec(shared, "n1", "#!/bin/sh\nwhile [ ! -e '"+gate+"' ]; do sleep 0.1; done\n")
+	spec.CPUs, spec.MemMB = []int{0}, 64
+	v.launch(t, spec)
+	whole := nodes.StepKey{Job: 81, Step: -1}
+	v.launch(t, v.spec(whole, "n1", "#!/bin/sh\nwhile [ ! -e '"+gate+"' ]; do sleep 0.1; done\n"))
+	waitScope(t, h, "hora-job-80-batch-r0", "active")
+	waitScope(t, h, "hora-job-81-batch-r0", "active")
+	props := func(unit string) string {
+		out, err := h.Systemctl("show", "--property=AllowedCPUs,MemoryMax,MemorySwapMax", unit+".scope")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got := props("hora-job-80-batch-r0")
+	for _, w := range []string{"AllowedCPUs=0\n", "MemoryMax=67108864\n", "MemorySwapMax=0\n"} {
+		if !strings.Contains(got+"\n", w) {
+			t.Errorf("scope of a 1-CPU 64M step: %q lacks %q", got, w)
+		}
+	}
+	if got := props("hora-job-81-batch-r0"); !strings.Contains(got, "MemoryMax=infinity") {
+		t.Errorf("scope of a whole-node step: %q, want no memory limit", got)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []nodes.StepKey{shared, whole} {
+		if st := v.exits.wait(t, k, 30*time.Second); st.State != nodes.StepExited || st.ExitCode != 0 {
+			t.Errorf("step %v: %+v", k, st)
+		}
+	}
+}

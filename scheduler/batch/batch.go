@@ -54,6 +54,13 @@ type Policy struct {
 	// bk is the state of passes over nodes shared with a booking policy
 	// (booked.go); unused otherwise.
 	bk bookedState
+	// nreq counts queued jobs that asked for resources (tres.go).
+	nreq   int
+	failed map[shapeKey]bool
+	shadow float64 // the head's reservation in the last pass on resources
+	// byFree and freeOf: the nodes by free CPUs at the start of a pass on
+	// resources (scheduler.Partition.ByFree).
+	byFree, freeOf []int
 }
 
 // New builds the policy for a partition; Backfill must be "", "easy" or "fcfs".
@@ -110,6 +117,9 @@ func (b *Policy) enqueue(now float64, j *scheduler.Job) {
 	}
 	b.queue = slices.Insert(b.queue, k, j)
 	b.byID[j.ID] = j
+	if j.Req != nil {
+		b.nreq++
+	}
 	if j.Begin > now {
 		b.begins.push(j.Begin, j)
 	}
@@ -119,6 +129,9 @@ func (b *Policy) enqueue(now float64, j *scheduler.Job) {
 }
 
 func (b *Policy) dequeue(j *scheduler.Job) {
+	if b.byID[j.ID] == j && j.Req != nil {
+		b.nreq--
+	}
 	delete(b.byID, j.ID)
 	if k, ok := slices.BinarySearchFunc(b.queue, j, before); ok {
 		b.queue[k] = nil
@@ -196,6 +209,10 @@ func (b *Policy) Schedule(now float64) {
 // plus O(log busy) for the shadow time, and stops as soon as no node is left
 // to backfill.
 func (b *Policy) scan(now float64) {
+	if b.useTres() {
+		b.scanTres(now)
+		return
+	}
 	if b.p.Shared() {
 		b.scanBooked(now)
 		return
@@ -323,6 +340,10 @@ func (b *Policy) Test(now float64, j *scheduler.Job) (float64, []string, error) 
 	if j.Deadline > 0 && j.Deadline < max(now, j.Begin)+j.MinRun() {
 		return 0, nil, &scheduler.AdmissionError{Verdict: scheduler.Never, Code: "InvalidTimeLimit",
 			Message: "Requested time limit is invalid (missing or exceeds some limit)"}
+	}
+	if b.useTres() || j.Req != nil {
+		t, nodes := b.testTres(now, j)
+		return t, nodes, nil
 	}
 	if b.p.Shared() {
 		t, nodes := b.testBooked(now, j)

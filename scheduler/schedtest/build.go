@@ -40,6 +40,14 @@ func (b *JobBuilder) User(uid uint32) *JobBuilder       { b.j.User = uid; return
 // Harness.Finish.
 func (b *JobBuilder) Run(s float64) *JobBuilder { b.run = s; return b }
 
+// Req sets a consumable-resource request (CPUsPerTask and NTasks at
+// least 1).
+func (b *JobBuilder) Req(q scheduler.Request) *JobBuilder {
+	q.NTasks, q.CPUsPerTask = max(q.NTasks, 1), max(q.CPUsPerTask, 1)
+	b.j.Req = &q
+	return b
+}
+
 // Build returns the job.
 func (b *JobBuilder) Build() scheduler.Job { return b.j }
 
@@ -99,6 +107,15 @@ func (c *ClusterBuilder) Param(k, v string) *ClusterBuilder {
 		c.last().Params = map[string]string{}
 	}
 	c.last().Params[k] = v
+	return c
+}
+
+// Resources gives every node cpus CPUs, memMB MiB and the gres.
+func (c *ClusterBuilder) Resources(cpus int, memMB int64, gres ...scheduler.GresDef) *ClusterBuilder {
+	for i := range c.cfg.Nodes {
+		c.cfg.Nodes[i].CPUs, c.cfg.Nodes[i].MemMB = cpus, memMB
+		c.cfg.Nodes[i].Gres = gres
+	}
 	return c
 }
 

@@ -61,6 +61,10 @@ type Harness struct {
 	down    map[string]bool
 	running map[stepKey][]string
 	pending []finish // sorted by (t, id, step)
+	// specs and shares check resource starts (Start.Alloc): no CPU id
+	// twice on a node, no more CPUs, memory or gres than the node has.
+	specs  map[string]scheduler.NodeSpec
+	shares map[string]map[stepKey]scheduler.NodeAlloc
 }
 
 // New builds an Engine for cfg and a Harness around it.
@@ -70,8 +74,12 @@ func New(tb TB, cfg scheduler.Config) *Harness {
 	if err != nil {
 		tb.Fatalf("scheduler.New: %v", err)
 	}
+	specs := map[string]scheduler.NodeSpec{}
+	for _, n := range cfg.Nodes {
+		specs[n.Name] = n
+	}
 	return &Harness{
-		tb: tb, Eng: eng,
+		tb: tb, Eng: eng, specs: specs, shares: map[string]map[stepKey]scheduler.NodeAlloc{},
 		Ends:    map[scheduler.JobID]scheduler.End{},
 		Rejects: map[scheduler.JobID]*scheduler.AdmissionError{},
 		runs:    map[scheduler.JobID]float64{},
@@ -98,10 +106,7 @@ func (h *Harness) Handle(ev scheduler.Event) []scheduler.Action {
 	case scheduler.Finished:
 		// Also when sent directly (with measured times) rather than by Finish.
 		k := stepKey{ev.ID, ev.Step}
-		for _, n := range h.running[k] {
-			delete(h.owner, n)
-		}
-		delete(h.running, k)
+		h.forget(k)
 	case scheduler.Restore:
 		if ev.Running {
 			k := stepKey{ev.Job.ID, scheduler.BatchStep}
@@ -136,10 +141,76 @@ func (h *Harness) Handle(ev scheduler.Event) []scheduler.Action {
 	return acts
 }
 
+// forget drops a step's nodes and shares.
+func (h *Harness) forget(k stepKey) {
+	for _, n := range h.running[k] {
+		if h.owner[n] == k {
+			delete(h.owner, n)
+		}
+		delete(h.shares[n], k)
+	}
+	delete(h.running, k)
+}
+
+// share checks and records a resource start on one node.
+func (h *Harness) share(k stepKey, a scheduler.NodeAlloc) {
+	h.tb.Helper()
+	n := a.Node
+	if o, busy := h.owner[n]; busy {
+		h.tb.Fatalf("t=%v: job %d step %d shares %s, which job %d step %d holds whole", h.Now, k.id, k.step, n, o.id, o.step)
+	}
+	if h.down[n] {
+		h.tb.Fatalf("t=%v: job %d started on down node %s", h.Now, k.id, n)
+	}
+	spec := h.specs[n]
+	if h.shares[n] == nil {
+		h.shares[n] = map[stepKey]scheduler.NodeAlloc{}
+	}
+	h.shares[n][k] = a
+	ids := map[int]bool{}
+	mem := int64(0)
+	gres := map[string]int{}
+	for _, o := range h.shares[n] {
+		for _, id := range o.CPUs {
+			if ids[id] || id < 0 || id >= spec.CPUs {
+				h.tb.Fatalf("t=%v: job %d: CPU %d of %s given twice or out of range", h.Now, k.id, id, n)
+			}
+			ids[id] = true
+		}
+		mem += o.MemMB
+		for _, g := range o.Gres {
+			gres[g.Name+":"+g.Type] += g.Count
+		}
+	}
+	if mem > spec.MemMB {
+		h.tb.Fatalf("t=%v: memory of %s overcommitted: %d > %d MiB", h.Now, n, mem, spec.MemMB)
+	}
+	for key, c := range gres {
+		have := 0
+		for _, d := range spec.Gres {
+			if d.Name+":"+d.Type == key {
+				have += d.Count
+			}
+		}
+		if c > have {
+			h.tb.Fatalf("t=%v: gres %s of %s overcommitted: %d > %d", h.Now, key, n, c, have)
+		}
+	}
+}
+
 func (h *Harness) apply(s scheduler.Start) {
 	h.tb.Helper()
 	k := stepKey{s.ID, s.Step}
+	for _, a := range s.Alloc {
+		h.share(k, a)
+	}
 	for _, n := range s.Nodes {
+		if len(s.Alloc) > 0 {
+			break // shares, checked above
+		}
+		if len(h.shares[n]) > 0 {
+			h.tb.Fatalf("t=%v: job %d step %d took %s whole while it holds shares", h.Now, s.ID, s.Step, n)
+		}
 		if o, busy := h.owner[n]; busy {
 			h.tb.Fatalf("t=%v: job %d step %d started on %s, which runs job %d step %d", h.Now, s.ID, s.Step, n, o.id, o.step)
 		}
@@ -181,10 +252,7 @@ func (h *Harness) SetRun(id scheduler.JobID, d float64) { h.runs[id] = d }
 func (h *Harness) Finish(id scheduler.JobID, step int, failed bool) []scheduler.Action {
 	h.tb.Helper()
 	k := stepKey{id, step}
-	for _, n := range h.running[k] {
-		delete(h.owner, n)
-	}
-	delete(h.running, k)
+	h.forget(k)
 	if i := slices.IndexFunc(h.pending, func(f finish) bool { return f.key == k }); i >= 0 {
 		h.pending = slices.Delete(h.pending, i, i+1)
 	}

@@ -1,0 +1,232 @@
+package local
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"hora/nodes"
+)
+
+// Enforcement of a step's allocation on this machine with cgroup v1 (the
+// kind of machine hora runs on here and in CI mounts cpuset and memory
+// under /sys/fs/cgroup/<controller>): one cgroup per step, its cpuset the
+// step's CPUs, its memory limit the step's memory with no swap beyond it
+// (memsw = limit). horad puts the shepherd in the cgroups before it hands
+// it the step, so the job and everything it starts inherit them. After the
+// job the shepherd reads memory.oom_control's oom_kill count: a step killed
+// for memory ends OUT_OF_MEMORY (docs/resources.md).
+
+// cgroupRoot is where the v1 hierarchies are mounted; tests may not
+// change it, they check for it.
+var cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupsUsable reports whether this process may create cpuset and memory
+// cgroups (root, v1 hierarchies mounted).
+func cgroupsUsable() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	for _, c := range []string{"cpuset", "memory"} {
+		if _, err := os.Stat(filepath.Join(cgroupRoot, c, "cgroup.procs")); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// cgroupName is the step's cgroup path below each controller's root:
+// hora-<hash of the state directory>/<node>/<job>.<step>, so that several
+// horads on one machine (tests) never share a cgroup, and a restarted
+// horad finds its steps' cgroups again.
+func (e *Executor) cgroupName(node string, key nodes.StepKey) string {
+	h := sha256.Sum256([]byte(e.stateDir))
+	return filepath.Join("hora-"+hex.EncodeToString(h[:4]), node, key.Name())
+}
+
+func writeCg(dir, file, val string) error {
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0o644); err != nil {
+		return fmt.Errorf("cgroup %s: %w", filepath.Join(dir, file), err)
+	}
+	return nil
+}
+
+// allowedCPUs is the CPU list of the cpuset root, in order.
+func allowedCPUs() ([]int, string, error) {
+	b, err := os.ReadFile(filepath.Join(cgroupRoot, "cpuset", "cpuset.cpus"))
+	if err != nil {
+		return nil, "", err
+	}
+	mems, err := os.ReadFile(filepath.Join(cgroupRoot, "cpuset", "cpuset.mems"))
+	if err != nil {
+		return nil, "", err
+	}
+	ids, err := parseCPUList(strings.TrimSpace(string(b)))
+	return ids, strings.TrimSpace(string(mems)), err
+}
+
+// parseCPUList reads a kernel CPU list: 0-3,6.
+func parseCPUList(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("cpu list %q", s)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("cpu list %q", s)
+			}
+		}
+		for x := a; x <= b; x++ {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// stepCgroups creates the step's cpuset and memory cgroups and returns
+// their directories (cpuset, memory). Node CPU ids are mapped onto this
+// machine's CPUs modulo their number: local nodes are slices of one
+// machine, and a node may declare more CPUs than it has.
+func (e *Executor) stepCgroups(spec nodes.LaunchSpec) (string, string, error) {
+	name := e.cgroupName(spec.Node, spec.Key)
+	cpuDir := filepath.Join(cgroupRoot, "cpuset", name)
+	memDir := filepath.Join(cgroupRoot, "memory", name)
+	if len(spec.CPUs) > 0 {
+		allowed, mems, err := allowedCPUs()
+		if err != nil || len(allowed) == 0 {
+			return "", "", fmt.Errorf("cgroup cpuset: %v", err)
+		}
+		var phys []int
+		for _, id := range spec.CPUs {
+			p := allowed[id%len(allowed)]
+			if !containsInt(phys, p) {
+				phys = append(phys, p)
+			}
+		}
+		// cpuset v1: every level needs cpus and mems before a task may join.
+		dir := filepath.Join(cgroupRoot, "cpuset")
+		for _, part := range strings.Split(name, "/") {
+			dir = filepath.Join(dir, part)
+			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return "", "", err
+			}
+			cpus := cpuList(allowed)
+			if dir == cpuDir {
+				cpus = cpuList(phys)
+			}
+			if err := writeCg(dir, "cpuset.cpus", cpus); err != nil {
+				return "", "", err
+			}
+			if err := writeCg(dir, "cpuset.mems", mems); err != nil {
+				return "", "", err
+			}
+		}
+	} else {
+		cpuDir = ""
+	}
+	if spec.MemMB > 0 {
+		if err := os.MkdirAll(memDir, 0o755); err != nil {
+			return "", "", err
+		}
+		limit := strconv.FormatInt(spec.MemMB<<20, 10)
+		// memsw may not go below limit_in_bytes: set the limit first. A
+		// kernel without swap accounting has no memsw file: no swap to deny.
+		if err := writeCg(memDir, "memory.limit_in_bytes", limit); err != nil {
+			return "", "", err
+		}
+		if _, err := os.Stat(filepath.Join(memDir, "memory.memsw.limit_in_bytes")); err == nil {
+			if err := writeCg(memDir, "memory.memsw.limit_in_bytes", limit); err != nil {
+				return "", "", err
+			}
+		}
+	} else {
+		memDir = ""
+	}
+	return cpuDir, memDir, nil
+}
+
+// enterCgroups moves pid into the given cgroup directories.
+func enterCgroups(pid int, dirs ...string) error {
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if err := writeCg(d, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeCgroups removes a step's cgroups once its processes are gone, and
+// its parents (node, horad) when they are left empty (a parent with other
+// steps is busy and stays).
+func (e *Executor) removeCgroups(node string, key nodes.StepKey) {
+	name := e.cgroupName(node, key)
+	for _, c := range []string{"cpuset", "memory"} {
+		for dir := filepath.Join(cgroupRoot, c, name); dir != filepath.Join(cgroupRoot, c); dir = filepath.Dir(dir) {
+			if os.Remove(dir) != nil {
+				break
+			}
+		}
+	}
+}
+
+// oomKills reads the oom_kill count of a memory cgroup (0 if unknown).
+func oomKills(memDir string) int {
+	b, err := os.ReadFile(filepath.Join(memDir, "memory.oom_control"))
+	if err != nil {
+		return 0
+	}
+	for _, ln := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(ln, "oom_kill "); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// oomMessage is slurmstepd's line in the job's error file (Slurm 22.05,
+// task/cgroup): "Detected N oom_kill event(s) in StepId=J.batch. Some of
+// the step tasks have been OOM Killed."
+func oomMessage(n int, key nodes.StepKey) string {
+	ev := "event"
+	if n > 1 {
+		ev = "events"
+	}
+	step := "batch"
+	if key.Step >= 0 {
+		step = strconv.Itoa(key.Step)
+	}
+	return fmt.Sprintf("slurmstepd: error: Detected %d oom_kill %s in StepId=%d.%s. Some of the step tasks have been OOM Killed.\n", n, ev, key.Job, step)
+}
+
+func cpuList(ids []int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.Itoa(id)
+	}
+	return strings.Join(s, ",")
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
