@@ -19,6 +19,8 @@ const (
 	PathNodes      = "/v1/nodes"        // GET → NodesResponse
 	PathPartitions = "/v1/partitions"   // GET → PartitionsResponse
 	PathPing       = "/v1/ping"         // GET → PingResponse
+	PathUpdate     = "/v1/jobs/update"  // POST JobUpdateRequest → CancelResponse
+	PathConfig     = "/v1/config"       // GET → ConfigResponse
 
 	PathReservations      = "/v1/reservations"        // GET ?name= → ReservationsResponse
 	PathReservationCreate = "/v1/reservations/create" // POST ReservationRequest → ReservationResponse
@@ -152,6 +154,16 @@ type JobSpec struct {
 	// Alloc marks an allocation made by salloc or srun: no batch script
 	// runs; the allocation lasts until its client releases it.
 	Alloc bool `json:"alloc,omitempty"`
+	// Array is --array as given ("0-15%4"); horad creates one job per task.
+	Array string `json:"array,omitempty"`
+	// Dependency is --dependency as given; KillOnInvalidDep is
+	// --kill-on-invalid-dep ("yes", "no"; "" = the cluster's default).
+	Dependency       string `json:"dependency,omitempty"`
+	KillOnInvalidDep string `json:"kill_on_invalid_dep,omitempty"`
+	// Nice is --nice / scontrol update Nice= (shown, and lowers Priority).
+	Nice int `json:"nice,omitempty"`
+	// Signal is --signal as given ("B:USR1@30"): sent before the time limit.
+	Signal string `json:"signal,omitempty"`
 
 	// Consumable resources (Slurm's select/cons_tres; docs/resources.md).
 	// A job that sets none of them, and no -n/-c/--mem, gets whole nodes.
@@ -243,6 +255,18 @@ type Job struct {
 	Steps         []Step `json:"steps,omitempty"`       // chunks of a divisible job (sacct JOBID.N)
 	StdoutPath    string `json:"stdout_path,omitempty"` // expanded
 	StderrPath    string `json:"stderr_path,omitempty"`
+	// ArrayJobID is the array this job is a task of (0 = none; the array's
+	// id is its first task's job id) and ArrayTaskID its task id.
+	ArrayJobID  int64 `json:"array_job_id,omitempty"`
+	ArrayTaskID int64 `json:"array_task_id,omitempty"`
+	// ArrayThrottle is the array's %N (0 = none); ArrayPending, on the
+	// array's first task in a folded listing, the ids of the pending tasks
+	// it stands for (squeue 7_[3-15%4]). Both set by horad, not stored.
+	ArrayThrottle int     `json:"array_throttle,omitempty"`
+	ArrayPending  []int64 `json:"array_pending,omitempty"`
+	// Dependency is what is left of the job's dependency in Slurm's form
+	// ("afterok:7(unfulfilled)"), "" when none (set by horad).
+	Dependency string `json:"dependency,omitempty"`
 	// Alloc is the per-node allocation of a job that asked for resources
 	// (in the order of Nodes); nil for whole-node jobs.
 	Alloc []NodeAlloc `json:"alloc,omitempty"`
@@ -304,11 +328,48 @@ type CancelRequest struct {
 	// Filtered is true when the client used anything but bare ids; unknown ids
 	// are then errors (scancel's two code paths, COMPAT.md §4).
 	Filtered bool `json:"filtered,omitempty"`
+	// Tasks selects array tasks ("7_3", "7_[1-3]"); an id in IDs that names
+	// an array selects all its tasks, as in Slurm.
+	Tasks []TaskSel `json:"tasks,omitempty"`
+}
+
+// JobUpdateRequest is scontrol update JobId=… (or JobName=… without a
+// JobId, which selects the jobs of that name): the fields given, nil for
+// those left alone. Times are Unix seconds, durations seconds.
+type JobUpdateRequest struct {
+	IDs    []int64   `json:"ids,omitempty"`
+	Tasks  []TaskSel `json:"tasks,omitempty"`
+	ByName string    `json:"by_name,omitempty"`
+
+	TimeLimit     *int64  `json:"time_limit,omitempty"` // NoLimit for UNLIMITED
+	Name          *string `json:"name,omitempty"`
+	Partition     *string `json:"partition,omitempty"`
+	Nodes         *int    `json:"nodes,omitempty"`
+	Dependency    *string `json:"dependency,omitempty"`
+	Begin         *int64  `json:"begin,omitempty"`
+	Deadline      *int64  `json:"deadline,omitempty"`
+	Comment       *string `json:"comment,omitempty"`
+	Nice          *int    `json:"nice,omitempty"`
+	Priority      *int64  `json:"priority,omitempty"`
+	Features      *string `json:"features,omitempty"`
+	ArrayThrottle *int    `json:"array_throttle,omitempty"`
+}
+
+// TaskSel names tasks of a job array by their task ids.
+type TaskSel struct {
+	Array int64   `json:"array"`
+	Tasks []int64 `json:"tasks"`
 }
 
 // ControlRequest names jobs for hold/release.
 type ControlRequest struct {
-	IDs []int64 `json:"ids"`
+	IDs   []int64   `json:"ids"`
+	Tasks []TaskSel `json:"tasks,omitempty"` // array tasks, as in CancelRequest
+	// UserHold makes hold a user hold (scontrol uhold: JobHeldUser, which
+	// the owner may release) even when an operator asks; Hold makes
+	// requeue leave the job held (scontrol requeuehold).
+	UserHold bool `json:"user_hold,omitempty"`
+	Hold     bool `json:"hold,omitempty"`
 }
 
 // JobResult is the outcome for one job of a multi-job request.
@@ -398,6 +459,20 @@ type PingResponse struct {
 	// [pbs]: the PBS commands take their texts and job-id suffix from them.
 	PBSFlavour string `json:"pbs_flavour,omitempty"`
 	PBSServer  string `json:"pbs_server,omitempty"`
+}
+
+// ConfigResponse is horad's configuration as `scontrol show config` lists
+// it: Slurm's keys, in Slurm's order, with hora's real values.
+type ConfigResponse struct {
+	Pairs []ConfigPair `json:"pairs"`
+	Now   int64        `json:"now"`
+	Host  string       `json:"host"` // where horad runs (the "is UP" line)
+}
+
+// ConfigPair is one line of `scontrol show config`.
+type ConfigPair struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // Reservation is an advance reservation (scontrol create reservation): Nodes

@@ -221,6 +221,10 @@ type JobFilter struct {
 	History bool
 	// Since limits History to jobs submitted or ended at or after this Unix time.
 	Since int64
+	// Fold gives the pending tasks of a job array with the same reason as
+	// one job, the one of the lowest task, with ArrayPending listing them
+	// all (squeue without -r: 7_[3-15%4]).
+	Fold bool
 	// Brief asks for the fields that select jobs only (BriefJob): qselect
 	// over 100,000 jobs needs their ids, not their paths and commands.
 	Brief bool
@@ -256,6 +260,9 @@ func (f JobFilter) Query() url.Values {
 	if f.Since != 0 {
 		q.Set("since", fmt.Sprint(f.Since))
 	}
+	if f.Fold {
+		q.Set("fold", "1")
+	}
 	if f.Brief {
 		q.Set("brief", "1")
 	}
@@ -282,6 +289,25 @@ func (c *Client) Cancel(ctx context.Context, r CancelRequest) (*CancelResponse, 
 func (c *Client) Hold(ctx context.Context, ids []int64) (*CancelResponse, error) {
 	out := &CancelResponse{}
 	return out, c.do(ctx, "POST", PathHold, ControlRequest{IDs: ids}, out)
+}
+
+// Control posts a ControlRequest (hold, release, suspend, resume, requeue,
+// with array task selectors) to path.
+func (c *Client) Control(ctx context.Context, path string, req ControlRequest) (*CancelResponse, error) {
+	out := &CancelResponse{}
+	return out, c.do(ctx, "POST", path, req, out)
+}
+
+// Config reads horad's configuration (scontrol show config).
+func (c *Client) Config(ctx context.Context) (*ConfigResponse, error) {
+	out := &ConfigResponse{}
+	return out, c.do(ctx, "GET", PathConfig, nil, out)
+}
+
+// Update changes jobs (scontrol update JobId=…).
+func (c *Client) Update(ctx context.Context, r JobUpdateRequest) (*CancelResponse, error) {
+	out := &CancelResponse{}
+	return out, c.do(ctx, "POST", PathUpdate, r, out)
 }
 
 // Release clears holds.

@@ -18,7 +18,7 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL5"
+const listingMagic = "HJL6"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
@@ -57,6 +57,11 @@ func appendJob(b []byte, j *Job) []byte {
 	}
 	b = appendBool(b, s.OpenAppend)
 	b = appendBool(b, s.Alloc)
+	for _, v := range [...]string{s.Array, s.Dependency, s.KillOnInvalidDep} {
+		b = appendStr(b, v)
+	}
+	b = binary.AppendVarint(b, int64(s.Nice))
+	b = appendStr(b, s.Signal)
 	for _, v := range [...]int64{int64(s.NTasksPerNode), s.MemPerCPU, s.MemPerGPU, int64(s.CPUsPerGPU), int64(s.MinCPUs)} {
 		b = binary.AppendVarint(b, v)
 	}
@@ -111,6 +116,14 @@ func appendJob(b []byte, j *Job) []byte {
 	}
 	b = appendStr(b, j.StdoutPath)
 	b = appendStr(b, j.StderrPath)
+	for _, v := range [...]int64{j.ArrayJobID, j.ArrayTaskID, int64(j.ArrayThrottle)} {
+		b = binary.AppendVarint(b, v)
+	}
+	b = binary.AppendUvarint(b, uint64(len(j.ArrayPending)))
+	for _, v := range j.ArrayPending {
+		b = binary.AppendVarint(b, v)
+	}
+	b = appendStr(b, j.Dependency)
 	b = binary.AppendVarint(b, j.MaxRSSKB)
 	b = binary.AppendVarint(b, j.TotalCPUMs)
 	b = binary.AppendUvarint(b, uint64(len(j.Alloc)))
@@ -195,7 +208,7 @@ type listingDecoder struct {
 	// last holds the previous job's value of each fixed string field: most
 	// repeat it (same user, partition, state), and comparing is cheaper
 	// than a map lookup.
-	last [32]string
+	last [64]string
 	k    int // next fixed field
 }
 
@@ -345,6 +358,9 @@ func (d *listingDecoder) job(j *Job) {
 	s.Input, s.Reservation, s.Account, s.QOS, s.Comment, s.SubmitHost = d.field(), d.field(), d.field(), d.field(), d.field(), d.field()
 	s.OpenAppend = d.bool()
 	s.Alloc = d.bool()
+	s.Array, s.Dependency, s.KillOnInvalidDep = d.field(), d.field(), d.field()
+	s.Nice = d.int()
+	s.Signal = d.field()
 	s.NTasksPerNode, s.MemPerCPU, s.MemPerGPU, s.CPUsPerGPU, s.MinCPUs = d.int(), d.varint(), d.varint(), d.int(), d.int()
 	s.Gres, s.GPUs, s.GPUsPerNode, s.GPUsPerTask = d.field(), d.field(), d.field(), d.field()
 	s.Exclusive, s.NodeList, s.Exclude, s.Constraint = d.field(), d.field(), d.field(), d.field()
@@ -398,6 +414,18 @@ func (d *listingDecoder) job(j *Job) {
 	}
 	j.StdoutPath = d.field()
 	j.StderrPath = d.field()
+	j.ArrayJobID, j.ArrayTaskID, j.ArrayThrottle = d.varint(), d.varint(), d.int()
+	if n := d.uvarint(); n > 0 && d.err == nil {
+		if n > uint64(len(d.b)-d.off) { // a task id takes at least one byte
+			d.fail(errTruncated)
+			return
+		}
+		j.ArrayPending = make([]int64, n)
+		for i := range j.ArrayPending {
+			j.ArrayPending[i] = d.varint()
+		}
+	}
+	j.Dependency = d.field()
 	j.MaxRSSKB, j.TotalCPUMs = d.varint(), d.varint()
 	if n := d.uvarint(); n > 0 && d.err == nil {
 		if n > uint64(len(d.b)-d.off)/6 { // an allocation takes at least 6 bytes

@@ -69,6 +69,13 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.str("submit_host", s.SubmitHost, true)
 	w.bool("open_append", s.OpenAppend)
 	w.bool("alloc", s.Alloc)
+	w.str("array", s.Array, true)
+	w.str("dependency", s.Dependency, true)
+	w.str("kill_on_invalid_dep", s.KillOnInvalidDep, true)
+	w.str("signal", s.Signal, true)
+	if s.Nice != 0 {
+		w.int("nice", int64(s.Nice))
+	}
 	w.int("ntasks_per_node", int64(s.NTasksPerNode))
 	w.bool("mem_all", s.MemAll)
 	w.int("mem_per_cpu", s.MemPerCPU)

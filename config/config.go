@@ -50,6 +50,18 @@ type Config struct {
 	// requeued unless submitted with --no-requeue; 0 = only with --requeue.
 	// Default 1, as Slurm's.
 	JobRequeue *int `toml:"job_requeue"`
+	// MaxArraySize is Slurm's MaxArraySize: array task ids run from 0 to
+	// MaxArraySize-1. Default 1001, as Slurm's.
+	MaxArraySize int `toml:"max_array_size"`
+	// FirstJobID is Slurm's FirstJobId: the first id horad gives out. Raising
+	// it later moves the next id up; ids are never reused, so lowering it
+	// has no effect. Default 1.
+	FirstJobID int64 `toml:"first_job_id"`
+	// KillOnInvalidDep is the default of sbatch --kill-on-invalid-dep
+	// (Slurm's DependencyParameters=kill_invalid_depend): a job whose
+	// dependency can never be satisfied is cancelled instead of staying
+	// pending with reason DependencyNeverSatisfied.
+	KillOnInvalidDep bool `toml:"kill_on_invalid_dep"`
 
 	Nodes      []Node      `toml:"node"`
 	Partitions []Partition `toml:"partition"`
@@ -205,6 +217,12 @@ func (c *Config) fillDefaults() {
 	if c.JobRequeue == nil {
 		one := 1
 		c.JobRequeue = &one
+	}
+	if c.MaxArraySize == 0 {
+		c.MaxArraySize = 1001
+	}
+	if c.FirstJobID == 0 {
+		c.FirstJobID = 1
 	}
 	if c.Mix.Ratio == "" {
 		c.Mix.Ratio = "1:0"
@@ -483,6 +501,12 @@ func (c *Config) Validate() error {
 	}
 	if v := c.ReturnToService; v != nil && (*v < 0 || *v > 2) {
 		ps = append(ps, c.problem("return_to_service", "must be 0, 1 or 2 (Slurm's ReturnToService), got %d", *v))
+	}
+	if c.FirstJobID < 1 {
+		ps = append(ps, c.problem("first_job_id", "must be ≥ 1 (Slurm's FirstJobId), got %d", c.FirstJobID))
+	}
+	if c.MaxArraySize < 1 || c.MaxArraySize > 4000001 {
+		ps = append(ps, c.problem("max_array_size", "must be between 1 and 4000001 (Slurm's MaxArraySize), got %d", c.MaxArraySize))
 	}
 	if v := c.JobRequeue; v != nil && *v != 0 && *v != 1 {
 		ps = append(ps, c.problem("job_requeue", "must be 0 or 1 (Slurm's JobRequeue), got %d", *v))

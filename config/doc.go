@@ -33,6 +33,9 @@ var Keys = []KeyDoc{
 	{"reservation_access", "string", `"operators"`, "Who may create, update and delete advance reservations: \"operators\" (root and operators, as Slurm's SlurmUser) or \"users\" (also any user, for reservations whose only user is themselves)."},
 	{"return_to_service", "integer", `1`, "Slurm's ReturnToService: 0 keeps a DOWN node down until scontrol update State=RESUME; 1 returns a node that was down for not responding when it answers again; 2 returns any DOWN node when it answers."},
 	{"job_requeue", "integer", `1`, "Slurm's JobRequeue: 1 requeues a batch job whose node fails unless it was submitted with --no-requeue; 0 only with --requeue."},
+	{"max_array_size", "integer", `1001`, "Slurm's MaxArraySize: sbatch --array task ids run from 0 to max_array_size - 1; a larger index is refused with Invalid job array specification."},
+	{"kill_on_invalid_dep", "boolean", `false`, "Default of sbatch --kill-on-invalid-dep (Slurm's DependencyParameters=kill_invalid_depend): true cancels a job whose dependency can never be satisfied, false leaves it pending with reason DependencyNeverSatisfied."},
+	{"first_job_id", "integer", `1`, "Slurm's FirstJobId: the first job id horad gives out. Raising it moves the next id up; ids are never reused, so lowering it has no effect."},
 
 	{"node", "array of tables", "", "One [[node]] table per node or group of alike nodes. Without any, horad runs four local nodes local[1-4]."},
 	{"node.name", "string", "", "Node name, or a Slurm hostlist (n[01-16]) that declares several nodes alike. Required."},

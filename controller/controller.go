@@ -19,6 +19,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"hora/api"
 	"hora/config"
 	"hora/nodes"
+	"hora/sbatch"
 	"hora/scheduler"
 	"hora/store"
 )
@@ -52,6 +54,7 @@ type Controller struct {
 	operators map[uint32]bool
 	admin     map[string]*nodeAdmin       // drained or down nodes (nodeadmin.go)
 	resvs     map[string]*api.Reservation // advance reservations by name (reservations.go)
+	arrays    map[int64]*arrayInfo        // job arrays by id (arrays.go)
 	// recovering is set while recover rebuilds the Engine: no scheduling
 	// pass may run before every running job holds its nodes again.
 	recovering bool
@@ -60,6 +63,7 @@ type Controller struct {
 	forgets   *workQueue            // Forgets of ended steps, apart from work (see forgetStep)
 	stageQ    map[string]*workQueue // dlt partition → its staging channel (staging.go)
 	wake      chan struct{}         // poke the tick loop after the Engine's wakeup time may have moved
+	booted    time.Time             // when this horad started (scontrol show config BOOT_TIME)
 	heartbeat func()
 
 	// Run's context and goroutines, for staging queues a reload adds.
@@ -83,6 +87,13 @@ type job struct {
 	overrun          map[int]bool    // chunks the policy killed for overrunning (end TIMEOUT)
 	nodeFailed       bool            // a node of the job went down: its end is a node failure
 	requeueRequested bool            // scontrol requeue: its end puts it back to PENDING
+	requeueHold      string          // scontrol requeuehold: the hold reason it comes back with
+
+	// dep is the job's dependency as the Engine has it, depShown the
+	// user's terms aligned with it and depSep their separator (arrays.go).
+	dep      *scheduler.Dependency
+	depShown []sbatch.DepTerm
+	depSep   string
 	// legacyRun: the current run's steps were launched by a horad that did
 	// not number runs (nodes.LegacyRun); they are addressed without a run.
 	legacyRun bool
@@ -146,13 +157,14 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
+	eng.KeepOutcomes() // dependencies may name any job horad still remembers
 	c := &Controller{
 		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
-		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, work: newWorkQueue(), forgets: newWorkQueue(),
-		wake:      make(chan struct{}, 1),
-		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, started: o.Now(),
+		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{},
+		work: newWorkQueue(), forgets: newWorkQueue(), wake: make(chan struct{}, 1),
+		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(), started: o.Now(),
 	}
 	for _, p := range o.Config.Partitions {
 		if p.Policy == "dlt" {
@@ -249,6 +261,13 @@ func (c *Controller) recover(ctx context.Context) error {
 	if c.nextID, err = strconv.ParseInt(next, 10, 64); err != nil {
 		return fmt.Errorf("next job id %q: %w", next, err)
 	}
+	if c.nextID < c.cfg.FirstJobID {
+		// first_job_id (Slurm's FirstJobId): ids start there, or move up to it.
+		if err := c.st.SetMeta(ctx, "next_job_id", strconv.FormatInt(c.cfg.FirstJobID, 10)); err != nil {
+			return fmt.Errorf("first_job_id: %w", err)
+		}
+		c.nextID = c.cfg.FirstJobID
+	}
 	names := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
 		names[i] = n.Name
@@ -258,6 +277,7 @@ func (c *Controller) recover(ctx context.Context) error {
 		return fmt.Errorf("reattach: %w", err)
 	}
 	var suspended []int64 // running jobs restored suspended
+	var pending []*job    // restored after the loop, once every job is known (dependencies)
 	onNode := map[nodes.StepKey]nodes.Status{}
 	for _, s := range steps {
 		onNode[s.Key] = s
@@ -342,6 +362,21 @@ func (c *Controller) recover(ctx context.Context) error {
 			}
 		}
 		c.addJob(j)
+		pending = append(pending, j)
+	}
+	// Dependencies: first what the Engine must know of finished jobs, then
+	// the pending jobs, each after the pending jobs it waits on.
+	for _, id := range c.ids {
+		if j := c.jobs[id]; j.State.Finished() {
+			c.eng.Handle(endedEvent(now, j))
+		}
+	}
+	for _, j := range pending {
+		if err := c.prepareDepLocked(j); err != nil {
+			c.log.Warn("dependency no longer readable; dropped", "job", j.ID, "dependency", j.Spec.Dependency)
+		}
+	}
+	for _, j := range pendingRestoreOrder(pending) {
 		c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j)})
 	}
 	// Ended steps are forgotten unless horad still waits for them (the
@@ -397,6 +432,7 @@ func (c *Controller) recoverLegacyRun(j *job, onNode map[nodes.StepKey]nodes.Sta
 }
 
 func (c *Controller) addJob(j *job) {
+	c.noteArrayLocked(j)
 	if _, ok := c.jobs[j.ID]; ok {
 		c.jobs[j.ID] = j
 		return
@@ -431,12 +467,25 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 		per = &scheduler.Periodic{Frame: j.Spec.RTFrame, Buffer: j.Spec.RTBuffer, Work: j.Spec.RTWork}
 		req = nil
 	}
-	return scheduler.Job{
+	sj := scheduler.Job{
 		ID: scheduler.JobID(j.ID), Partition: j.Spec.Partition, User: j.UID, Nodes: n,
 		TimeLimit: limit, Submit: float64(j.SubmitTime), Begin: float64(j.Spec.Begin),
 		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
-		Reservation: j.Spec.Reservation, Req: req, Periodic: per,
+		Reservation: j.Spec.Reservation, Req: req, Periodic: per, Name: j.Spec.Name,
+		Array: scheduler.JobID(j.ArrayJobID), ArrayLimit: c.arrayThrottle(j.ArrayJobID),
+		Dep: j.dep, KillOnInvalidDep: c.killOnInvalidDep(&j.Spec),
 	}
+	if sp, ok := sbatch.ParseSignalSpec(j.Spec.Signal); ok && j.Spec.Signal != "" {
+		sj.Signal, sj.SignalBefore = strconv.Itoa(sp.Num), float64(sp.Before)
+	}
+	return sj
+}
+
+func (c *Controller) arrayThrottle(array int64) int {
+	if a := c.arrays[array]; a != nil && array != 0 {
+		return a.throttle
+	}
+	return 0
 }
 
 // applyLocked carries out the Engine's actions. State changes that need no
@@ -767,6 +816,15 @@ func (c *Controller) pruneLocked() {
 		j := c.jobs[id]
 		if j.State.Finished() && j.EndTime < cut {
 			delete(c.jobs, id)
+			c.eng.Handle(scheduler.Purge{Now: c.nowSec(), ID: schedID(id)})
+			if a := c.arrays[j.ArrayJobID]; a != nil && j.ArrayJobID != 0 {
+				if i, found := slices.BinarySearch(a.ids, id); found {
+					a.ids = slices.Delete(a.ids, i, i+1)
+				}
+				if len(a.ids) == 0 {
+					delete(c.arrays, j.ArrayJobID)
+				}
+			}
 			continue
 		}
 		keep = append(keep, id)
@@ -835,6 +893,9 @@ func outputPaths(j *api.Job) (string, string) {
 	out := j.Spec.Stdout
 	if out == "" {
 		out = "slurm-%j.out"
+		if j.ArrayJobID != 0 {
+			out = "slurm-%A_%a.out" // Slurm's default for array tasks
+		}
 	}
 	o := expand(j, out)
 	e := o

@@ -33,7 +33,7 @@ type fixture struct {
 	cfg *config.Config
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o755)
 	st, err := store.Open(t.Context(), filepath.Join(dir, "hora.db"))
@@ -46,7 +46,7 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{dir: dir, st: st, cfg: cfg}
 }
 
-func (f *fixture) controller(t *testing.T) *Controller {
+func (f *fixture) controller(t testing.TB) *Controller {
 	exec, err := local.New(local.Config{StateDir: filepath.Join(f.dir, "nodes"),
 		ShepherdArgv: []string{os.Args[0], local.ShepherdCommand}})
 	if err != nil {

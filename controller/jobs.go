@@ -39,6 +39,19 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 	if spec.Hold {
 		j.Reason = "JobHeldUser"
 	}
+	var arr sbatch.Array
+	if spec.Array != "" && !req.TestOnly {
+		a, ok := sbatch.ParseArray(spec.Array, c.cfg.MaxArraySize)
+		if !ok {
+			return nil, &api.Error{Message: sbatch.MsgInvalidArray, Code: api.CodeBadRequest}
+		}
+		arr = a
+	}
+	if spec.Dependency != "" {
+		if _, ok := sbatch.ParseDependency(spec.Dependency); !ok {
+			return nil, &api.Error{Message: sbatch.MsgDependency, Code: api.CodeBadRequest}
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.TestOnly {
@@ -54,7 +67,13 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 		return &api.SubmitResponse{JobID: c.nextID, StartTime: int64(math.Ceil(start)), Nodes: nodeList,
 			Partition: c.partitionOf(spec.Partition), CPUs: cpus}, nil
 	}
+	if len(arr.Tasks) > 0 {
+		return c.submitArrayLocked(ctx, j, arr)
+	}
 	j.ID = c.nextID
+	if err := c.prepareDepLocked(j); err != nil {
+		return nil, err
+	}
 	acts := c.eng.Handle(scheduler.Submit{Now: c.nowSec(), Job: c.schedJob(j)})
 	for _, a := range acts {
 		if r, ok := a.(scheduler.Reject); ok {
@@ -237,6 +256,46 @@ func (c *Controller) cancel(ctx context.Context, who *Caller, req api.CancelRequ
 			}
 		}
 	}
+	// Pending jobs are cancelled in one transaction (scancel of a whole
+	// array: 10,000 tasks, not 20,000 commits); the others one by one.
+	var pending []*job
+	if req.Signal == 0 {
+		kept := targets[:0]
+		for _, j := range targets {
+			if j.State == api.StatePending && c.mayTouch(who, j) {
+				pending = append(pending, j)
+			} else {
+				kept = append(kept, j)
+			}
+		}
+		targets = kept
+	}
+	if len(pending) > 0 {
+		now := c.now().Unix()
+		evs := make([]store.Event, 0, 2*len(pending))
+		for _, j := range pending {
+			evs = append(evs, store.Event{JobID: j.ID, Time: now, Kind: store.KindCancel, By: int64(who.UID)},
+				store.Event{JobID: j.ID, Time: now, Kind: store.KindEnd, State: api.StateCancelled, Reason: "None"})
+		}
+		if err := c.st.Append(ctx, evs...); err != nil {
+			for _, j := range pending {
+				resp.Results = append(resp.Results, api.JobResult{ID: j.ID, Error: err.Error(), Code: api.CodeInternal})
+			}
+		} else {
+			evs := make([]scheduler.Event, 0, len(pending))
+			t := c.nowSec()
+			for _, j := range pending {
+				j.CancelledBy, j.State, j.EndTime = int64(who.UID), api.StateCancelled, now
+				evs = append(evs, scheduler.Cancel{Now: t, ID: schedID(j.ID)})
+				resp.Results = append(resp.Results, api.JobResult{ID: j.ID})
+			}
+			acts, err := c.eng.HandleBatch(t, evs)
+			if err != nil {
+				c.log.Error("cancelling in the Engine", "err", err)
+			}
+			c.applyLocked(ctx, acts)
+		}
+	}
 	for _, j := range targets {
 		if !c.mayTouch(who, j) {
 			resp.Results = append(resp.Results, api.JobResult{ID: j.ID, Error: "Access/permission denied", Code: api.CodeAccessDenied})
@@ -327,6 +386,12 @@ func (c *Controller) cancelOneLocked(ctx context.Context, who *Caller, j *job, s
 
 // hold and release implement scontrol hold/release for pending jobs.
 func (c *Controller) hold(ctx context.Context, who *Caller, ids []int64, hold bool) *api.CancelResponse {
+	return c.holdAs(ctx, who, ids, hold, false)
+}
+
+// holdAs is hold with scontrol uhold's choice: userHold makes the hold a
+// user hold (JobHeldUser) whoever asks.
+func (c *Controller) holdAs(ctx context.Context, who *Caller, ids []int64, hold, userHold bool) *api.CancelResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp := &api.CancelResponse{}
@@ -339,16 +404,39 @@ func (c *Controller) hold(ctx context.Context, who *Caller, ids []int64, hold bo
 		case !c.mayTouch(who, j):
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Access/permission denied", Code: api.CodeAccessDenied})
 			continue
+		case j.State != api.StatePending && hold && (j.State == api.StateRunning || j.State == api.StateSuspended):
+			// As Slurm 22.05 (measured): holding a running job succeeds; it
+			// takes effect if the job is requeued (it comes back held).
+			// Kept in memory only, unlike requeuehold's durable hold.
+			if j.requeueHold == "" {
+				j.requeueHold = "JobHeldUser"
+				if c.operators[who.UID] && !userHold {
+					j.requeueHold = "JobHeldAdmin"
+				}
+			}
+			resp.Results = append(resp.Results, api.JobResult{ID: id})
+			continue
 		case j.State != api.StatePending:
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Job is no longer pending execution", Code: api.CodeAlreadyDone})
 			continue
 		}
+		// As Slurm 22.05 (measured): an operator's hold is an admin hold
+		// (uhold: a user hold), which only an operator releases; a user's
+		// hold leaves an admin hold as it is.
+		op := c.operators[who.UID]
 		kind, reason := store.KindRelease, "None"
 		if hold {
 			kind, reason = store.KindHold, "JobHeldUser"
-			if who.UID != j.UID {
+			if op && !userHold {
 				reason = "JobHeldAdmin"
 			}
+			if !op && j.Reason == "JobHeldAdmin" {
+				resp.Results = append(resp.Results, api.JobResult{ID: id})
+				continue
+			}
+		} else if j.Reason == "JobHeldAdmin" && !op {
+			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Access/permission denied", Code: api.CodeAccessDenied})
+			continue
 		}
 		if err := c.st.Append(ctx, store.Event{JobID: id, Time: c.now().Unix(), Kind: kind, Reason: reason}); err != nil {
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: err.Error(), Code: api.CodeInternal})
@@ -502,6 +590,7 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	if j.Spec.Reservation != "" {
 		set("SLURM_JOB_RESERVATION", j.Spec.Reservation)
 	}
+	c.arrayEnv(j, set)
 	set("ENVIRONMENT", "BATCH")
 	set("HORA_JOB_ID", id)
 	if j.Spec.PBS != nil {
@@ -538,8 +627,12 @@ func expandPattern(j *api.Job, pattern string) string {
 	if len(j.Nodes) > 0 {
 		node = j.Nodes[0]
 	}
+	arrayJob, task := j.ID, int64(-1)
+	if j.ArrayJobID != 0 {
+		arrayJob, task = j.ArrayJobID, j.ArrayTaskID
+	}
 	return sbatch.ExpandPattern(pattern, sbatch.PatternFields{
-		JobID: j.ID, ArrayJobID: j.ID, ArrayTaskID: -1, User: j.User, JobName: j.Spec.Name,
+		JobID: j.ID, ArrayJobID: arrayJob, ArrayTaskID: task, User: j.User, JobName: j.Spec.Name,
 		Node: node, StepID: "batch",
 	})
 }
@@ -552,9 +645,11 @@ func signum(name string) nodes.Signum {
 		return nodes.Signum(syscall.SIGCONT)
 	case "KILL":
 		return nodes.Signum(syscall.SIGKILL)
-	default:
-		return nodes.Signum(syscall.SIGTERM)
 	}
+	if n, err := strconv.Atoi(name); err == nil && n > 0 {
+		return nodes.Signum(n) // --signal, resolved to its number
+	}
+	return nodes.Signum(syscall.SIGTERM)
 }
 
 func secondsDur(s int64) time.Duration { return time.Duration(s) * time.Second }

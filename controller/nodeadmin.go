@@ -327,7 +327,7 @@ func (c *Controller) recoverRunMarks(ctx context.Context, j *job) error {
 	if err != nil {
 		return fmt.Errorf("job %d: events: %w", j.ID, err)
 	}
-	j.requeueRequested, j.nodeFailed = store.RunMarks(evs)
+	j.requeueRequested, j.nodeFailed, j.requeueHold = store.RunMarksHold(evs)
 	for _, n := range j.Nodes {
 		if a := c.admin[n]; a != nil && a.Down {
 			j.nodeFailed = true
@@ -382,7 +382,10 @@ func (c *Controller) requeueable(j *job) bool {
 // run with Finished and takes the job back as a pending one with Restore).
 func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) error {
 	now := c.now().Unix()
-	if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: now, Kind: store.KindRequeue}); err != nil {
+	// A requeuehold comes back held: the requeue event carries the hold
+	// reason, so the fold makes the job pending and held at once.
+	hold := j.requeueHold // requeuehold, or scontrol hold while it ran
+	if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: now, Kind: store.KindRequeue, Reason: hold}); err != nil {
 		return err
 	}
 	c.log.Warn("job requeued", "job", j.ID, "why", why, "restarts", j.Restarts+1)
@@ -393,11 +396,11 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 	c.endSrunStepsLocked(j)
 	// As the store's fold does: the last run's description goes, the
 	// output paths stay.
-	j.State, j.Reason, j.Nodes, j.Steps, j.Alloc = api.StatePending, "None", nil, nil, nil
+	j.State, j.Reason, j.Nodes, j.Steps, j.Alloc = api.StatePending, orDefault(hold, "None"), nil, nil, nil
 	j.MaxRSSKB, j.TotalCPUMs = 0, 0
 	j.StartTime, j.EndTime, j.ExitCode, j.Signal, j.CancelledBy = 0, 0, 0, 0, -1
 	j.Restarts++
-	j.launched, j.nodeFailed, j.requeueRequested, j.chunks, j.legacyRun = false, false, false, nil, false
+	j.launched, j.nodeFailed, j.requeueRequested, j.chunks, j.legacyRun, j.requeueHold = false, false, false, nil, false, ""
 	j.SuspendTime, j.SuspendedSecs = 0, 0
 	if c.recovering {
 		// The Engine does not know the job yet; recovery's first pass
@@ -406,7 +409,7 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 		return nil
 	}
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: schedID(j.ID),
-		Step: scheduler.BatchStep, Failed: true}))
+		Step: scheduler.BatchStep, Failed: true, Requeue: true}))
 	c.eng.Handle(scheduler.Restore{Now: c.nowSec(), Job: c.schedJob(j)})
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: c.nowSec()}))
 	return nil
@@ -456,7 +459,7 @@ func (c *Controller) routeNodeOps(mux *http.ServeMux) {
 			if err := decode(r, &req); err != nil {
 				return nil, err
 			}
-			return c.suspend(ctx, who, req.IDs, stop), nil
+			return c.suspend(ctx, who, c.expandIDs(req.IDs, req.Tasks), stop), nil
 		}))
 	}
 	mux.HandleFunc("POST "+api.PathRequeue, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
@@ -464,7 +467,7 @@ func (c *Controller) routeNodeOps(mux *http.ServeMux) {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
-		return c.requeueJobs(ctx, who, req.IDs), nil
+		return c.requeueJobs(ctx, who, c.expandIDs(req.IDs, req.Tasks), req.Hold), nil
 	}))
 }
 
@@ -598,7 +601,7 @@ func (c *Controller) resumeLimit(j *job) time.Duration {
 // requeueJobs implements scontrol requeue: a running batch job is stopped
 // and goes back to PENDING (Restarts+1) once its processes have ended. The
 // owner or an operator may; a job submitted with --no-requeue refuses.
-func (c *Controller) requeueJobs(ctx context.Context, who *Caller, ids []int64) *api.CancelResponse {
+func (c *Controller) requeueJobs(ctx context.Context, who *Caller, ids []int64, hold bool) *api.CancelResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp := &api.CancelResponse{}
@@ -623,14 +626,21 @@ func (c *Controller) requeueJobs(ctx context.Context, who *Caller, ids []int64) 
 		default:
 			// Durable before the answer (DESIGN §5.3): after a crash the
 			// run's end must still be taken as this requeue.
+			holdReason := ""
+			if hold {
+				holdReason = store.ReasonHeldUser
+				if c.operators[who.UID] {
+					holdReason = store.ReasonHeldAdmin
+				}
+			}
 			if err := c.st.Append(ctx, store.Event{JobID: id, Time: c.now().Unix(), Kind: store.KindRequeueRequest,
-				By: int64(who.UID)}); err != nil {
+				By: int64(who.UID), Reason: holdReason}); err != nil {
 				c.log.Error("recording requeue request", "job", id, "err", err)
 				fail(id, "Unable to record the requeue request: "+err.Error(), api.CodeInternal)
 				continue
 			}
-			j.requeueRequested = true
-			c.log.Info("requeue requested", "job", id, "uid", who.UID)
+			j.requeueRequested, j.requeueHold = true, holdReason
+			c.log.Info("requeue requested", "job", id, "uid", who.UID, "hold", hold)
 			if j.launched {
 				node, key, suspended := j.Nodes[0], stepKey(j, scheduler.BatchStep), j.State == api.StateSuspended
 				c.work.push(func(ctx context.Context) {

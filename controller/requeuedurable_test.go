@@ -94,7 +94,7 @@ func testRequeueAcrossRestart(t *testing.T, endedAway bool) {
 	// second run is a first one again (and sleeps): launched only says that
 	// the shepherd holds the step, not how far the script got.
 	waitFile(t, marker)
-	r := c1.requeueJobs(t.Context(), root, []int64{id})
+	r := c1.requeueJobs(t.Context(), root, []int64{id}, false)
 	if len(r.Results) != 1 || r.Results[0].Error != "" {
 		t.Fatalf("requeue: %+v", r.Results)
 	}

@@ -227,7 +227,7 @@ var requeueScenarios = []struct {
 	{"scontrol requeue", func(t *testing.T, f *fixture, cl *fakeCluster) (*Controller, *fakeExec, int64, nodes.Status) {
 		c, ex := fakeController(t, f, cl)
 		id, old := submitRunning(t, f, c, cl)
-		if r := c.requeueJobs(t.Context(), root, []int64{id}); r.Results[0].Error != "" {
+		if r := c.requeueJobs(t.Context(), root, []int64{id}, false); r.Results[0].Error != "" {
 			t.Fatal(r.Results[0].Error)
 		}
 		runQueue(t.Context(), c.work) // the Terminate
@@ -251,7 +251,7 @@ var requeueScenarios = []struct {
 	{"restart before the relaunch", func(t *testing.T, f *fixture, cl *fakeCluster) (*Controller, *fakeExec, int64, nodes.Status) {
 		c1, _ := fakeController(t, f, cl)
 		id, old := submitRunning(t, f, c1, cl)
-		if r := c1.requeueJobs(t.Context(), root, []int64{id}); r.Results[0].Error != "" {
+		if r := c1.requeueJobs(t.Context(), root, []int64{id}, false); r.Results[0].Error != "" {
 			t.Fatal(r.Results[0].Error)
 		}
 		runQueue(t.Context(), c1.work)
@@ -265,7 +265,7 @@ var requeueScenarios = []struct {
 	{"restart with the run not yet stopped", func(t *testing.T, f *fixture, cl *fakeCluster) (*Controller, *fakeExec, int64, nodes.Status) {
 		c1, _ := fakeController(t, f, cl)
 		id, old := submitRunning(t, f, c1, cl)
-		if r := c1.requeueJobs(t.Context(), root, []int64{id}); r.Results[0].Error != "" {
+		if r := c1.requeueJobs(t.Context(), root, []int64{id}, false); r.Results[0].Error != "" {
 			t.Fatal(r.Results[0].Error)
 		}
 		// horad dies before its Terminate left; the next one re-attaches
@@ -405,7 +405,7 @@ func TestRequeueHistoriesProperty(t *testing.T) {
 				j := c.jobs[id]
 				asked := j.requeueRequested
 				c.mu.Unlock()
-				r := c.requeueJobs(ctx, root, []int64{id})
+				r := c.requeueJobs(ctx, root, []int64{id}, false)
 				if r.Results[0].Error == "" && !asked {
 					want[id]++
 				}
@@ -520,7 +520,7 @@ func TestUnnumberedStepIsTheCurrentRun(t *testing.T) {
 	if !attached {
 		t.Fatalf("the unnumbered step was not taken as the running job's run: %+v", j.Job)
 	}
-	if r := c2.requeueJobs(t.Context(), root, []int64{id}); r.Results[0].Error != "" {
+	if r := c2.requeueJobs(t.Context(), root, []int64{id}, false); r.Results[0].Error != "" {
 		t.Fatal(r.Results[0].Error)
 	}
 	runQueue(t.Context(), c2.work)
@@ -558,8 +558,8 @@ func TestRecoveryForgetsEndedSteps(t *testing.T) {
 		}
 		cl.steps[stepID(node, key)] = s
 	}
-	add("local1", nodes.StepKey{Job: 1, Step: 0}, false) // ended while away
-	add("local2", nodes.StepKey{Job: 1, Step: 7}, false) // its end recorded before the crash
+	add("local1", nodes.StepKey{Job: 1, Step: 0}, false)  // ended while away
+	add("local2", nodes.StepKey{Job: 1, Step: 7}, false)  // its end recorded before the crash
 	add("local2", nodes.StepKey{Job: 5, Step: -1}, false) // no such job
 	add("local2", nodes.StepKey{Job: 6, Step: -1}, true)  // runs on, unknown: left to end
 	c, _ := fakeController(t, f, cl)

@@ -53,6 +53,8 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("POST "+api.PathCancel, c.handle(c.hCancel))
 	mux.HandleFunc("POST "+api.PathHold, c.handle(c.hHold(true)))
 	mux.HandleFunc("POST "+api.PathRelease, c.handle(c.hHold(false)))
+	mux.HandleFunc("POST "+api.PathUpdate, c.handle(c.hUpdate))
+	mux.HandleFunc("GET "+api.PathConfig, c.handle(c.hConfig))
 	mux.HandleFunc("POST "+api.PathAlter, c.handle(c.hAlter))
 	mux.HandleFunc("GET "+api.PathNodes, c.handle(c.hNodes))
 	mux.HandleFunc("GET "+api.PathPartitions, c.handle(c.hPartitions))
@@ -168,6 +170,9 @@ func (c *Controller) hCancel(ctx context.Context, who *Caller, r *http.Request) 
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	if len(req.IDs) > 0 || len(req.Tasks) > 0 {
+		req.IDs, req.Tasks = c.expandIDs(req.IDs, req.Tasks), nil
+	}
 	return c.cancel(ctx, who, req)
 }
 
@@ -177,7 +182,7 @@ func (c *Controller) hHold(hold bool) handlerFunc {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
-		return c.hold(ctx, who, req.IDs, hold), nil
+		return c.holdAs(ctx, who, c.expandIDs(req.IDs, req.Tasks), hold, req.UserHold), nil
 	}
 }
 
@@ -234,7 +239,8 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		return c.present(who, *j, full)
 	}
 	keep := func(j *api.Job) bool {
-		if len(ids) > 0 && !slices.Contains(ids, j.ID) {
+		// An array's id names all its tasks, as in Slurm.
+		if len(ids) > 0 && !slices.Contains(ids, j.ID) && (j.ArrayJobID == 0 || !slices.Contains(ids, j.ArrayJobID)) {
 			return false
 		}
 		if len(uids) > 0 && !slices.Contains(uids, j.UID) {
@@ -281,6 +287,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			j := &stored[i]
 			if live := c.jobs[j.ID]; live != nil {
 				*j = live.Job // memory is ahead of the store by at most in-flight starts
+				c.showCompletingLocked(live, j)
 			}
 			if keep(j) {
 				out.Jobs = append(out.Jobs, show(j))
@@ -301,11 +308,42 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	// Sized for every job at once: growing a slice of 10,000 jobs by
 	// appends copied it a dozen times under the lock.
 	out.Jobs = listings.get(len(c.ids))
+	type foldKey struct {
+		array  int64
+		reason string
+	}
+	var folded map[foldKey]int // → index in out.Jobs of the row that stands for them
+	if q.Get("fold") == "1" {
+		folded = map[foldKey]int{}
+	}
 	for _, id := range c.ids {
 		j := c.jobs[id]
-		if keep(&j.Job) {
-			out.Jobs = append(out.Jobs, show(&j.Job))
+		view := &j.Job
+		if j.State == api.StateRunning && c.completingLocked(j) {
+			v := j.Job
+			v.State = api.StateCompleting
+			view = &v
 		}
+		if !keep(view) {
+			continue
+		}
+		if folded != nil && j.ArrayJobID != 0 && j.State == api.StatePending {
+			reason := j.Reason
+			if reason != "JobHeldUser" && reason != "JobHeldAdmin" {
+				reason = c.eng.Reason(schedID(j.ID))
+			}
+			k := foldKey{j.ArrayJobID, reason}
+			if i, ok := folded[k]; ok {
+				out.Jobs[i].ArrayPending = append(out.Jobs[i].ArrayPending, j.ArrayTaskID)
+				continue
+			}
+			folded[k] = len(out.Jobs)
+			row := show(&j.Job)
+			row.ArrayPending = []int64{j.ArrayTaskID}
+			out.Jobs = append(out.Jobs, row)
+			continue
+		}
+		out.Jobs = append(out.Jobs, show(view))
 	}
 	return out, nil
 }
@@ -343,6 +381,12 @@ func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
 	if !full || (who.UID != j.UID && !c.operators[who.UID]) {
 		j.Spec.Script, j.Spec.Env = "", nil
 	}
+	if lj := c.jobs[j.ID]; lj != nil && j.State == api.StatePending {
+		j.Dependency = c.dependencyText(lj)
+	}
+	if j.ArrayJobID != 0 {
+		j.ArrayThrottle = c.arrayThrottle(j.ArrayJobID)
+	}
 	if len(j.Steps) > 0 {
 		j.Steps = slices.Clone(j.Steps)
 	}
@@ -353,11 +397,14 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	busy := map[string][]int64{}
+	completing := map[string]bool{}
 	for _, id := range c.ids {
 		j := c.jobs[id]
 		if j.State == api.StateRunning || j.State == api.StateSuspended {
+			comp := c.completingLocked(j)
 			for _, n := range j.Nodes {
 				busy[n] = append(busy[n], j.ID)
+				completing[n] = completing[n] || comp
 			}
 		}
 	}
@@ -382,7 +429,10 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 			MemoryMB: n.MemoryMB, Rate: n.Rate, Partitions: parts, Jobs: busy[n.Name]}
 		resourceView(&an, specs[n.Name], info[n.Name], freeMem, load)
 		c.nodeView(&an, len(busy[n.Name]) > 0)
-		if an.State == "allocated" && info[n.Name].Mixed {
+		switch {
+		case an.State == "allocated" && completing[n.Name]:
+			an.State = "completing" // sinfo comp, as Slurm while a job's processes are killed
+		case an.State == "allocated" && info[n.Name].Mixed:
 			an.State = "mixed"
 		}
 		c.resvNodeView(&an, c.now().Unix())
@@ -441,4 +491,28 @@ func limitSeconds(f float64) int64 {
 		return api.NoLimit
 	}
 	return int64(f)
+}
+
+// completingLocked says whether a running job's processes are being killed:
+// cancelled or asked to requeue (TERM sent, KILL after KillWait), or past its
+// time limit (the shepherd is stopping it). Slurm shows such a job
+// COMPLETING (CG) until its processes are gone; so does hora, in every
+// listing, without storing it (the end that follows is what is recorded).
+func (c *Controller) completingLocked(j *job) bool {
+	if j.State != api.StateRunning || !j.launched {
+		return false
+	}
+	if j.cancelRequested || j.requeueRequested {
+		return true
+	}
+	if j.Spec.TimeLimit > 0 && j.Spec.Load == 0 && j.StartTime > 0 {
+		return c.now().Unix() >= j.StartTime+j.SuspendedSecs+j.Spec.TimeLimit
+	}
+	return false
+}
+
+func (c *Controller) showCompletingLocked(live *job, j *api.Job) {
+	if c.completingLocked(live) {
+		j.State = api.StateCompleting
+	}
 }

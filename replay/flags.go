@@ -44,7 +44,8 @@ func fromFlags(c *cli.Context) (*Workload, Options, error) { return fromFlagsAt(
 // ("" keeps --load) by atLoad, for load sweeps.
 func fromFlagsAt(c *cli.Context, atLoad string) (*Workload, Options, error) {
 	opt := Options{Procs: c.Int("procs"), CoresPerNode: c.Int("cores-per-node"), KillAtLimit: c.Bool("kill-at-limit"), PerCPU: c.Bool("per-cpu"),
-		ChunkScale: c.Float64("chunk-scale"), ChunkJitter: c.Float64("chunk-jitter"), Seed: c.Uint64("seed"),
+		Dependencies: c.Bool("swf-dependencies"),
+		ChunkScale:   c.Float64("chunk-scale"), ChunkJitter: c.Float64("chunk-jitter"), Seed: c.Uint64("seed"),
 		Policy: c.String("policy")}
 	if wf := c.Float64("warmup-fraction"); wf < 0 || wf >= 1 {
 		return nil, opt, usageError{fmt.Errorf("--warmup-fraction %g: want 0 ≤ f < 1", wf)}

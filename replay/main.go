@@ -79,6 +79,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "out", Usage: "write jobs.csv, summary.json and SVG plots into `DIR`"},
 			&cli.StringFlag{Name: "out-swf", Usage: "write the simulated schedule as an SWF log to `FILE`"},
 			&cli.BoolFlag{Name: "as-recorded", Usage: "no simulation: use the logged start times (field 3)"},
+			&cli.BoolFlag{Name: "swf-dependencies", Usage: "a job waits for its preceding job (SWF field 17) to end, plus the think time (field 18)"},
 			&cli.StringFlag{Name: "coalloc", Usage: "no Engine: co-allocate each request at its submission (thesis ch. 5), `MODE` online (every job booked where placed) or logged (against the schedule as logged)"},
 			&cli.Float64Flag{Name: "dt", Value: CoallocDeltaT, Usage: "--coalloc: retry step Δt in seconds"},
 			&cli.Float64Flag{Name: "quantum", Usage: "--coalloc: quantum l_q in seconds, a multiple of 60 (default Δt)"},

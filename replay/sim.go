@@ -42,6 +42,11 @@ type Options struct {
 	Procs        int  // machine size in processors; 0 = the workload's
 	CoresPerNode int  // processors per node; 0 = 1
 	KillAtLimit  bool // end a job at its requested time if it runs longer
+	// Dependencies makes SWF field 17 (preceding job) a dependency: a job
+	// waits until its preceding job has ended and field 18 (think time)
+	// seconds more, in the simulation's own time (scheduler/gate.go), as
+	// horad resolves --dependency=afterany:ID+think.
+	Dependencies bool
 	// PerCPU schedules each rigid job by processors (one task of one CPU
 	// per processor) on shared nodes of CoresPerNode CPUs, through the
 	// Engine's consumable-resource arithmetic, instead of on
@@ -332,6 +337,10 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if k, ok := sch.(interface{ KeepOutcomes() }); ok && opt.Dependencies {
+		// A preceding job usually ends before its follower is submitted.
+		k.KeepOutcomes()
 	}
 	wk, _ := sch.(waker)
 	bs, _ := sch.(batcher)
@@ -652,6 +661,10 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 			} else if opt.PerCPU {
 				sj.Nodes = 1
 				sj.Req = &scheduler.Request{NTasks: max(j.Procs, 1), CPUsPerTask: 1}
+			}
+			if opt.Dependencies && j.Record.Preceding > 0 {
+				sj.Dep = &scheduler.Dependency{Terms: []scheduler.DepTerm{{Kind: scheduler.DepAfterAny,
+					Targets: []scheduler.JobID{scheduler.JobID(j.Record.Preceding)}, Delay: float64(max(j.Record.Think, 0))}}}
 			}
 			acts = sch.Handle(scheduler.Submit{Now: ev.t, Job: sj})
 		}

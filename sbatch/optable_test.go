@@ -296,7 +296,8 @@ func TestSameSetterEverywhere(t *testing.T) {
 	good := map[string]string{
 		"nodes": "3", "ntasks": "4", "cpus-per-task": "2", "ntasks-per-node": "2", "time": "1:00:00",
 		"time-min": "30", "begin": "now+1hour", "deadline": "now+2hours", "mem": "2G", "mem-per-cpu": "100",
-		"load": "1M", "open-mode": "append", "export": "NONE", "chdir": "/tmp/x", "array": "", "dependency": "",
+		"load": "1M", "open-mode": "append", "export": "NONE", "chdir": "/tmp/x", "array": "0-3%2", "dependency": "afterok:1",
+		"kill-on-invalid-dep": "yes", "signal": "B:USR1@30",
 		"cpus-per-gpu": "2", "exclusive": "user", "gpus": "a100:2", "gpus-per-node": "1", "gpus-per-task": "1",
 		"hint": "nomultithread", "mem-per-gpu": "1G", "mincpus": "4", "gres": "gpu:a100:2", "nodelist": "n[1-2]",
 		"exclude": "n3", "constraint": "ib&avx", "rt-frame": "100ms", "rt-buffer": "4", "rt-work": "10ms",
@@ -304,7 +305,7 @@ func TestSameSetterEverywhere(t *testing.T) {
 	bad := map[string]string{
 		"nodes": "x", "ntasks": "0", "cpus-per-task": "-1", "ntasks-per-node": "x", "time": "bogus",
 		"time-min": "bogus", "begin": "yesterday", "deadline": "yesterday", "mem": "12Q", "mem-per-cpu": "1X",
-		"load": "-1", "open-mode": "x",
+		"load": "-1", "open-mode": "x", "kill-on-invalid-dep": "maybe", "signal": "USR1@x",
 	}
 	normal := func(s *api.JobSpec) api.JobSpec {
 		c := *s

@@ -665,14 +665,10 @@ func (st *qsubState) finish() *PBSError {
 	sp, fl := st.spec, st.fl
 	// Arrays and dependencies go through the registry's --array and
 	// --dependency setters (PBS spellings -J and -W depend; Torque's -t
-	// has --array's syntax too). While those setters only note the value
-	// for a refusal, qsub refuses as sbatch does.
+	// has --array's syntax too); horad checks them as for sbatch.
 	if st.array != "" {
 		if err := st.viaRegistry("-J", st.array[3:]); err != nil {
 			return err
-		}
-		if st.reg.unsupportedArray != "" {
-			return &PBSError{Text: "qsub: hora does not support job arrays yet (" + st.array + ")\n", Exit: 2}
 		}
 	}
 	if st.depend != "" {
@@ -682,9 +678,6 @@ func (st *qsubState) finish() *PBSError {
 		}
 		if err := st.viaRegistry("-W depend", dep); err != nil {
 			return err
-		}
-		if st.reg.dependency != "" {
-			return &PBSError{Text: "qsub: hora does not support job dependencies yet (-W depend=" + st.depend + ")\n", Exit: 2}
 		}
 	}
 	if err := st.resources(); err != nil {

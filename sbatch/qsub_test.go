@@ -152,9 +152,6 @@ func TestQsubBadInput(t *testing.T) {
 		{FlavourOpenPBS, "#!/bin/sh\n", []string{"-l", "bogus=1", "job.sh"}, "qsub: Unknown resource Resource_List.bogus\n", 187},
 		{FlavourOpenPBS, "#!/bin/sh\n", []string{"-Y", "job.sh"}, "qsub: invalid option -- 'Y'\nusage: qsub", 2},
 		{FlavourOpenPBS, "#!/bin/sh\n", []string{"nothere.sh"}, "qsub: script file:: No such file or directory\n", 1},
-		{FlavourOpenPBS, "#!/bin/sh\n", []string{"-J", "1-10", "job.sh"}, "qsub: hora does not support job arrays yet (-J 1-10)\n", 2},
-		{FlavourTorque, "#!/bin/sh\n", []string{"-t", "1-10,15%5", "job.sh"}, "qsub: hora does not support job arrays yet (-t 1-10,15%5)\n", 2},
-		{FlavourOpenPBS, "#!/bin/sh\n", []string{"-W", "depend=afterok:12.srv:13", "job.sh"}, "qsub: hora does not support job dependencies yet (-W depend=afterok:12.srv:13)\n", 2},
 		{FlavourOpenPBS, "#!/bin/sh\n", []string{"-W", "depend=beforeok:12", "job.sh"}, "qsub: illegal -W value\nusage: qsub", 2},
 		{FlavourTorque, "#!/bin/sh\n#PBS -Y\n", []string{"job.sh"}, "qsub: invalid option -- 'Y'\n[exiting]\n\nusage: qsub", 2},
 		{FlavourTorque, "#!/bin/sh\n", []string{"-l", "walltime=banana", "job.sh"}, "qsub: submit error (Illegal attribute or resource value for Resource_List.walltime)\n", 166},
@@ -244,6 +241,29 @@ func TestPBSDependency(t *testing.T) {
 		got, ok := pbsDependency(in)
 		if ok != (want != "") || got != want {
 			t.Errorf("pbsDependency(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
+
+// qsub -J / -t and -W depend reach the job as sbatch's --array and
+// --dependency (horad checks them as it does for sbatch).
+func TestQsubArrayAndDependency(t *testing.T) {
+	for _, c := range []struct {
+		fl          string
+		argv        []string
+		array, deps string
+	}{
+		{FlavourOpenPBS, []string{"-J", "1-10", "job.sh"}, "1-10", ""},
+		{FlavourTorque, []string{"-t", "1-10,15%5", "job.sh"}, "1-10,15%5", ""},
+		{FlavourOpenPBS, []string{"-W", "depend=afterok:12.srv:13", "job.sh"}, "", "afterok:12:13"},
+	} {
+		spec, _, err := BuildQsubSpec(qsubIn(c.fl, "#!/bin/sh\n", c.argv...))
+		if err != nil {
+			t.Errorf("%s %v: %v", c.fl, c.argv, err)
+			continue
+		}
+		if spec.Array != c.array || spec.Dependency != c.deps {
+			t.Errorf("%s %v: array %q dependency %q, want %q %q", c.fl, c.argv, spec.Array, spec.Dependency, c.array, c.deps)
 		}
 	}
 }

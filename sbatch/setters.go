@@ -257,16 +257,37 @@ func setLoad(st *state, o *Option, v string) error {
 	return nil
 }
 
-// --array and --dependency are checked in finish: hora refuses them
-// there, after every source has been read (an empty --dependency from the
-// command line may clear one from the script).
+// --array and --dependency are checked by horad, as slurmctld checks them:
+// against its MaxArraySize and the jobs it knows. Every refusal of an array
+// is "Invalid job array specification", of a dependency "Job dependency
+// problem" (an empty --dependency clears one from the script).
 func setArray(st *state, _ *Option, v string) error {
-	st.unsupportedArray = v
+	st.spec.Array = v
 	return nil
 }
 
 func setDependency(st *state, _ *Option, v string) error {
-	st.dependency = v
+	st.spec.Dependency = v
+	return nil
+}
+
+func setKillOnInvalidDep(st *state, o *Option, v string) error {
+	switch strings.ToLower(v) {
+	case "yes", "kill":
+		st.spec.KillOnInvalidDep = "yes"
+	case "no", "nokill":
+		st.spec.KillOnInvalidDep = "no"
+	default:
+		return invalidSpec(o)
+	}
+	return nil
+}
+
+func setSignal(st *state, o *Option, v string) error {
+	if _, ok := ParseSignalSpec(v); !ok {
+		return invalidSpec(o)
+	}
+	st.spec.Signal = v
 	return nil
 }
 

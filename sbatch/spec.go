@@ -372,25 +372,14 @@ type state struct {
 	flags *Flags
 	in    Input
 
-	export           string
-	exportSet        bool
-	input            string // --input, kept for --load
-	unsupportedArray string
-	dependency       string
+	export    string
+	exportSet bool
+	input     string // --input, kept for --load
 }
 
 // finish derives what depends on several options.
 func (st *state) finish() error {
 	sp := st.spec
-	// Job arrays and dependencies change what runs and when; api.JobSpec
-	// has no field for them, so accepting them silently would run the
-	// wrong thing. An empty --dependency= (some tools send it) is no-op.
-	if st.unsupportedArray != "" {
-		return &Error{Msg: "error: hora does not support job arrays (--array=" + st.unsupportedArray + ")", Exit: exitOption}
-	}
-	if st.dependency != "" {
-		return &Error{Msg: "error: hora does not support job dependencies (--dependency=" + st.dependency + ")", Exit: exitOption}
-	}
 	if sp.NTasks > 0 && sp.Nodes > sp.NTasks {
 		// Slurm (opt.c): fewer tasks than nodes shrinks the node count.
 		st.flags.Warnings = append(st.flags.Warnings, fmt.Sprintf(

@@ -297,8 +297,7 @@ func TestBuildSpecErrors(t *testing.T) {
 		{nil, nil, "fatal: stdin: line 2: Unmatched `\"` in [#SBATCH -J \"x]", 1},
 		{[]string{"sub/quote.sh"}, nil, "fatal: quote.sh: line 2: Unmatched `'` in [#SBATCH -J 'x]", 1},
 		{[]string{"--load=lots", "--wrap=x"}, nil, "error: Invalid --load specification", 255},
-		{[]string{"--array=1-3", "--wrap=x"}, nil, "error: hora does not support job arrays (--array=1-3)", 255},
-		{[]string{"-d", "afterok:1", "--wrap=x"}, nil, "error: hora does not support job dependencies (--dependency=afterok:1)", 255},
+		{[]string{"--kill-on-invalid-dep=maybe", "--wrap=x"}, nil, "error: Invalid --kill-on-invalid-dep specification", 255},
 		{[]string{"--export=ALL,=x", "--wrap=x"}, nil, "error: Invalid --export specification: ALL,=x", 255},
 	}
 	for _, c := range cases {
@@ -346,7 +345,7 @@ func TestEveryOptionHandled(t *testing.T) {
 	values := map[string]string{
 		"nodes": "1", "ntasks": "1", "cpus-per-task": "1", "ntasks-per-node": "1", "time": "5",
 		"time-min": "5", "begin": "now", "deadline": "now+1hour", "mem": "1", "mem-per-cpu": "1",
-		"load": "1k", "open-mode": "append", "export": "ALL", "chdir": "/tmp", "array": "", "dependency": "",
+		"load": "1k", "open-mode": "append", "export": "ALL", "chdir": "/tmp", "array": "", "dependency": "", "kill-on-invalid-dep": "yes", "signal": "B:USR1@30",
 		"cpus-per-gpu": "1", "gpus": "1", "gpus-per-node": "a100:1", "gpus-per-task": "1", "hint": "nomultithread",
 		"mem-per-gpu": "1G", "mincpus": "2", "rt-frame": "1", "rt-buffer": "2", "rt-work": "1ms",
 	}
@@ -436,7 +435,7 @@ func TestSbatchEnvVars(t *testing.T) {
 			t.Errorf("%s: not applied: %+v %+v", c.env, spec, flags)
 		}
 	}
-	for _, env := range []string{"SBATCH_TIMELIMIT=x", "SBATCH_MEM_PER_NODE=x", "SBATCH_OPEN_MODE=x", "SBATCH_ARRAY_INX=1-3"} {
+	for _, env := range []string{"SBATCH_TIMELIMIT=x", "SBATCH_MEM_PER_NODE=x", "SBATCH_OPEN_MODE=x"} {
 		if _, _, err := submit([]string{"--wrap=true"}, []string{env}, nil, ""); err == nil {
 			t.Errorf("%s accepted", env)
 		}

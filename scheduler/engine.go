@@ -31,6 +31,10 @@ type Engine struct {
 	now     float64
 	// susp are the suspended jobs, whose expected end moves with now.
 	susp []JobID
+	// gate holds dependencies and array throttles (gate.go).
+	gate gateState
+	// sigs are the --signal deliveries to come, by time.
+	sigs []sigTimer
 	// resTick counts changes of what nodes hold (starts, ends, expected
 	// ends, nodes down or up): Partition.Reserve's cache key.
 	resTick uint64
@@ -89,6 +93,7 @@ type jobRec struct {
 	// suspended: stopped by scontrol suspend; its steps' expected ends
 	// move with now (shared.go).
 	suspended bool
+	gate      gateRec
 }
 
 // Reasons the Engine itself gives (the policies give the others).
@@ -317,12 +322,30 @@ func (e *Engine) apply(now float64, ev Event) bool {
 		e.suspend(now, ev.ID, true)
 	case Resume:
 		e.suspend(now, ev.ID, false)
+	case Ended:
+		e.gate.init()
+		if e.jobs[ev.ID] == nil {
+			e.gate.ended[ev.ID] = outcome{ok: ev.OK, startAt: ev.StartAt, endAt: ev.EndAt}
+		}
+		return false
+	case Purge:
+		delete(e.gate.ended, ev.ID)
+		return false
+	case SetDependency:
+		e.setDependency(now, ev)
+	case SetThrottle:
+		e.setThrottle(now, ev)
+	case Update:
+		e.gate.init()
+		e.update(now, ev.Job)
 	}
 	return true
 }
 
 // pass runs the scheduling pass of every partition whose state changed.
 func (e *Engine) pass(now float64) {
+	e.runTimers(now)
+	e.runSignals(now)
 	e.expireBlocked(now)
 	e.startRestoredPeriodic(now)
 	for _, p := range e.parts {
@@ -398,7 +421,16 @@ func (e *Engine) submit(now float64, j Job) {
 		return
 	}
 	r := &jobRec{job: j, part: p, blocked: blocked}
+	e.gate.init()
+	if needsGate(&j) {
+		// Accepted now; its policy sees it once its gates open (gate.go).
+		e.jobs[j.ID] = r
+		e.verdict(Admit{ID: j.ID})
+		e.enterGates(now, r, false)
+		return
+	}
 	if blocked != "" {
+		e.register(r)
 		// Slurm's default (EnforcePartLimits=NO): accept, never start.
 		e.jobs[j.ID] = r
 		e.blocked = append(e.blocked, j.ID)
@@ -419,6 +451,7 @@ func (e *Engine) submit(now float64, j Job) {
 	}
 	// Admit precedes any Start the pass (or the policy's Admit) emits.
 	e.verdict(Admit{ID: j.ID})
+	e.register(r)
 	p.dirty = true
 }
 
@@ -433,13 +466,17 @@ func (e *Engine) cancel(now float64, id JobID) {
 	r := e.jobs[id]
 	switch {
 	case r == nil:
+	case r.gated():
+		e.dropGated(now, r, false)
 	case r.blocked != "":
 		e.dropBlocked(id)
 		delete(e.jobs, id)
+		e.left(now, r, false)
 	case !r.started:
 		r.part.policy.Remove(now, id)
 		delete(e.jobs, id)
 		r.part.dirty = true
+		e.left(now, r, false)
 	case !r.removed:
 		r.removed = true
 		if !r.done {
@@ -447,6 +484,7 @@ func (e *Engine) cancel(now float64, id JobID) {
 		}
 		if len(r.steps) == 0 {
 			delete(e.jobs, id)
+			e.left(now, r, false)
 		}
 	}
 }
@@ -457,7 +495,7 @@ func (e *Engine) hold(now float64, id JobID, held bool) {
 		return
 	}
 	r.job.Held = held
-	if r.blocked != "" {
+	if r.blocked != "" || r.gated() {
 		return
 	}
 	if held {
@@ -478,13 +516,19 @@ func (e *Engine) finished(now float64, ev Finished) {
 		// A restored running job whose nodes were unknown has no step to
 		// free; its end still ends it.
 		if r.started && len(r.steps) == 0 {
+			r.gate.requeue = ev.Requeue
 			delete(e.jobs, ev.ID)
+			e.left(now, r, !ev.Failed && !r.removed)
 		}
 		return
 	}
 	if r.steps[k].periodic {
 		e.releasePeriodic(r)
 	}
+	// A chunk lost with its node is sent again (the job may still
+	// complete); any other failed step fails the job for afterok.
+	r.gate.failed = r.gate.failed || (ev.Failed && !(ev.Step >= 0 && ev.NodeFail))
+	r.gate.requeue = ev.Requeue
 	for _, g := range r.steps[k].nodes {
 		if r.steps[k].periodic {
 			continue
@@ -507,6 +551,7 @@ func (e *Engine) finished(now float64, ev Finished) {
 	}
 	if (r.removed || r.done) && len(r.steps) == 0 {
 		delete(e.jobs, ev.ID)
+		e.left(now, r, !r.removed)
 	}
 	r.part.dirty = true
 }
@@ -532,8 +577,29 @@ func (e *Engine) restore(now float64, ev Restore) {
 	r := &jobRec{job: j, part: p}
 	e.jobs[j.ID] = r
 	if j.Periodic != nil {
+		// Periodic jobs pass no gates (admitted at submit, docs/mix.md).
 		e.restorePeriodic(now, r, ev)
 		return
+	}
+	e.gate.init()
+	if ev.Running {
+		e.register(r)
+		r.gate.startAt = ev.Started
+		if j.Array != 0 {
+			a := e.gate.arrays[j.Array]
+			if a == nil {
+				a = &arrayRec{limit: j.ArrayLimit}
+				e.gate.arrays[j.Array] = a
+			}
+			a.active++
+			r.gate.inArray = true
+		}
+	} else if needsGate(&j) {
+		r.blocked = blocked
+		e.enterGates(now, r, true)
+		return
+	} else {
+		e.register(r)
 	}
 	if cr, ok := p.policy.(ChunkRestorer); ok && ev.Running && j.Load > 0 {
 		// Chunks are planned to end by the deadline: a sound bound for the
@@ -588,6 +654,7 @@ func (e *Engine) restore(now float64, ev Restore) {
 		if len(s.nodes) > 0 {
 			r.steps = append(r.steps, s)
 		}
+		e.armSignal(r, expect)
 		p.policy.Restore(now, &r.job, true)
 		return
 	}
@@ -608,7 +675,9 @@ func (e *Engine) expireBlocked(now float64) {
 		j := &e.jobs[id].job
 		if j.Deadline > 0 && now+j.MinRun() >= j.Deadline {
 			e.blocked = slices.Delete(e.blocked, k, k+1)
+			r := e.jobs[id]
 			delete(e.jobs, id)
+			e.left(now, r, false)
 			e.out = append(e.out, End{ID: id, State: JobStateDeadline, Reason: ReasonDeadline})
 			continue
 		}
@@ -706,6 +775,8 @@ func (e *Engine) Reason(id JobID) string {
 		return ReasonNone
 	case r.job.Held:
 		return ReasonHeld
+	case r.gated():
+		return r.gateReason()
 	case r.blocked != "":
 		return r.blocked
 	}
@@ -716,7 +787,7 @@ func (e *Engine) Reason(id JobID) string {
 // (a begin time passes, a pending job's deadline expires); Inf if none.
 // Job ends are not included: the driver reports them as Finished.
 func (e *Engine) NextWakeup() float64 {
-	t := Inf
+	t := min(e.nextTimer(), e.nextSignal())
 	for _, p := range e.parts {
 		t = min(t, p.policy.NextWakeup())
 	}
@@ -903,4 +974,19 @@ func (e *Engine) PlannedStart(id JobID) (float64, bool) {
 		return pl.PlannedStart(id)
 	}
 	return 0, false
+}
+
+// needsGate reports whether a job goes through the gates (gate.go) rather
+// than straight to its policy.
+func needsGate(j *Job) bool {
+	return j.Array != 0 || (j.Dep != nil && len(j.Dep.Terms) > 0)
+}
+
+// register enters a job that went straight to its policy into the index of
+// (user, name) groups that singleton dependencies read.
+func (e *Engine) register(r *jobRec) {
+	if r.job.Name != "" {
+		k := groupKey{r.job.User, r.job.Name}
+		e.gate.groups[k] = append(e.gate.groups[k], r.job.ID)
+	}
 }

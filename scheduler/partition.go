@@ -178,8 +178,15 @@ func (p *Partition) Start(id JobID, step int, nodes []int, offset, size, expect 
 		e.allocate(g, id, step, expect)
 	}
 	r.steps = append(r.steps, s)
+	first := !r.started
 	r.started = true
 	e.out = append(e.out, Start{ID: id, Step: step, Nodes: names, Offset: offset, Size: size, Expect: expect})
+	if first {
+		e.jobStarted(e.now, r)
+		if step == BatchStep {
+			e.armSignal(r, expect)
+		}
+	}
 	return nil
 }
 
@@ -189,7 +196,7 @@ func (p *Partition) startable(id JobID) (*jobRec, error) {
 	switch {
 	case r == nil || r.part != p:
 		return nil, fmt.Errorf("scheduler: partition %q: start of unknown job %d", p.spec.Name, id)
-	case r.removed || r.blocked != "":
+	case r.removed || r.blocked != "" || r.gated():
 		return nil, fmt.Errorf("scheduler: partition %q: start of job %d that may not run", p.spec.Name, id)
 	}
 	return r, nil
@@ -204,6 +211,7 @@ func (p *Partition) End(id JobID, state, reason string) error {
 	}
 	delete(p.eng.jobs, id)
 	p.eng.out = append(p.eng.out, End{ID: id, State: state, Reason: reason})
+	p.eng.left(p.eng.now, r, false)
 	return nil
 }
 

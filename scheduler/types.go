@@ -36,6 +36,23 @@ type Job struct {
 	Load        float64 // divisible load σ (data units); 0 = rigid job
 	Held        bool    // user hold (JobHeldUser)
 	Reservation string  // run inside this named reservation
+
+	// Name is the job name, which singleton dependencies compare.
+	Name string
+	// Array is the job array this job is a task of (0 = none) and
+	// ArrayLimit that array's throttle (%N; 0 = none): the Engine keeps
+	// at most ArrayLimit of its tasks in the policy at once (gate.go).
+	Array      JobID
+	ArrayLimit int
+	// Dep is the job's dependency (nil = none) and KillOnInvalidDep ends
+	// the job, instead of keeping it pending, when Dep can never hold.
+	Dep              *Dependency
+	KillOnInvalidDep bool
+	// Signal, when set, is sent to the running job SignalBefore seconds
+	// before its time limit (sbatch --signal): a Signal action, so that
+	// replay sees it too.
+	Signal       string
+	SignalBefore float64
 	// Req is the consumable-resource request (tres.go); nil = whole nodes.
 	Req *Request
 	// Periodic makes a periodic real-time job (periodic.go); nil = not.
@@ -134,6 +151,10 @@ type Finished struct {
 	// because of its own exit status. Policies that implement NodeFailer
 	// hear of it.
 	NodeFail bool
+	// Requeue is true when the job goes back to pending (scontrol requeue,
+	// a node failure with --requeue; the driver Restores it next): the jobs
+	// that depend on it keep waiting for its next run.
+	Requeue bool
 	// Transfer and Compute are measured seconds of a chunk whose data was
 	// sent before it ran (0 = not measured): the time of the transfer and
 	// of the run. Policies that implement Measurer learn from them.

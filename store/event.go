@@ -27,12 +27,13 @@ const (
 	KindReason    Kind = "reason"     // Reason: the new pending reason
 	KindSuspend   Kind = "suspend"    // Time is when the job was stopped (RUNNING → SUSPENDED)
 	KindResume    Kind = "resume"     // Time is when it was continued (SUSPENDED → RUNNING)
+	KindUpdate    Kind = "update"     // Job: the new Spec and Priority (scontrol update)
 	KindAlter     Kind = "alter"      // Job: the pending job's new Spec and EligibleTime (qalter)
 
 	// Marks on the current run, written before the controller answers so
 	// that a restart ends the run as asked (DESIGN §5.3). The job's row does
 	// not change: recovery reads them from the events after the last start.
-	KindRequeueRequest Kind = "requeue_request" // By: the uid that asked (scontrol requeue)
+	KindRequeueRequest Kind = "requeue_request" // By: the uid that asked (scontrol requeue); Reason: the hold to come back with (requeuehold) or ""
 	KindNodeFail       Kind = "node_fail"       // Nodes: the node that went down under the run
 )
 
@@ -44,7 +45,7 @@ type Event struct {
 	Time  int64 // Unix seconds; Append fills in the current time when 0
 	Kind  Kind
 
-	Job        *api.Job        // KindSubmit
+	Job        *api.Job        // KindSubmit, KindUpdate
 	Nodes      []string        // KindStart, KindNodeFail
 	Alloc      []api.NodeAlloc // KindStart: per-node allocation of a resource job
 	StdoutPath string          // KindStart

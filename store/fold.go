@@ -235,6 +235,19 @@ func apply(j *api.Job, ev *Event) error {
 		j.SuspendTime, j.SuspendedSecs = 0, 0
 		j.Restarts++
 
+	case KindUpdate:
+		switch {
+		case ev.Job == nil:
+			return bad("no job")
+		case j.State.Finished():
+			return bad("the job has finished")
+		}
+		// The whole spec: an array task gets one of its own here.
+		spec := ev.Job.Spec
+		spec.Args = slices.Clone(spec.Args)
+		spec.Env = slices.Clone(spec.Env)
+		j.Spec, j.Priority = spec, ev.Job.Priority
+
 	case KindRequeueRequest, KindNodeFail:
 		// Only marks on the running run: the row stays as it is, and
 		// RunMarks reads them back for recovery.
@@ -256,17 +269,24 @@ func apply(j *api.Job, ev *Event) error {
 // RunMarks tells, from a job's events oldest first, whether its current run
 // (the one after the last start) was asked to requeue or lost a node.
 func RunMarks(events []Event) (requeue, nodeFail bool) {
+	requeue, nodeFail, _ = RunMarksHold(events)
+	return requeue, nodeFail
+}
+
+// RunMarksHold is RunMarks with the hold reason a requeue request asked the
+// job to come back with (scontrol requeuehold; "" = none).
+func RunMarksHold(events []Event) (requeue, nodeFail bool, hold string) {
 	for i := range events {
 		switch events[i].Kind {
 		case KindStart, KindRequeue, KindEnd:
-			requeue, nodeFail = false, false
+			requeue, nodeFail, hold = false, false, ""
 		case KindRequeueRequest:
-			requeue = true
+			requeue, hold = true, events[i].Reason
 		case KindNodeFail:
 			nodeFail = true
 		}
 	}
-	return requeue, nodeFail
+	return requeue, nodeFail, hold
 }
 
 func applySubmit(j *api.Job, ev *Event, bad func(string) error) error {

@@ -119,12 +119,18 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		type touched struct{ before, after api.Job }
 		jobs := map[int64]*touched{}
+		arrays := map[int64]*arrayRec{} // read once per call, for lazy tasks
+		ptx := s.prepared(tx)
 		var order []int64
 		for i := range evs {
 			ev := &evs[i]
 			t := jobs[ev.JobID]
 			if t == nil {
 				before, err := loadJob(ctx, tx, ev.JobID)
+				if errors.Is(err, ErrNotFound) {
+					// A task of an array gets its row with its first event.
+					before, err = materialize(ctx, tx, ptx, ev.JobID, arrays)
+				}
 				if errors.Is(err, ErrNotFound) {
 					return &EventError{JobID: ev.JobID, Kind: ev.Kind, Msg: "no such job", Err: ErrNotFound}
 				}
@@ -142,12 +148,12 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 		for _, id := range order {
 			t := jobs[id]
 			canonical(&t.after)
-			if err := putJob(ctx, tx, &t.after, t.before.Steps); err != nil {
+			if err := putJob(ctx, ptx, &t.after, t.before.Steps); err != nil {
 				return err
 			}
 		}
 		for i := range evs {
-			if err := putEvent(ctx, tx, &evs[i]); err != nil {
+			if err := putEvent(ctx, ptx, &evs[i]); err != nil {
 				return err
 			}
 		}
@@ -158,11 +164,12 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 // jobColumns are the jobs columns in the order scanJob reads them.
 const jobColumns = `id, uid, gid, user_name, group_name, state, reason, priority, partition, name,
 	submit_time, eligible_time, start_time, end_time, exit_code, signal, cancelled_by, nodes,
-	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs, alloc, max_rss_kb, total_cpu_ms`
+	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs, alloc, max_rss_kb, total_cpu_ms,
+	array_job_id, array_task_id`
 
 // sqlPutJob inserts or replaces a job's row.
 const sqlPutJob = `INSERT INTO jobs (` + jobColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	uid = excluded.uid, gid = excluded.gid, user_name = excluded.user_name,
 	group_name = excluded.group_name, state = excluded.state, reason = excluded.reason,
@@ -173,7 +180,8 @@ ON CONFLICT (id) DO UPDATE SET
 	cancelled_by = excluded.cancelled_by, nodes = excluded.nodes, restarts = excluded.restarts,
 	stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, spec = excluded.spec,
 	suspend_time = excluded.suspend_time, suspended_secs = excluded.suspended_secs,
-	alloc = excluded.alloc, max_rss_kb = excluded.max_rss_kb, total_cpu_ms = excluded.total_cpu_ms`
+	alloc = excluded.alloc, max_rss_kb = excluded.max_rss_kb, total_cpu_ms = excluded.total_cpu_ms,
+	array_job_id = excluded.array_job_id, array_task_id = excluded.array_task_id`
 
 // putJob writes a job's row and the steps that differ from oldSteps.
 func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) error {
@@ -198,7 +206,7 @@ func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) err
 		j.ID, j.UID, j.GID, j.User, j.Group, string(j.State), j.Reason, j.Priority, j.Spec.Partition,
 		j.Spec.Name, j.SubmitTime, j.EligibleTime, j.StartTime, j.EndTime, j.ExitCode, j.Signal,
 		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, string(spec),
-		j.SuspendTime, j.SuspendedSecs, string(alloc), j.MaxRSSKB, j.TotalCPUMs)
+		j.SuspendTime, j.SuspendedSecs, string(alloc), j.MaxRSSKB, j.TotalCPUMs, j.ArrayJobID, j.ArrayTaskID)
 	if err != nil {
 		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
@@ -274,7 +282,7 @@ func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api
 		if err := rows.Scan(&j.ID, &j.UID, &j.GID, &j.User, &j.Group, &state, &j.Reason, &j.Priority,
 			new(string), new(string), &j.SubmitTime, &j.EligibleTime, &j.StartTime, &j.EndTime,
 			&j.ExitCode, &j.Signal, &j.CancelledBy, &nodes, &j.Restarts, &j.StdoutPath, &j.StderrPath,
-			&spec, &j.SuspendTime, &j.SuspendedSecs, &alloc, &j.MaxRSSKB, &j.TotalCPUMs); err != nil {
+			&spec, &j.SuspendTime, &j.SuspendedSecs, &alloc, &j.MaxRSSKB, &j.TotalCPUMs, &j.ArrayJobID, &j.ArrayTaskID); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -283,9 +291,13 @@ func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api
 			rows.Close()
 			return nil, fmt.Errorf("job %d: nodes: %w", j.ID, err)
 		}
-		if err := json.Unmarshal([]byte(spec), &j.Spec); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("job %d: spec: %w", j.ID, err)
+		// An array task without a spec of its own shares its array's
+		// (shareArraySpecs, below).
+		if spec != "" || j.ArrayJobID == 0 {
+			if err := json.Unmarshal([]byte(spec), &j.Spec); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("job %d: spec: %w", j.ID, err)
+			}
 		}
 		if alloc != "" {
 			if err := json.Unmarshal([]byte(alloc), &j.Alloc); err != nil {
@@ -328,6 +340,9 @@ FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, 
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	if err := shareArraySpecs(ctx, q, out); err != nil {
+		return nil, err
+	}
 	for i := range out {
 		canonical(&out[i])
 	}
@@ -351,6 +366,9 @@ func (s *Store) Job(ctx context.Context, id int64) (api.Job, error) {
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		j, err = loadJob(ctx, tx, id)
+		if errors.Is(err, ErrNotFound) {
+			j, _, err = lazyTask(ctx, tx, id)
+		}
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
@@ -377,8 +395,9 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		conds = append(conds, `id IN (SELECT value FROM json_each(?))`)
-		args = append(args, string(ids))
+		// An array's id names all its tasks.
+		conds = append(conds, `(id IN (SELECT value FROM json_each(?)) OR array_job_id IN (SELECT value FROM json_each(?)))`)
+		args = append(args, string(ids), string(ids))
 	}
 	where := ""
 	if len(conds) > 0 {
@@ -387,7 +406,10 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 	var out []api.Job
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = queryJobs(ctx, tx, where, args...)
+		if out, err = queryJobs(ctx, tx, where, args...); err != nil {
+			return err
+		}
+		out, err = lazyTasks(ctx, tx, f, out)
 		return err
 	})
 	return out, err

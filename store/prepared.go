@@ -17,7 +17,7 @@ type execer interface {
 // tenth of horad's CPU per sbatch; they are prepared once at Open, on the
 // writer's only connection, before any transaction holds it.
 var hotStatements = []string{sqlNextJobID, sqlSetNextJobID, sqlPutJob, sqlPutEvent,
-	sqlSavepoint, sqlRelease}
+	sqlSavepoint, sqlRelease, sqlArrayLazyDown}
 
 const (
 	sqlSavepoint = "SAVEPOINT req"

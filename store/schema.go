@@ -131,6 +131,26 @@ ALTER TABLE job_steps ADD COLUMN name   TEXT    NOT NULL DEFAULT '';
 ALTER TABLE job_steps ADD COLUMN ntasks INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE job_steps ADD COLUMN cpus   INTEGER NOT NULL DEFAULT 0;
 `},
+	{"job arrays", `
+-- Each task of a job array is a job of its own; array_job_id is the array's
+-- id (its first task's job id, 0 = not a task) and array_task_id the task's
+-- index. An array is written as one job_arrays row: a task gets its own
+-- jobs row and submit event only when something happens to it (it starts,
+-- is held, updated, cancelled), so that a 10,000-task submit is one small
+-- insert. The tasks share the spec they were submitted with: a task's spec
+-- column (and its submit event's) is '' until an update gives it its own
+-- (store/README.md, arrays.go).
+ALTER TABLE jobs ADD COLUMN array_job_id  INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN array_task_id INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_array ON jobs(array_job_id) WHERE array_job_id != 0;
+CREATE TABLE job_arrays (
+	array_job_id INTEGER PRIMARY KEY, -- the first task's job id; task k has id array_job_id + k
+	tasks        TEXT    NOT NULL,    -- JSON array of the task ids, in job id order
+	proto        TEXT    NOT NULL,    -- api.Job as JSON: what every task was submitted as
+	lazy         INTEGER NOT NULL     -- tasks that have no jobs row yet
+) STRICT;
+CREATE INDEX job_arrays_lazy ON job_arrays(array_job_id) WHERE lazy > 0;
+`},
 }
 
 // migrate brings db to the last of ms in one immediate transaction, so two

@@ -168,6 +168,82 @@ func parseJobID(s string) (int64, bool) {
 	return id, true
 }
 
+// jobRef is a job id as a user gives it: a plain id (an array's id names
+// all its tasks), or tasks of an array ("7_3", "7_[1-3,5]"), with any
+// ".step" suffix ignored.
+type jobRef struct {
+	id      int64
+	tasks   []int64 // nil: the whole job or array
+	spelled string
+}
+
+// parseJobRef reads one id; ok is false for anything Slurm would call an
+// invalid job id ("7_[1-", "abc").
+func parseJobRef(s string) (jobRef, bool) {
+	r := jobRef{spelled: s}
+	base := s
+	if i := strings.IndexByte(base, '.'); i >= 0 && !strings.Contains(base[:i], "[") {
+		base = base[:i]
+	}
+	head, tail, isTask := strings.Cut(base, "_")
+	id, err := strconv.ParseInt(head, 10, 64)
+	if err != nil || id <= 0 {
+		return r, false
+	}
+	r.id = id
+	if isTask {
+		tasks, ok := sbatch.ParseTaskSelector(tail)
+		if !ok {
+			return r, false
+		}
+		r.tasks = tasks
+	}
+	return r, true
+}
+
+// splitJobIDs splits a comma list of job ids, keeping "7_[1,3]" whole.
+func splitJobIDs(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) {
+			switch s[i] {
+			case '[':
+				depth++
+				continue
+			case ']':
+				depth--
+				continue
+			case ',':
+				if depth > 0 {
+					continue
+				}
+			default:
+				continue
+			}
+		}
+		if p := strings.TrimSpace(s[start:i]); p != "" {
+			out = append(out, p)
+		}
+		start = i + 1
+	}
+	return out
+}
+
+// controlRequest collects job references into the ids and task selectors
+// of a request.
+func controlRequest(refs []jobRef) api.ControlRequest {
+	var req api.ControlRequest
+	for _, r := range refs {
+		if r.tasks == nil {
+			req.IDs = append(req.IDs, r.id)
+		} else {
+			req.Tasks = append(req.Tasks, api.TaskSel{Array: r.id, Tasks: r.tasks})
+		}
+	}
+	return req
+}
+
 // splitList splits a comma list, dropping empty elements ("a,,b").
 func splitList(s string) []string {
 	var out []string

@@ -225,11 +225,23 @@ func (r *saRow) cpus() int {
 
 func (r *saRow) ts(u int64) string { return fmtTime(u, r.tfmt, r.now) }
 
+// rawTxt is JobIDRaw: the job's own id (an array task's too) and the step.
+func (r *saRow) rawTxt() string {
+	if r.job.ArrayJobID == 0 {
+		return r.idTxt
+	}
+	raw := strconv.FormatInt(r.job.ID, 10)
+	if _, step, ok := strings.Cut(r.idTxt, "."); ok {
+		raw += "." + step
+	}
+	return raw
+}
+
 // sacctFields lists the supported fields in the order abbreviations are
 // resolved (an abbreviation picks the first name it prefixes).
 var sacctFields = []saField{
 	{"JobID", -12, func(r *saRow) string { return r.idTxt }},
-	{"JobIDRaw", -12, func(r *saRow) string { return r.idTxt }},
+	{"JobIDRaw", -12, func(r *saRow) string { return r.rawTxt() }},
 	{"JobName", 10, func(r *saRow) string {
 		if r.kind == 'b' {
 			return "batch"
@@ -410,6 +422,9 @@ func sacctRows(jobs []api.Job, allocations bool, now time.Time, tfmt string) []s
 	for i := range jobs {
 		j := &jobs[i]
 		id := strconv.FormatInt(j.ID, 10)
+		if j.ArrayJobID != 0 {
+			id = strconv.FormatInt(j.ArrayJobID, 10) + "_" + strconv.FormatInt(j.ArrayTaskID, 10)
+		}
 		rows = append(rows, saRow{job: j, kind: 'j', now: now, tfmt: tfmt, idTxt: id})
 		if allocations {
 			continue
@@ -666,7 +681,7 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 	for i := range jobs {
 		j := &jobs[i]
 		if !inWindow(j, start, end, states) ||
-			(len(ids) > 0 && !slices.Contains(ids, j.ID)) ||
+			(len(ids) > 0 && !slices.Contains(ids, j.ID) && (j.ArrayJobID == 0 || !slices.Contains(ids, j.ArrayJobID))) ||
 			(len(names) > 0 && !slices.Contains(names, j.Spec.Name)) ||
 			(len(parts) > 0 && !slices.Contains(parts, j.Spec.Partition)) ||
 			(len(accounts) > 0 && !slices.Contains(accounts, j.Spec.Account)) ||

@@ -64,6 +64,10 @@ func sbatchMain(ctx context.Context, env *Env, args []string) int {
 			case ae.EarliestStart > 0:
 				msg += " (earliest feasible start " + sbatch.FormatTimestamp(ae.EarliestStart, "", now) + ")"
 			}
+			if ae.Code == api.CodeInvalidPartition && !flags.TestOnly {
+				// sbatch 22.05 names the partition first (measured).
+				fmt.Fprintf(env.Stderr, "sbatch: error: invalid partition specified: %s\n", spec.Partition)
+			}
 			if flags.TestOnly {
 				fmt.Fprintf(env.Stderr, "allocation failure: %s\n", msg)
 			} else {

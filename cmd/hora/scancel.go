@@ -38,25 +38,9 @@ var scancelOpts = []sbatch.Opt{
 	{Long: "usage", Arg: sbatch.NoArg, Key: "usage"},
 }
 
-// signalNumbers are the Linux signal numbers scancel accepts by name.
-var signalNumbers = map[string]int{
-	"HUP": 1, "INT": 2, "QUIT": 3, "ILL": 4, "TRAP": 5, "ABRT": 6, "BUS": 7,
-	"FPE": 8, "KILL": 9, "USR1": 10, "SEGV": 11, "USR2": 12, "PIPE": 13,
-	"ALRM": 14, "TERM": 15, "STKFLT": 16, "CHLD": 17, "CONT": 18, "STOP": 19,
-	"TSTP": 20, "TTIN": 21, "TTOU": 22, "URG": 23, "XCPU": 24, "XFSZ": 25,
-	"VTALRM": 26, "PROF": 27, "WINCH": 28, "IO": 29, "PWR": 30, "SYS": 31,
-}
-
 // parseSignal reads --signal: a name with or without SIG, any case, or a
 // number (COMPAT.md §4).
-func parseSignal(s string) (int, bool) {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n, n > 0
-	}
-	u := strings.TrimPrefix(strings.ToUpper(s), "SIG")
-	n, ok := signalNumbers[u]
-	return n, ok
-}
+func parseSignal(s string) (int, bool) { return sbatch.SignalNumber(s) }
 
 // scancelTarget is one id as the user spelled it, kept for the messages.
 type scancelTarget struct {
@@ -87,29 +71,34 @@ func scancelMain(ctx context.Context, env *Env, args []string) int {
 	quiet, verbose := has("quiet"), has("verbose")
 
 	var targets []scancelTarget
+	var refs []jobRef
 	for _, a := range p.Args {
-		for _, s := range splitList(a) {
-			id, ok := parseJobID(s)
+		for _, s := range splitJobIDs(a) {
+			r, ok := parseJobRef(s)
 			if !ok {
 				fmt.Fprintf(env.Stderr, "%s: error: Invalid job id %s\n", env.Prog, s)
 				return 1
 			}
-			targets = append(targets, scancelTarget{id, s})
+			refs = append(refs, r)
+			targets = append(targets, scancelTarget{r.id, s})
 		}
 	}
 
-	req := api.CancelRequest{}
-	for _, t := range targets {
-		// JOBID.STEP (a number) names one srun step; .batch and the
-		// other forms select the whole job.
-		if _, st, ok := strings.Cut(t.spelled, "."); ok {
+	// JOBID.STEP (a number) names one srun step; .batch and the other
+	// forms select the whole job; 7_3 and 7_[1-3] select array tasks.
+	var steps []api.StepRef
+	var whole []jobRef
+	for _, r := range refs {
+		if _, st, ok := strings.Cut(r.spelled, "."); ok && r.tasks == nil {
 			if n, err := strconv.Atoi(st); err == nil && n >= 0 {
-				req.Steps = append(req.Steps, api.StepRef{Job: t.id, Step: n})
+				steps = append(steps, api.StepRef{Job: r.id, Step: n})
 				continue
 			}
 		}
-		req.IDs = append(req.IDs, t.id)
+		whole = append(whole, r)
 	}
+	cr := controlRequest(whole)
+	req := api.CancelRequest{IDs: cr.IDs, Tasks: cr.Tasks, Steps: steps}
 	if v, ok := p.Last("signal"); ok {
 		n, ok := parseSignal(v.Val)
 		if !ok {

@@ -23,6 +23,7 @@ func TestScancelGolden(t *testing.T) {
 		{"no_ids", nil},
 		{"bad_signal", []string{"-s", "FOO", "101"}},
 		{"bad_id", []string{"12x"}},
+		{"bad_task_list", []string{"7_[1-"}},
 		{"user_filter", []string{"-u", "alice", "-n", "compute"}},
 		{"bad_state_name", []string{"-t", "bogus", "-u", "root"}},
 		{"finished_state_accepted", []string{"-t", "cd", "-u", "alice"}},
@@ -44,7 +45,8 @@ func TestScancelRequests(t *testing.T) {
 		want api.CancelRequest
 	}{
 		{[]string{"5", "6"}, api.CancelRequest{IDs: []int64{5, 6}}},
-		{[]string{"5,6_1"}, api.CancelRequest{IDs: []int64{5, 6}}},
+		{[]string{"5,6_1"}, api.CancelRequest{IDs: []int64{5}, Tasks: []api.TaskSel{{Array: 6, Tasks: []int64{1}}}}},
+		{[]string{"7_[1-3,5]"}, api.CancelRequest{Tasks: []api.TaskSel{{Array: 7, Tasks: []int64{1, 2, 3, 5}}}}},
 		{[]string{"5", "--signal=usr2"}, api.CancelRequest{IDs: []int64{5}, Signal: 12, Filtered: true}},
 		{[]string{"-s", "9", "5"}, api.CancelRequest{IDs: []int64{5}, Signal: 9, Filtered: true}},
 		{[]string{"--me"}, api.CancelRequest{Users: []string{"1000"}, Filtered: true}},

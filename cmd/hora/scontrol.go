@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,12 +62,22 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	t := func(u int64) string { return fmtTime(u, tfmt, now) }
 	r := &record{}
 	id := strconv.FormatInt(j.ID, 10)
-	r.add("JobId="+id, "JobName="+j.Spec.Name)
+	if j.ArrayJobID != 0 {
+		// A task, or the folded pending tasks of an array.
+		f := []string{"JobId=" + id, "ArrayJobId=" + strconv.FormatInt(j.ArrayJobID, 10),
+			"ArrayTaskId=" + arrayTaskText(j, false)}
+		if j.ArrayThrottle > 0 {
+			f = append(f, "ArrayTaskThrottle="+strconv.Itoa(j.ArrayThrottle))
+		}
+		r.add(append(f, "JobName="+j.Spec.Name)...)
+	} else {
+		r.add("JobId="+id, "JobName="+j.Spec.Name)
+	}
 	r.add(fmt.Sprintf("UserId=%s(%d)", j.User, j.UID), fmt.Sprintf("GroupId=%s(%d)", j.Group, j.GID), "MCS_label=N/A")
-	r.add("Priority="+strconv.FormatInt(j.Priority, 10), "Nice=0", "Account="+orNull(j.Spec.Account), "QOS="+orNull(j.Spec.QOS))
+	r.add("Priority="+strconv.FormatInt(j.Priority, 10), "Nice="+strconv.Itoa(j.Spec.Nice), "Account="+orNull(j.Spec.Account), "QOS="+orNull(j.Spec.QOS))
 	// scontrol writes a reason with a description (ReqNodeNotAvail, ...)
 	// with its blanks as underscores, so that the line stays key=value.
-	r.add("JobState="+string(j.State), "Reason="+strings.ReplaceAll(reasonText(j), " ", "_"), "Dependency=(null)")
+	r.add("JobState="+string(j.State), "Reason="+strings.ReplaceAll(reasonText(j), " ", "_"), "Dependency="+orNull(j.Dependency))
 	// horad resolves --requeue/--no-requeue/job_requeue at submit; a job
 	// recorded before it could (neither flag) had Slurm's default, 1.
 	requeue := "Requeue=1"
@@ -357,7 +368,9 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 		return scontrolResv(ctx, env, verb, words[1:]) // reservation.go
 	case verb == "update" && isNodeUpdate(words[1:]):
 		return scontrolUpdateNode(ctx, env, words[1:])
-	case verb == "suspend" || verb == "resume" || verb == "requeue":
+	case verb == "update" && isJobUpdate(words[1:]):
+		return scontrolUpdateJob(ctx, env, words[1:])
+	case verb == "suspend" || verb == "resume" || verb == "requeue" || verb == "requeuehold":
 		return scontrolSuspend(ctx, env, verb, words[1:])
 	case verb == "hold" || verb == "uhold" || verb == "release":
 		return scontrolHold(ctx, env, verb, words[1:])
@@ -441,6 +454,8 @@ func scontrolShow(ctx context.Context, env *Env, what string, rest []string, one
 		return showJobs(ctx, env, name, oneliner)
 	case "step":
 		return showSteps(ctxOrBackground(ctx), env, name, oneliner)
+	case "config":
+		return showConfig(ctx, env)
 	case "reservation":
 		return showReservations(ctx, env, name, oneliner)
 	case "node", "partition":
@@ -516,14 +531,17 @@ func containsStr(list []string, s string) bool {
 // showJobs prints `scontrol show job [id]`, including finished jobs horad
 // still remembers (as slurmctld does for MinJobAge).
 func showJobs(ctx context.Context, env *Env, name string, oneliner bool) int {
-	f := api.JobFilter{All: true, Full: true}
+	f := api.JobFilter{All: true, Full: true, Fold: true}
+	var ref jobRef
 	if name != "" {
-		id, ok := parseJobID(name)
+		var ok bool
+		ref, ok = parseJobRef(name)
 		if !ok {
 			fmt.Fprintln(env.Stderr, "scontrol_print_job error: Invalid job id specified")
 			return 1
 		}
-		f.IDs = []int64{id}
+		f.IDs = []int64{ref.id}
+		f.Fold = ref.tasks == nil
 	}
 	cl := dial(env)
 	if cl == nil {
@@ -533,6 +551,16 @@ func showJobs(ctx context.Context, env *Env, name string, oneliner bool) int {
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "slurm_load_jobs error: %s\n", apiErrText(err))
 		return 1
+	}
+	if ref.tasks != nil {
+		// "show job 7_3": only that task of array 7.
+		kept := jobs[:0]
+		for _, j := range jobs {
+			if j.ArrayJobID == ref.id && slices.Contains(ref.tasks, j.ArrayTaskID) {
+				kept = append(kept, j)
+			}
+		}
+		jobs = kept
 	}
 	return writeJobs(env, jobs, name != "", oneliner)
 }
@@ -556,7 +584,7 @@ func writeJobs(env *Env, jobs []api.Job, named, oneliner bool) int {
 // scontrolHold implements hold, uhold and release with ids given as comma
 // or space separated lists.
 func scontrolHold(ctx context.Context, env *Env, verb string, words []string) int {
-	ids, ok := jobIDWords(env, verb, words, true)
+	req, ok := jobIDWords(env, verb, words, true)
 	if !ok {
 		return 1
 	}
@@ -564,15 +592,12 @@ func scontrolHold(ctx context.Context, env *Env, verb string, words []string) in
 	if cl == nil {
 		return 1
 	}
-	var resp *api.CancelResponse
-	var err error
+	path := api.PathHold
 	if verb == "release" {
-		resp, err = cl.Release(ctx, ids)
-	} else {
-		// TODO(api): uhold and hold differ in Slurm (user vs admin hold,
-		// JobHeldUser vs JobHeldAdmin); horad offers one hold.
-		resp, err = cl.Hold(ctx, ids)
+		path = api.PathRelease
 	}
+	req.UserHold = verb == "uhold"
+	resp, err := cl.Control(ctx, path, req)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Prog, apiErrText(err))
 		return 1
@@ -589,29 +614,29 @@ func scontrolHold(ctx context.Context, env *Env, verb string, words []string) in
 // jobIDWords reads the job ids of hold, release, suspend, resume and requeue:
 // comma or space separated, an optional JobId= prefix. A bad id is reported
 // as scontrol does; perror adds hold's second, slurm_perror line.
-func jobIDWords(env *Env, verb string, words []string, perror bool) ([]int64, bool) {
-	var ids []int64
+func jobIDWords(env *Env, verb string, words []string, perror bool) (api.ControlRequest, bool) {
+	var refs []jobRef
 	for _, w := range words {
-		for _, s := range splitList(w) {
+		for _, s := range splitJobIDs(w) {
 			if v, ok := strings.CutPrefix(strings.ToLower(s), "jobid="); ok {
 				s = v
 			}
-			id, ok := parseJobID(s)
+			r, ok := parseJobRef(s)
 			if !ok {
 				fmt.Fprintf(env.Stderr, "Invalid job id specified for job %s\n", s)
 				if perror {
 					fmt.Fprintln(env.Stderr, "slurm_suspend error: Invalid job id specified")
 				}
-				return nil, false
+				return api.ControlRequest{}, false
 			}
-			ids = append(ids, id)
+			refs = append(refs, r)
 		}
 	}
-	if len(ids) == 0 {
+	if len(refs) == 0 {
 		fmt.Fprintf(env.Stderr, "too few arguments for keyword:%s\n", verb)
-		return nil, false
+		return api.ControlRequest{}, false
 	}
-	return ids, true
+	return controlRequest(refs), true
 }
 
 // reportJobResults prints "<error> for job <id>" per refused job and returns
@@ -662,3 +687,33 @@ const scontrolHelp = `Usage: scontrol [<OPTION>] [<COMMAND>]
 
   <job_list> is a comma or space separated list of job ids.
 `
+
+// showConfig prints `scontrol show config` in scontrol 22.05's layout: a
+// dated title, "Key<padded to 23> = value" lines, a blank line and the
+// controller's status line, as `scontrol ping` prints it.
+func showConfig(ctx context.Context, env *Env) int {
+	cl := dial(env)
+	if cl == nil {
+		return 1
+	}
+	cfg, err := cl.Config(ctx)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "slurm_load_ctl_conf error: %s\n", apiErrText(err))
+		return 1
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Configuration data as of %s\n", fmtTime(cfg.Now, timeFormat(env), nowFunc()))
+	for _, p := range cfg.Pairs {
+		v := p.Value
+		if p.Key == "MessageTimeout" {
+			// The bound is the client's own ($HORA_MESSAGE_TIMEOUT).
+			if d, err := api.MessageTimeout(); err == nil {
+				v = strconv.Itoa(int(d.Seconds())) + " sec"
+			}
+		}
+		fmt.Fprintf(&b, "%-23s = %s\n", p.Key, v)
+	}
+	fmt.Fprintf(&b, "\nSlurmctld(primary) at %s is UP\n", orDefault(cfg.Host, "horad"))
+	fmt.Fprint(env.Stdout, b.String())
+	return 0
+}

@@ -105,7 +105,7 @@ func scontrolUpdateNode(ctx context.Context, env *Env, words []string) int {
 // scontrolSuspend implements suspend, resume and requeue: per failed job a
 // line "<error> for job <id>", exit 1 if any failed (as scontrol 22.05.8).
 func scontrolSuspend(ctx context.Context, env *Env, verb string, words []string) int {
-	ids, ok := jobIDWords(env, verb, words, false)
+	req, ok := jobIDWords(env, verb, words, false)
 	if !ok {
 		return 1
 	}
@@ -113,16 +113,15 @@ func scontrolSuspend(ctx context.Context, env *Env, verb string, words []string)
 	if cl == nil {
 		return 1
 	}
-	var resp *api.CancelResponse
-	var err error
+	path := api.PathRequeue
+	req.Hold = verb == "requeuehold"
 	switch verb {
 	case "suspend":
-		resp, err = cl.Suspend(ctx, ids)
+		path = api.PathSuspend
 	case "resume":
-		resp, err = cl.Resume(ctx, ids)
-	default:
-		resp, err = cl.Requeue(ctx, ids)
+		path = api.PathResume
 	}
+	resp, err := cl.Control(ctx, path, req)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "%s: error: %s\n", env.Prog, apiErrText(err))
 		return 1

@@ -59,10 +59,10 @@ var squeueOpts = []sbatch.Opt{
 // and §3.4) and its value. Keep marks the fields squeue pads but never cuts
 // (time columns and node lists, §3.1). A new field is one more line.
 var squeueFields = listing.NewTable([]listing.Field[api.Job]{
-	{Letter: 'i', Names: []string{"jobarrayid"}, Header: "JOBID", Value: sqJobID},
+	{Letter: 'i', Names: []string{"jobarrayid"}, Header: "JOBID", Value: sqJobArrayID},
 	{Letter: 'A', Names: []string{"jobid"}, Header: "JOBID", Value: sqJobID},
-	{Letter: 'F', Names: []string{"arrayjobid"}, Header: "ARRAY_JOB_ID", Value: sqJobID},
-	{Letter: 'K', Names: []string{"arraytaskid"}, Header: "ARRAY_TASK_ID", Value: sqConst("N/A")},
+	{Letter: 'F', Names: []string{"arrayjobid"}, Header: "ARRAY_JOB_ID", Value: sqArrayJobID},
+	{Letter: 'K', Names: []string{"arraytaskid"}, Header: "ARRAY_TASK_ID", Value: sqArrayTaskID},
 	{Letter: 'j', Names: []string{"name"}, Header: "NAME", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Spec.Name }},
 	{Letter: 'u', Names: []string{"username"}, Header: "USER", Value: func(_ *listing.Ctx, j *api.Job) string { return j.User }},
 	{Letter: 'U', Names: []string{"userid"}, Header: "UID", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatUint(uint64(j.UID), 10) }},
@@ -96,7 +96,7 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Names: []string{"stdout"}, Header: "STDOUT", Value: func(_ *listing.Ctx, j *api.Job) string { return j.StdoutPath }},
 	{Names: []string{"stderr"}, Header: "STDERR", Value: sqStderr},
 	{Names: []string{"stdin"}, Header: "STDIN", Value: sqStdin},
-	{Letter: 'E', Names: []string{"dependency"}, Header: "DEPENDENCY", Value: sqConst("(null)")},
+	{Letter: 'E', Names: []string{"dependency"}, Header: "DEPENDENCY", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Dependency) }},
 	{Names: []string{"exit_code"}, Header: "EXIT_CODE", Value: func(_ *listing.Ctx, j *api.Job) string {
 		return strconv.Itoa(j.ExitCode) + ":" + strconv.Itoa(j.Signal)
 	}},
@@ -126,7 +126,36 @@ func sqConst(s string) func(*listing.Ctx, *api.Job) string {
 	return func(*listing.Ctx, *api.Job) string { return s }
 }
 
-func sqJobID(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.ID, 10) }
+// sqJobID is %A: the job's own id; for a folded row of pending array
+// tasks the array's id, as Slurm shows its meta record's.
+func sqJobID(_ *listing.Ctx, j *api.Job) string {
+	if j.ArrayJobID != 0 && len(j.ArrayPending) > 1 {
+		return strconv.FormatInt(j.ArrayJobID, 10)
+	}
+	return strconv.FormatInt(j.ID, 10)
+}
+
+// sqJobArrayID is %i: "7_3" for a task, "7_[3-15%4]" for folded tasks.
+func sqJobArrayID(_ *listing.Ctx, j *api.Job) string {
+	if j.ArrayJobID == 0 {
+		return strconv.FormatInt(j.ID, 10)
+	}
+	return strconv.FormatInt(j.ArrayJobID, 10) + "_" + arrayTaskText(j, true)
+}
+
+func sqArrayJobID(_ *listing.Ctx, j *api.Job) string {
+	if j.ArrayJobID != 0 {
+		return strconv.FormatInt(j.ArrayJobID, 10)
+	}
+	return strconv.FormatInt(j.ID, 10)
+}
+
+func sqArrayTaskID(_ *listing.Ctx, j *api.Job) string {
+	if j.ArrayJobID == 0 {
+		return "N/A"
+	}
+	return arrayTaskText(j, false)
+}
 
 func sqTimeLeft(c *listing.Ctx, j *api.Job) string {
 	switch lim := j.Spec.TimeLimit; {
@@ -353,11 +382,18 @@ type squeueQuery struct {
 	qos        []string
 	resv       []string
 	nodes      map[string]bool
+	tasks      map[int64][]int64 // -j 7_3: only these tasks of array 7
+	plain      []int64           // ids -j gave without tasks
+	noUser     bool              // -u named only unknown users
+	expand     bool              // -r: one line per array task
 }
 
 // match applies the selection client-side too, so a horad that ignores a
 // filter parameter cannot make squeue show the wrong jobs.
 func (q *squeueQuery) match(j *api.Job) bool {
+	if q.noUser {
+		return false
+	}
 	if q.states != nil {
 		if !q.states[j.State] {
 			return false
@@ -367,7 +403,11 @@ func (q *squeueQuery) match(j *api.Job) bool {
 		// (measured on 22.05.8: the golden suite's "squeue -j $C1").
 		return false
 	}
-	if len(q.ids) > 0 && !slices.Contains(q.ids, j.ID) {
+	if len(q.ids) > 0 && !slices.Contains(q.ids, j.ID) && !slices.Contains(q.ids, j.ArrayJobID) {
+		return false
+	}
+	if sel, ok := q.tasks[j.ArrayJobID]; ok && j.ArrayJobID != 0 && !slices.Contains(q.plain, j.ID) &&
+		!slices.Contains(q.plain, j.ArrayJobID) && !slices.Contains(sel, j.ArrayTaskID) {
 		return false
 	}
 	if len(q.users) > 0 && !slices.Contains(q.users, j.User) &&
@@ -404,11 +444,12 @@ func (q *squeueQuery) match(j *api.Job) bool {
 // filter returns what horad is asked for: finished jobs only when a
 // finished state or an id was named.
 func (q *squeueQuery) filter() api.JobFilter {
-	f := api.JobFilter{IDs: q.ids, Users: q.users, Partitions: q.partitions, Names: q.names}
+	f := api.JobFilter{IDs: q.ids, Users: q.users, Partitions: q.partitions, Names: q.names,
+		Fold: !q.expand && q.tasks == nil}
 	if len(q.ids) > 0 {
 		// With ids the other filters stay client-side too: a known job
 		// that -p, -u or -n hides must not look unknown.
-		f = api.JobFilter{IDs: q.ids, All: true}
+		f = api.JobFilter{IDs: q.ids, All: true, Fold: f.Fold}
 	}
 	for s := range q.states {
 		f.All = f.All || s.Finished()
@@ -535,20 +576,29 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 	if v, ok := p.Last("jobs"); ok && v.Set {
 		var spelled []string
 		for _, a := range p.All("jobs") {
-			spelled = append(spelled, splitList(a)...)
+			spelled = append(spelled, splitJobIDs(a)...)
 		}
 		for _, s := range spelled {
-			id, ok := parseJobID(s)
+			r, ok := parseJobRef(s)
 			if !ok {
 				fmt.Fprintf(env.Stderr, "%s: error: Invalid job id: %s\n", env.Prog, s)
 				return 1
 			}
-			if !slices.Contains(q.ids, id) {
-				q.ids = append(q.ids, id)
+			if r.tasks != nil {
+				if q.tasks == nil {
+					q.tasks = map[int64][]int64{}
+				}
+				q.tasks[r.id] = append(q.tasks[r.id], r.tasks...)
+			} else {
+				q.plain = append(q.plain, r.id)
+			}
+			if !slices.Contains(q.ids, r.id) {
+				q.ids = append(q.ids, r.id)
 			}
 		}
 		oneID = len(q.ids) == 1
 	}
+	q.expand = has("array")
 	if has("me") {
 		q.users = append(q.users, currentUID())
 	} else if v, ok := val("user", "SQUEUE_USERS"); ok {
@@ -562,6 +612,9 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 			}
 			q.users = append(q.users, name)
 		}
+		// Users were named but none exists: nothing matches (Slurm prints
+		// the header alone), not everything.
+		q.noUser = len(q.users) == 0
 	}
 	if v, ok := val("states", "SQUEUE_STATES"); ok {
 		st, bad := parseStates(v)
@@ -761,5 +814,22 @@ Help options:
   --help                          show this help message
   --usage                         display a brief summary of squeue options
 
-hora: array (-r), steps (-s), clusters (-M) and --json/--yaml are not supported.
+hora: steps (-s), clusters (-M) and --json/--yaml are not supported.
 `
+
+// arrayTaskText is an array task's id as squeue prints it: "3", or for a
+// folded row of pending tasks the folded list with the throttle, bracketed
+// in the JOBID column ("[3-15%4]") and bare in ARRAY_TASK_ID ("3-15%4").
+func arrayTaskText(j *api.Job, brackets bool) string {
+	if j.ArrayPending == nil || (len(j.ArrayPending) == 1 && j.ArrayThrottle == 0) {
+		return strconv.FormatInt(j.ArrayTaskID, 10)
+	}
+	s := sbatch.FormatArrayTasks(j.ArrayPending)
+	if j.ArrayThrottle > 0 {
+		s += "%" + strconv.Itoa(j.ArrayThrottle)
+	}
+	if brackets {
+		s = "[" + s + "]"
+	}
+	return s
+}

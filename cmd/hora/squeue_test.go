@@ -69,7 +69,11 @@ func TestSqueueRequests(t *testing.T) {
 	runCmd(t, squeueMain, "squeue", nil, "-t", "all")
 	runCmd(t, squeueMain, "squeue", nil, "-t", "PD,R", "-u", "alice")
 	runCmd(t, squeueMain, "squeue", nil, "-j", "5")
-	want := []string{"", "all=1", "state=PENDING&state=RUNNING&user=alice", "all=1&id=5"}
+	runCmd(t, squeueMain, "squeue", nil, "-r")
+	runCmd(t, squeueMain, "squeue", nil, "-j", "7_[1-2]")
+	// Pending array tasks are folded by horad unless -r or tasks are named.
+	want := []string{"fold=1", "all=1&fold=1", "fold=1&state=PENDING&state=RUNNING&user=alice", "all=1&fold=1&id=5",
+		"", "all=1&id=7"}
 	if fmt.Sprint(f.queries) != fmt.Sprint(want) {
 		t.Errorf("queries %q, want %q", f.queries, want)
 	}

@@ -1,0 +1,248 @@
+package controller
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"hora/api"
+	"hora/nodes"
+	"hora/sbatch"
+	"hora/scheduler"
+	"hora/store"
+)
+
+// Slurm's texts for scontrol update refusals (measured on 22.05.8).
+const (
+	msgNotPending      = "Job is no longer pending execution"
+	msgFinished        = "Job has already finished"
+	msgUserID          = "Invalid user id" // ESLURM_USER_ID_MISSING: a job of someone else
+	msgTimeLimitBad    = "Requested time limit is invalid (missing or exceeds some limit)"
+	msgPartition       = "Invalid partition name specified"
+	msgCircular        = "Circular job dependency"
+	msgFeature         = "Invalid feature specification"
+	msgHeldPriority    = "Job is in held state, pending scheduler release"
+	msgInvalidNodeCnt  = "Node count specification invalid"
+	msgInvalidJobIDTxt = "Invalid job id specified"
+)
+
+func (c *Controller) hUpdate(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+	var req api.JobUpdateRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return c.updateJobs(ctx, who, req), nil
+}
+
+// updateJobs implements scontrol update JobId=… with Slurm's rules: the
+// owner or an operator; Priority, a negative Nice, Deadline and a longer
+// limit for a running job need an operator; fields that only make sense
+// before the start are refused for a running job. Every check of a job
+// comes before its one durable update event, so a refused request changes
+// nothing of that job.
+func (c *Controller) updateJobs(ctx context.Context, who *Caller, req api.JobUpdateRequest) *api.CancelResponse {
+	ids := c.expandIDs(req.IDs, req.Tasks)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if req.ByName != "" {
+		for _, id := range c.ids {
+			j := c.jobs[id]
+			if j.Spec.Name == req.ByName && !j.State.Finished() && (j.UID == who.UID || c.operators[who.UID]) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	resp := &api.CancelResponse{}
+	for _, id := range ids {
+		res := api.JobResult{ID: id}
+		if msg := c.updateOneLocked(ctx, who, id, &req); msg != "" {
+			res.Error = msg
+		}
+		resp.Results = append(resp.Results, res)
+	}
+	return resp
+}
+
+func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64, req *api.JobUpdateRequest) string {
+	j := c.jobs[id]
+	switch {
+	case j == nil:
+		return msgInvalidJobIDTxt
+	case j.State.Finished():
+		return msgFinished
+	case !c.mayTouch(who, j):
+		return msgUserID
+	}
+	op := c.operators[who.UID]
+	running := j.State != api.StatePending
+	ns, prio := j.Spec, j.Priority
+	if prio == 0 {
+		prio = basePriority(j.ID)
+	}
+	changed := func(old, new string) bool { return old != new }
+	if v := req.TimeLimit; v != nil {
+		longer := (*v == api.NoLimit && j.Spec.TimeLimit != api.NoLimit) || (j.Spec.TimeLimit != api.NoLimit && *v > j.Spec.TimeLimit)
+		if !op && running && longer {
+			return msgDenied
+		}
+		if max := c.partitionMaxTime(ns.Partition); !op && max > 0 && (*v == api.NoLimit || *v > max) {
+			return msgTimeLimitBad
+		}
+		if *v == 0 || *v < api.NoLimit {
+			return msgTimeLimitBad
+		}
+		ns.TimeLimit = *v
+	}
+	if v := req.Name; v != nil {
+		ns.Name = *v
+	}
+	if v := req.Partition; v != nil && changed(ns.Partition, *v) {
+		if running {
+			return msgNotPending
+		}
+		if !c.hasPartition(*v) {
+			return msgPartition
+		}
+		ns.Partition = *v
+	}
+	if v := req.Nodes; v != nil && *v != max(ns.Nodes, 1) {
+		if running {
+			return msgNotPending
+		}
+		if *v < 1 {
+			return msgInvalidNodeCnt
+		}
+		ns.Nodes = *v
+	}
+	var newDep *scheduler.Dependency
+	var newShown []sbatch.DepTerm
+	var newSep string
+	if v := req.Dependency; v != nil {
+		if running {
+			return msgNotPending
+		}
+		d, ok := sbatch.ParseDependency(*v)
+		if !ok {
+			return sbatch.MsgDependency
+		}
+		for _, t := range d.Terms {
+			if t.JobID == id || (j.ArrayJobID != 0 && t.JobID == j.ArrayJobID) {
+				return sbatch.MsgDependency // on itself
+			}
+		}
+		task := int64(-1)
+		if j.ArrayJobID != 0 {
+			task = j.ArrayTaskID
+		}
+		newDep, newShown, ok = c.resolveDepLocked(d, task)
+		if !ok {
+			return sbatch.MsgDependency
+		}
+		if c.eng.DependencyCycle(schedID(id), newDep) {
+			return msgCircular
+		}
+		newSep = d.Separator()
+		ns.Dependency = *v
+	}
+	if v := req.Begin; v != nil {
+		if running {
+			return msgNotPending
+		}
+		ns.Begin = *v
+	}
+	if v := req.Deadline; v != nil {
+		if !op {
+			return msgDenied
+		}
+		ns.Deadline = *v
+	}
+	if v := req.Comment; v != nil {
+		ns.Comment = *v
+	}
+	if v := req.Nice; v != nil {
+		if *v < 0 && !op {
+			return msgDenied
+		}
+		// Nice lowers the priority by its value, as with priority/basic.
+		prio += int64(ns.Nice - *v)
+		ns.Nice = *v
+	}
+	if v := req.Priority; v != nil {
+		switch {
+		case !op && store.Held(&j.Job):
+			return msgHeldPriority
+		case !op:
+			return msgDenied
+		}
+		prio = *v
+	}
+	if v := req.Features; v != nil && *v != "" {
+		if running {
+			return msgNotPending
+		}
+		return msgFeature // hora's nodes declare no features
+	}
+	throttle := -1
+	if v := req.ArrayThrottle; v != nil && j.ArrayJobID != 0 {
+		if *v < 0 {
+			return sbatch.MsgInvalidArray
+		}
+		throttle = *v
+		ns.Array = withThrottle(ns.Array, throttle) // durable with the update
+	}
+
+	upd := j.Job
+	upd.Spec, upd.Priority = ns, prio
+	if err := c.st.Append(ctx, store.Event{JobID: id, Time: c.now().Unix(), Kind: store.KindUpdate, Job: &upd}); err != nil {
+		return "Unable to record the update: " + err.Error()
+	}
+	oldLimit := j.Spec.TimeLimit
+	j.Spec, j.Priority = ns, prio
+	if ns.Begin > c.now().Unix() {
+		j.EligibleTime = ns.Begin
+	}
+	now := c.nowSec()
+	if req.Dependency != nil {
+		j.dep, j.depShown, j.depSep = newDep, newShown, newSep
+	}
+	if throttle >= 0 {
+		if a := c.arrays[j.ArrayJobID]; a != nil {
+			a.throttle = throttle
+		}
+	}
+	c.applyLocked(ctx, c.eng.Handle(scheduler.Update{Now: now, Job: c.schedJob(j)}))
+	if req.Dependency != nil && !running {
+		c.applyLocked(ctx, c.eng.Handle(scheduler.SetDependency{Now: now, ID: schedID(id), Dep: j.dep,
+			Kill: c.killOnInvalidDep(&j.Spec)}))
+	}
+	if throttle >= 0 {
+		c.applyLocked(ctx, c.eng.Handle(scheduler.SetThrottle{Now: now, Array: scheduler.JobID(j.ArrayJobID), Limit: throttle}))
+	}
+	if running && ns.TimeLimit != oldLimit && len(j.Nodes) > 0 && j.Spec.Load == 0 {
+		// The shepherd enforces the limit on the node: move it there too.
+		limit := c.resumeLimit(j)
+		if ns.TimeLimit == api.NoLimit {
+			limit = 100 * 365 * 24 * time.Hour
+		}
+		node, key := j.Nodes[0], stepKey(j, scheduler.BatchStep)
+		c.work.push(func(ctx context.Context) {
+			if ls, ok := c.exec.(nodes.LimitSetter); ok && limit > 0 {
+				if err := ls.SetTimeLimit(ctx, node, key, limit); err != nil {
+					c.log.Warn("moving the time limit", "job", key.Job, "node", node, "err", err)
+				}
+			}
+		})
+	}
+	return ""
+}
+
+func (c *Controller) partitionMaxTime(name string) int64 {
+	for _, p := range c.cfg.Partitions {
+		if p.Name == name && p.MaxTime != "" {
+			if v, err := sbatch.ParseSlurmDuration(p.MaxTime); err == nil && v > 0 {
+				return v
+			}
+		}
+	}
+	return 0
+}
