@@ -32,7 +32,6 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 		State: api.StatePending, Reason: "None", SubmitTime: now.Unix(), EligibleTime: now.Unix(),
 		CancelledBy: -1,
 	}}
-	j.Priority = basePriority(c.nextID)
 	if spec.Begin > now.Unix() {
 		j.EligibleTime = spec.Begin
 	}
@@ -41,6 +40,7 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	j.Priority = basePriority(c.nextID)
 	if req.TestOnly {
 		sj := c.schedJob(j)
 		start, nodeList, err := c.eng.Test(c.nowSec(), sj)
@@ -61,16 +61,50 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 			return nil, admissionError(r.Err)
 		}
 	}
+	if spec.Hold && spec.Deadline == 0 {
+		return c.submitHeldLocked(ctx, j, acts)
+	}
 	if err := c.st.Submit(ctx, &j.Job); err != nil {
 		// The Engine accepted a job we could not record: take it back so
 		// that memory and the durable record agree.
 		c.eng.Handle(scheduler.Cancel{Now: c.nowSec(), ID: scheduler.JobID(j.ID)})
-		return nil, &api.Error{Message: "Unable to record the job: " + err.Error(), Code: api.CodeInternal}
+		return nil, recordError(err)
 	}
 	c.nextID = j.ID + 1
 	c.addJob(j)
 	c.applyLocked(ctx, acts)
 	return &api.SubmitResponse{JobID: j.ID, Partition: c.partitionOf(spec.Partition)}, nil
+}
+
+func recordError(err error) error {
+	return &api.Error{Message: "Unable to record the job: " + err.Error(), Code: api.CodeInternal}
+}
+
+// submitHeldLocked records a held job the Engine has admitted, waiting for
+// the commit without c.mu so that concurrent submissions share one commit
+// (store group commit) instead of queueing on the lock, one fsync each.
+// The write is queued under c.mu, so ids commit in the order handed out.
+// A held job without a deadline draws no action of its own from the Engine
+// until it is released, which needs it in c.jobs: until it is durable it is
+// neither listed nor touched, and it enters c.jobs only once acknowledged.
+// c.mu is held on entry and on return.
+func (c *Controller) submitHeldLocked(ctx context.Context, j *job, acts []scheduler.Action) (*api.SubmitResponse, error) {
+	wait, err := c.st.SubmitQueued(ctx, &j.Job)
+	if err != nil {
+		c.eng.Handle(scheduler.Cancel{Now: c.nowSec(), ID: scheduler.JobID(j.ID)})
+		return nil, recordError(err)
+	}
+	c.nextID = j.ID + 1
+	c.applyLocked(ctx, acts) // the Admit, and whatever else the Engine decided
+	c.mu.Unlock()
+	err = wait()
+	c.mu.Lock()
+	if err != nil {
+		c.eng.Handle(scheduler.Cancel{Now: c.nowSec(), ID: scheduler.JobID(j.ID)})
+		return nil, recordError(err)
+	}
+	c.addJob(j)
+	return &api.SubmitResponse{JobID: j.ID, Partition: c.partitionOf(j.Spec.Partition)}, nil
 }
 
 // basePriority mimics Slurm's priority/basic plugin: a large number that
