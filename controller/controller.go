@@ -44,14 +44,19 @@ type Controller struct {
 	euid  uint32
 	nodes []config.Node
 
-	mu        sync.Mutex
-	eng       *scheduler.Engine
-	jobs      map[int64]*job // active jobs and finished ones younger than MinJobAge
-	ids       []int64        // keys of jobs, ascending
-	nextID    int64
-	operators map[uint32]bool
-	admin     map[string]*nodeAdmin       // drained or down nodes (nodeadmin.go)
-	resvs     map[string]*api.Reservation // advance reservations by name (reservations.go)
+	mu     sync.Mutex
+	eng    *scheduler.Engine
+	jobs   map[int64]*job // active jobs and finished ones younger than MinJobAge
+	ids    []int64        // keys of jobs, ascending
+	nextID int64
+	// recording counts the held submissions admitted and waiting outside mu
+	// for their commit (submitHeldLocked), in all and by user: the limits
+	// count them, though they are not in jobs yet.
+	recording   int
+	recordingOf map[uint32]int
+	operators   map[uint32]bool
+	admin       map[string]*nodeAdmin       // drained or down nodes (nodeadmin.go)
+	resvs       map[string]*api.Reservation // advance reservations by name (reservations.go)
 	// recovering is set while recover rebuilds the Engine: no scheduling
 	// pass may run before every running job holds its nodes again.
 	recovering bool
@@ -141,7 +146,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
 		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, work: newWorkQueue(), forgets: newWorkQueue(),
 		wake:      make(chan struct{}, 1),
-		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{},
+		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, recordingOf: map[uint32]int{},
 	}
 	for _, p := range o.Config.Partitions {
 		if p.Policy == "dlt" {

@@ -54,6 +54,9 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 		return &api.SubmitResponse{JobID: c.nextID, StartTime: int64(math.Ceil(start)), Nodes: nodeList,
 			Partition: c.partitionOf(spec.Partition), CPUs: cpus}, nil
 	}
+	if err := c.checkLimitsLocked(who); err != nil {
+		return nil, err
+	}
 	j.ID = c.nextID
 	acts := c.eng.Handle(scheduler.Submit{Now: c.nowSec(), Job: c.schedJob(j)})
 	for _, a := range acts {
@@ -76,6 +79,40 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 	return &api.SubmitResponse{JobID: j.ID, Partition: c.partitionOf(spec.Partition)}, nil
 }
 
+// Slurm's texts for a submission over a limit: sbatch prints the first
+// when it sleeps and retries (MaxJobCount, errno EAGAIN), and the second
+// after "Batch job submission failed: " (ESLURM_ACCOUNTING_POLICY).
+const (
+	msgTryAgain    = "Resource temporarily unavailable"
+	msgSubmitLimit = "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+)
+
+// checkLimitsLocked refuses a submission over [limits] (docs/limits.md):
+// max_job_count counts every job in memory, as Slurm's MaxJobCount does
+// (finished ones until min_job_age_s prunes them), and binds everyone,
+// operators included, since it bounds horad's memory; the per-user limit
+// counts the user's pending and running jobs, and operators are exempt.
+func (c *Controller) checkLimitsLocked(who *Caller) error {
+	lim := c.cfg.Limits
+	if lim.MaxJobCount > 0 && len(c.jobs)+c.recording >= lim.MaxJobCount {
+		return &api.Error{Message: msgTryAgain, Code: api.CodeTryAgain}
+	}
+	if lim.MaxSubmitJobsPerUser > 0 && !c.operators[who.UID] {
+		// A scan, only when the limit is set: O(jobs in memory) under mu,
+		// about 0.1 ms for 100,000 jobs, against one fsync per submission.
+		n := c.recordingOf[who.UID]
+		for _, j := range c.jobs {
+			if j.UID == who.UID && !j.State.Finished() {
+				n++
+			}
+		}
+		if n >= lim.MaxSubmitJobsPerUser {
+			return &api.Error{Message: msgSubmitLimit, Code: api.CodeSubmitLimit}
+		}
+	}
+	return nil
+}
+
 func recordError(err error) error {
 	return &api.Error{Message: "Unable to record the job: " + err.Error(), Code: api.CodeInternal}
 }
@@ -96,9 +133,15 @@ func (c *Controller) submitHeldLocked(ctx context.Context, j *job, acts []schedu
 	}
 	c.nextID = j.ID + 1
 	c.applyLocked(ctx, acts) // the Admit, and whatever else the Engine decided
+	c.recording++            // counted by the limits while not yet in c.jobs
+	c.recordingOf[j.UID]++
 	c.mu.Unlock()
 	err = wait()
 	c.mu.Lock()
+	c.recording--
+	if c.recordingOf[j.UID]--; c.recordingOf[j.UID] == 0 {
+		delete(c.recordingOf, j.UID)
+	}
 	if err != nil {
 		c.eng.Handle(scheduler.Cancel{Now: c.nowSec(), ID: scheduler.JobID(j.ID)})
 		return nil, recordError(err)
