@@ -7,10 +7,11 @@ LDFLAGS := -X hora/controller.Version=$(VERSION) -X main.version=$(VERSION)
 # urfave/cli's man-page and Markdown generators (unused) drag in blackfriday,
 # whose init costs every client process ~0.35 ms (docs/benchmarks.md).
 TAGS    ?= urfave_cli_no_docs
-CLIENTS := sbatch squeue scancel sinfo scontrol sacct qsub qstat qdel qhold qrls qsig qselect qrerun qalter pbsnodes
+# The client's command names, from the one list the packages use too.
+CLIENTS := $(shell sed -e '/^\#/d' -e '/^$$/d' packaging/commands)
 export CGO_ENABLED ?= 0
 
-.PHONY: all build deps test test-short vet demo stop bench bench-scale fuzz soak clean man
+.PHONY: all build deps test test-short vet demo stop bench bench-scale fuzz soak clean man deb rpm package-test man-server
 
 all: build
 
@@ -68,12 +69,34 @@ soak: build
 	$(GO) test -count=1 -run Soak -timeout 60m -tags soak ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist
+
+# Packages (docs/operations.md): hora-client, hora-server and hora-node as
+# .deb and .rpm in dist/ (git-ignored), built by packaging/build with nfpm.
+# Reproducible: SOURCE_DATE_EPOCH defaults to the commit's time.
+deb:
+	$(GO) run ./packaging/build -out dist deb
+
+rpm:
+	$(GO) run ./packaging/build -out dist rpm
+
+# Regenerates the two pages not generated from the client option table:
+# hora.toml.5 from config.Keys, horad.8 from horad's flags (tests fail when
+# they are stale). `make man` runs it too.
+man-server:
+	$(GO) test -count=1 -run '^TestManPage$$' ./config ./cmd/horad -update
+
+# Installs the packages into a clean Debian root booted with systemd and
+# runs an admin's life cycle on them (scripts/package-test.sh). Slow, needs
+# root and, the first time, Debian's mirror (debootstrap); not in make test.
+package-test:
+	@scripts/package-test.sh
+
 
 # Regenerates man/*.1 and contrib/completions/ from the option tables
 # (sbatch/options.go and the commands' tables); TestGeneratedDocsUpToDate
-# fails until the result is committed.
-man:
+# fails until the result is committed. man-server adds hora.toml.5 and horad.8.
+man: man-server
 	$(GO) run ./cmd/hora gendoc .
 
 # Regenerates docs/reproductions/ from fixed seeds (a few minutes on 2 cores).

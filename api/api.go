@@ -25,7 +25,24 @@ const (
 	PathReservationUpdate = "/v1/reservations/update" // POST ReservationRequest → ReservationResponse
 	PathReservationDelete = "/v1/reservations/delete" // POST ReservationRequest (Name) → ReservationResponse
 	PathFree              = "/v1/free"                // GET ?partition=&from=&to= → FreeResponse
+
+	PathStats  = "/v1/stats"        // GET → StatsResponse
+	PathBackup = "/v1/admin/backup" // GET → the database (application/vnd.sqlite3); root and operators only
 )
+
+// StatsResponse is horad's state in numbers: `hora stats`, systemd's STATUS.
+type StatsResponse struct {
+	Version         string  `json:"version"`
+	Pending         int     `json:"pending"`
+	Running         int     `json:"running"`
+	Suspended       int     `json:"suspended"`
+	Nodes           int     `json:"nodes"`
+	NodesDown       int     `json:"nodes_down"`
+	LastPass        int64   `json:"last_pass"`         // Unix time of the last scheduling pass; 0 = none yet
+	LastPassSeconds float64 `json:"last_pass_seconds"` // its duration
+	LastReload      int64   `json:"last_reload"`       // Unix time; 0 = never
+	Started         int64   `json:"started"`           // Unix time horad started
+}
 
 // NoLimit is the TimeLimit of a job that asked for none (Slurm's UNLIMITED,
 // INFINITE, 0 or -1).

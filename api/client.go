@@ -303,6 +303,36 @@ func (c *Client) Partitions(ctx context.Context) ([]Partition, error) {
 }
 
 // Ping identifies the daemon.
+// Stats asks horad for its numbers.
+func (c *Client) Stats(ctx context.Context) (*StatsResponse, error) {
+	out := &StatsResponse{}
+	return out, c.do(ctx, "GET", PathStats, nil, out)
+}
+
+// Backup streams a consistent copy of horad's database (SQLite VACUUM INTO,
+// taken while horad runs) into w. Root and operators only.
+func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	resp, err := c.t.roundTrip(ctx, "GET", PathBackup, nil, nil)
+	if err != nil {
+		return 0, fmt.Errorf("horad at %s: %w", c.Socket, err)
+	}
+	defer resp.body.Close()
+	if resp.status/100 != 2 {
+		e := &Error{}
+		b, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
+		if json.Unmarshal(b, e) != nil || e.Message == "" {
+			e.Message = fmt.Sprintf("horad: %s: %s", resp.statusText, strings.TrimSpace(string(b)))
+			e.Code = CodeInternal
+		}
+		return 0, e
+	}
+	n, err := io.Copy(w, resp.body)
+	if err == nil && resp.length >= 0 && n != resp.length {
+		err = fmt.Errorf("horad at %s: backup cut short: %d of %d bytes", c.Socket, n, resp.length)
+	}
+	return n, err
+}
+
 func (c *Client) Ping(ctx context.Context) (*PingResponse, error) {
 	out := &PingResponse{}
 	return out, c.do(ctx, "GET", PathPing, nil, out)

@@ -244,6 +244,28 @@ func (c *Config) fillDefaults() {
 			c.Partitions[i].Policy = "batch"
 		}
 	}
+	for i := range c.Nodes {
+		if c.Nodes[i].Rate == 0 {
+			c.Nodes[i].Rate = 1
+		}
+	}
+	// The SSH executor's defaults are filled here, where hora.toml(5)
+	// states them (doc.go), as well as in nodes/ssh for its other callers.
+	if c.SSH.User == "" {
+		c.SSH.User = "root"
+	}
+	if c.SSH.StateDir == "" {
+		c.SSH.StateDir = "/var/lib/hora-node"
+	}
+	if c.SSH.Launcher == "" {
+		c.SSH.Launcher = "auto"
+	}
+	if c.SSH.ProbeIntervalS == 0 {
+		c.SSH.ProbeIntervalS = 5
+	}
+	if c.SSH.ProbeMisses == 0 {
+		c.SSH.ProbeMisses = 3
+	}
 }
 
 // Problem is one thing wrong with a config file, located by key and line.

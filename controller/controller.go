@@ -66,6 +66,15 @@ type Controller struct {
 	stageQ    map[string]*workQueue // dlt partition → its staging channel (staging.go)
 	wake      chan struct{}         // poke the tick loop after the Engine's wakeup time may have moved
 	heartbeat func()
+
+	// Run's context and goroutines, for staging queues a reload adds.
+	runCtx context.Context
+	runWG  *sync.WaitGroup
+	// For Stats (reload.go): the last scheduling pass of the tick loop.
+	lastPass     time.Time
+	lastPassTook time.Duration
+	lastReload   time.Time
+	started      time.Time
 }
 
 // job is the in-memory projection of one job plus what only the live
@@ -146,7 +155,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
 		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, work: newWorkQueue(), forgets: newWorkQueue(),
 		wake:      make(chan struct{}, 1),
-		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, recordingOf: map[uint32]int{},
+		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, started: o.Now(), recordingOf: map[uint32]int{},
 	}
 	for _, p := range o.Config.Partitions {
 		if p.Policy == "dlt" {
@@ -186,23 +195,38 @@ func (c *Controller) Run(ctx context.Context) error {
 	}()
 	go func() { defer wg.Done(); c.watchExits(ctx, nodeEvents) }()
 	go func() { defer wg.Done(); c.tickLoop(ctx) }()
+	c.mu.Lock()
+	c.runCtx, c.runWG = ctx, &wg
 	for _, q := range c.stageQ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for f, ok := q.pop(); ok; f, ok = q.pop() {
-				f(ctx)
-			}
-		}()
+		c.startStageQueue(q)
 	}
+	c.mu.Unlock()
 	<-ctx.Done()
 	c.work.close()
 	c.forgets.close()
+	c.mu.Lock()
 	for _, q := range c.stageQ {
 		q.close()
 	}
+	c.mu.Unlock()
 	wg.Wait()
 	return nil
+}
+
+// startStageQueue runs a partition's staging channel until Run ends.
+// Caller holds c.mu; before Run the queue is started by Run itself.
+func (c *Controller) startStageQueue(q *workQueue) {
+	if c.runCtx == nil || c.runCtx.Err() != nil {
+		return
+	}
+	ctx := c.runCtx
+	c.runWG.Add(1)
+	go func() {
+		defer c.runWG.Done()
+		for f, ok := q.pop(); ok; f, ok = q.pop() {
+			f(ctx)
+		}
+	}()
 }
 
 // recover rebuilds the Engine from the store and reconciles with the nodes.
@@ -694,7 +718,9 @@ func (c *Controller) tickLoop(ctx context.Context) {
 		}
 		c.mu.Lock()
 		now := c.nowSec()
+		passStart := time.Now()
 		c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: now}))
+		c.lastPass, c.lastPassTook = time.Now(), time.Since(passStart)
 		c.expireReservationsLocked(ctx)
 		c.pruneLocked()
 		next := c.eng.NextWakeup()

@@ -135,9 +135,15 @@ func (c *Controller) submitHeldLocked(ctx context.Context, j *job, acts []schedu
 	c.applyLocked(ctx, acts) // the Admit, and whatever else the Engine decided
 	c.recording++            // counted by the limits while not yet in c.jobs
 	c.recordingOf[j.UID]++
+	eng := c.eng
 	c.mu.Unlock()
 	err = wait()
 	c.mu.Lock()
+	if c.eng != eng && err == nil {
+		// A reload built a new Engine from c.jobs meanwhile, without this
+		// job: it joins the new one as recovery restores a pending job.
+		c.eng.Handle(scheduler.Restore{Now: c.nowSec(), Job: c.schedJob(j)})
+	}
 	c.recording--
 	if c.recordingOf[j.UID]--; c.recordingOf[j.UID] == 0 {
 		delete(c.recordingOf, j.UID)

@@ -62,6 +62,8 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("POST "+api.PathReservationUpdate, c.handle(c.hResvChange("update")))
 	mux.HandleFunc("POST "+api.PathReservationDelete, c.handle(c.hResvChange("delete")))
 	mux.HandleFunc("GET "+api.PathFree, c.handle(c.hFree))
+	mux.HandleFunc("GET "+api.PathStats, c.handle(c.hStats))
+	mux.HandleFunc("GET "+api.PathBackup, c.hBackup)
 	c.routeNodeOps(mux)
 	return &http.Server{
 		Handler:           mux,

@@ -8,6 +8,9 @@ command -v scontrol >/dev/null || need+=(slurm-client)
 command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ip >/dev/null || need+=(iproute2)
 command -v mandoc >/dev/null || need+=(mandoc)
+# packaging/ tests: lintian checks the .debs, rpm reads the .rpms.
+command -v lintian >/dev/null || need+=(lintian)
+command -v rpm >/dev/null || need+=(rpm)
 # toil (Debian's, for /usr/bin/python3): cmd/horad TestToilTorqueEndToEnd
 /usr/bin/python3 -c 'import toil.batchSystems.torque' 2>/dev/null || need+=(toil)
 # The shell completions are tested in the real shells.

@@ -27,6 +27,7 @@ const maxBatch = 512
 type Store struct {
 	w     *sql.DB // the writer's single connection; only the writer goroutine uses it after Open
 	r     *sql.DB // read-only pool
+	path  string  // the database file, absolute
 	queue chan *request
 
 	mu     sync.RWMutex // guards closed against sends on a closed queue
@@ -106,7 +107,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	s := &Store{w: w, r: r, queue: make(chan *request, maxBatch), done: make(chan struct{})}
+	s := &Store{w: w, r: r, path: abs, queue: make(chan *request, maxBatch), done: make(chan struct{})}
 	if err := s.prepare(ctx); err != nil {
 		r.Close()
 		w.Close()

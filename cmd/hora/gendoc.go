@@ -396,6 +396,8 @@ func verbDocs() map[string]string {
 		"compare": "Replays one workload under several policies and reports them side by side. *hora compare --help* lists its options.",
 		"mix":     "Shows the fairness ratio between real-time and best-effort jobs ([mix] in hora.toml), its mode, and on local nodes the live weights, freezer states and CPU shares of the two classes. *hora mix --help* lists its options.",
 		"free":    "The range search of reservation partitions: which nodes are free for a whole time window, without booking anything. *hora free --help* lists its options.",
+		"admin":   "*hora admin backup* _FILE_ writes a consistent copy of horad's database to _FILE_ while horad runs (SQLite VACUUM INTO); root and operators only.",
+		"stats":   "Prints horad's numbers: jobs by state, nodes down, the last scheduling pass; *--prometheus* prints them in the Prometheus text format.",
 	}
 	for _, n := range []string{"qsub", "qstat", "qdel", "qhold", "qrls", "qsig", "qselect", "qrerun", "qalter", "pbsnodes"} {
 		m[n] = "The PBS command, also installed as *" + n + "*, with the texts and layouts of OpenPBS or Torque as *hora.toml*(5) [pbs] flavour says; described in hora's docs/pbs.md."

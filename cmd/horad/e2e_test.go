@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,8 +26,26 @@ type cluster struct {
 	sock   string
 	varDir string
 	daemon *exec.Cmd
-	log    *bytes.Buffer
+	log    *lockedBuffer
 	config string // optional hora.toml
+}
+
+// lockedBuffer collects horad's stderr while a test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func buildBinaries(t testing.TB, dir string) string {
@@ -77,7 +96,7 @@ func newClusterWith(t testing.TB, configText string) *cluster {
 
 func (c *cluster) start() {
 	c.t.Helper()
-	c.log = &bytes.Buffer{}
+	c.log = &lockedBuffer{}
 	args := []string{"--state-dir", c.varDir, "--socket", c.sock, "--log-level", "debug"}
 	if c.config != "" {
 		args = append(args, "--config", c.config)

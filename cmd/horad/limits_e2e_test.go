@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -77,22 +76,4 @@ func TestSubmitLimitsEndToEnd(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("retrying sbatch still waiting 90 s after a job left memory: stderr %q", stderr.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer a child process writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

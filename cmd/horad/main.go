@@ -6,18 +6,23 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/urfave/cli/v2"
 
@@ -54,7 +59,8 @@ func app() *cli.App {
 			&cli.StringFlag{Name: "config", Usage: "read `FILE` (hora.toml(5)); strict: unknown keys are errors"},
 			&cli.StringFlag{Name: "state-dir", Usage: "keep hora.db and local node state in `DIR` (overrides state_dir)"},
 			&cli.StringFlag{Name: "socket", Usage: "listen on the Unix socket `PATH` (overrides socket)"},
-			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log at `LEVEL`: debug, info, warn or error"},
+			&cli.BoolFlag{Name: "check-config", Usage: "read and validate the configuration, print every problem with file:line, and exit: 0 if it is valid"},
 		},
 		Action: serve,
 	}
@@ -83,15 +89,23 @@ func serve(cc *cli.Context) error {
 			return err
 		}
 	}
-	if d := cc.String("state-dir"); d != "" {
-		if cc.String("socket") == "" && (cfg.Path() == "" || cfg.Socket == filepath.Join(cfg.StateDir, "horad.sock")) {
-			cfg.Socket = filepath.Join(d, "horad.sock")
+	if cc.Bool("check-config") {
+		fmt.Fprintf(cc.App.Writer, "%s: configuration OK (%d nodes, %d partitions)\n",
+			cmp.Or(cfg.Path(), "(default config)"), len(cfg.NodeNames()), len(cfg.Partitions))
+		return nil
+	}
+	overrides := func(cfg *config.Config) {
+		if d := cc.String("state-dir"); d != "" {
+			if cc.String("socket") == "" && (cfg.Path() == "" || cfg.Socket == filepath.Join(cfg.StateDir, "horad.sock")) {
+				cfg.Socket = filepath.Join(d, "horad.sock")
+			}
+			cfg.StateDir = d
 		}
-		cfg.StateDir = d
+		if s := cc.String("socket"); s != "" {
+			cfg.Socket = s
+		}
 	}
-	if s := cc.String("socket"); s != "" {
-		cfg.Socket = s
-	}
+	overrides(cfg)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -121,39 +135,114 @@ func serve(cc *cli.Context) error {
 		defer func() { stop(); <-mixDone }() // thaws both classes before horad exits
 	}
 
-	ctl, err := controller.New(ctx, controller.Options{Config: cfg, Logger: log, Store: st, Executor: exec,
-		Heartbeat: watchdog()})
+	// SIGHUP is caught from here on: one that arrives during recovery is
+	// served as a reload once horad runs, instead of ending it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var ctl *controller.Controller
+	hb := heartbeat(func() string { return ctl.Stats().String() })
+	stopExtending := extendStartTimeout()
+	ctl, err = controller.New(ctx, controller.Options{Config: cfg, Logger: log, Store: st, Executor: exec,
+		Heartbeat: hb})
+	stopExtending()
 	if err != nil {
 		return err
 	}
-	ln, err := controller.Listen(cfg.Socket)
+	// Under horad.socket systemd has held the listening socket all along:
+	// clients that connected while horad started and recovered wait in its
+	// backlog and are answered now. Without it the socket appears only
+	// now, so that a socket that answers means a recovered horad.
+	ln, activated, err := listener(cfg.Socket)
 	if err != nil {
-		return fmt.Errorf("socket %s: %w", cfg.Socket, err)
+		return err
 	}
+	defer ln.Close()
 	srv := ctl.Server()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	runDone := make(chan error, 1)
 	go func() { runDone <- ctl.Run(ctx) }()
 
-	log.Info("horad ready", "socket", cfg.Socket, "db", dbPath, "nodes", len(cfg.NodeNames()), "config", cfg.Path())
-	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
+	log.Info("horad ready", "socket", cfg.Socket, "activated", activated, "db", dbPath, "nodes", len(cfg.NodeNames()), "config", cfg.Path())
+	// READY=1 only now: the state is recovered and the socket is served.
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady+"\nSTATUS="+ctl.Stats().String())
 
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		if !errors.Is(err, http.ErrServerClosed) {
-			log.Error("socket server failed", "err", err)
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-hup:
+			reload(ctx, log, ctl, cc.String("config"), overrides)
+		case err := <-serveErr:
+			if !errors.Is(err, http.ErrServerClosed) {
+				log.Error("socket server failed", "err", err)
+			}
+			stop()
+			break loop
 		}
-		stop()
 	}
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 	log.Info("horad stopping; running jobs keep running")
 	shCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shCtx)
-	_ = os.Remove(cfg.Socket)
+	if !activated {
+		_ = os.Remove(cfg.Socket)
+	}
 	return <-runDone
+}
+
+// listener returns the socket systemd passed (horad.socket), or listens on
+// path itself.
+func listener(path string) (ln net.Listener, activated bool, err error) {
+	lns, err := activation.Listeners()
+	if err != nil {
+		return nil, false, fmt.Errorf("socket activation: %w", err)
+	}
+	for _, l := range lns {
+		if l != nil {
+			for _, extra := range lns {
+				if extra != nil && extra != l {
+					extra.Close()
+				}
+			}
+			return l, true, nil
+		}
+	}
+	ln, err = controller.Listen(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("socket %s: %w", path, err)
+	}
+	return ln, false, nil
+}
+
+// reload re-reads the configuration file on SIGHUP. A file with errors is
+// refused with every problem at file:line, and horad keeps serving on the
+// configuration it runs.
+func reload(ctx context.Context, log *slog.Logger, ctl *controller.Controller, path string, overrides func(*config.Config)) {
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyReloading)
+	defer func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyReady+"\nSTATUS="+ctl.Stats().String()) }()
+	if path == "" {
+		log.Warn("SIGHUP: no --config file to re-read; nothing changes")
+		return
+	}
+	nc, err := config.Load(path)
+	if err == nil {
+		overrides(nc) // --state-dir and --socket win over the file, as at start
+		err = ctl.Reload(ctx, nc)
+	}
+	if err != nil {
+		var probs config.Problems
+		if errors.As(err, &probs) {
+			for _, p := range probs {
+				log.Error("reload refused, the running configuration stays", "file", p.File, "line", p.Line, "key", p.Key, "err", p.Msg, "at", p.String())
+			}
+			return
+		}
+		log.Error("reload refused, the running configuration stays", "err", err)
+	}
 }
 
 // newExecutor builds the executor the config names: local processes on
@@ -186,24 +275,91 @@ func newExecutor(cfg *config.Config, log *slog.Logger, mixer *mixEnforcer) (node
 		ShepherdArgv: []string{self, local.ShepherdCommand},
 	}
 	if mixer != nil {
+		// [mix] moves each shepherd into its class's cgroup before it gets
+		// its spec, which needs the shepherd as horad's child: with [mix]
+		// local steps are not started in units of their own (and
+		// horad.service needs ProtectControlGroups=no, docs/operations.md).
 		lc.Place = mixer.place(cfg)
+	} else {
+		lc.SystemdRun = systemdRun(log)
 	}
 	return local.New(lc)
 }
 
-// watchdog returns the controller's heartbeat: a systemd watchdog ping,
-// rate-limited to half the WatchdogSec interval; nil when no watchdog is set.
-// It is called from the scheduling loop itself, so a wedged loop stops the pings.
-func watchdog() func() {
-	every, err := daemon.SdWatchdogEnabled(false)
-	if err != nil || every == 0 {
+// systemdRun returns the path of systemd-run when horad runs as a systemd
+// service (INVOCATION_ID is set by systemd, /run/systemd/system exists when
+// it is PID 1): local jobs then run in transient services of their own,
+// outside horad.service's cgroup and sandbox. "" otherwise (a horad started
+// by hand or by the tests keeps its shepherds as children).
+func systemdRun(log *slog.Logger) string {
+	// Only the system manager runs units as other users: a horad under a
+	// user manager (not root) keeps its shepherds as children.
+	if os.Getenv("INVOCATION_ID") == "" || os.Geteuid() != 0 {
+		return ""
+	}
+	if _, err := os.Stat("/run/systemd/system"); err != nil {
+		return ""
+	}
+	p, err := exec.LookPath("systemd-run")
+	if err != nil {
+		log.Warn("systemd-run not found: local jobs run inside horad.service", "err", err)
+		return ""
+	}
+	return p
+}
+
+// extendStartTimeout tells systemd, while horad recovers, that start-up is
+// progressing (STATUS=recovering, EXTEND_TIMEOUT_USEC every 10 s), so that a
+// large state on a loaded machine is not killed by TimeoutStartSec. The
+// returned function stops it; READY=1 follows.
+func extendStartTimeout() func() {
+	if os.Getenv("NOTIFY_SOCKET") == "" {
+		return func() {}
+	}
+	_, _ = daemon.SdNotify(false, "STATUS=recovering the state")
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_, _ = daemon.SdNotify(false, "EXTEND_TIMEOUT_USEC=30000000")
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// heartbeat returns the controller's heartbeat, called from the scheduling
+// loop itself (so a wedged loop stops it): a systemd watchdog ping,
+// rate-limited to half the WatchdogSec interval, and a STATUS= line (jobs,
+// nodes, last scheduling pass) every statusEvery. nil outside systemd.
+func heartbeat(status func() string) func() {
+	if os.Getenv("NOTIFY_SOCKET") == "" {
 		return nil
 	}
-	var last time.Time
+	every, err := daemon.SdWatchdogEnabled(false)
+	if err != nil {
+		every = 0
+	}
+	const statusEvery = 5 * time.Second
+	var lastPing, lastStatus time.Time
 	return func() {
-		if time.Since(last) >= every/2 {
-			last = time.Now()
-			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+		now := time.Now()
+		var msg []string
+		if every > 0 && now.Sub(lastPing) >= every/2 {
+			lastPing = now
+			msg = append(msg, daemon.SdNotifyWatchdog)
+		}
+		if now.Sub(lastStatus) >= statusEvery {
+			lastStatus = now
+			msg = append(msg, "STATUS="+status())
+		}
+		if len(msg) > 0 {
+			_, _ = daemon.SdNotify(false, strings.Join(msg, "\n"))
 		}
 	}
 }

@@ -6,12 +6,14 @@
 package local
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -40,6 +42,16 @@ type Config struct {
 	// HandshakeTimeout bounds how long Launch waits for a shepherd to take
 	// the step when ctx has no earlier deadline. 0 means 30 s.
 	HandshakeTimeout time.Duration
+	// SystemdRun, when set (horad running under systemd sets it to the path
+	// of systemd-run), starts each shepherd as a transient service of its
+	// own, hora-step-<node>-<step key>.service (hora-step-local1-42.batch.r0.service), instead of as horad's
+	// child: the step then lives outside horad's cgroup and sandbox
+	// (horad.service's ProtectSystem=strict, PrivateTmp and bounded
+	// capabilities), with the full rights of its owner, and a restart of
+	// horad cannot touch it. The handshake is unchanged: systemd-run --pipe
+	// hands the service our pipes, and is let go once the shepherd took the
+	// step (ending systemd-run leaves its service running).
+	SystemdRun string
 	// Place, when set, is called with each new shepherd's pid before it
 	// receives its spec, so before the job is forked: what it does to the
 	// shepherd (horad: move it into the job's class cgroup, [mix]) the
@@ -89,6 +101,11 @@ type watch struct {
 func New(cfg Config) (*Executor, error) {
 	if len(cfg.ShepherdArgv) == 0 {
 		return nil, errors.New("local executor: ShepherdArgv is empty")
+	}
+	if cfg.SystemdRun != "" && cfg.Place != nil {
+		// Place acts on our child, which under SystemdRun is systemd-run,
+		// not the shepherd.
+		return nil, errors.New("local executor: SystemdRun and Place cannot both be set")
 	}
 	if cfg.StateDir == "" {
 		return nil, errors.New("local executor: StateDir is empty")
@@ -255,6 +272,26 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 	}
 	pidfd := -1
 	argv := append(append([]string{}, e.cfg.ShepherdArgv...), dir)
+	unit := ""
+	if e.cfg.SystemdRun != "" {
+		unit = unitName(id)
+		pre := []string{e.cfg.SystemdRun, "--pipe", "--quiet", "--collect", "--service-type=exec",
+			"--unit=" + unit, "--description=hora step " + id.String()}
+		if cred != nil {
+			groups := make([]string, len(cred.Groups))
+			for i, g := range cred.Groups {
+				groups[i] = strconv.FormatUint(uint64(g), 10)
+			}
+			pre = append(pre, "--uid="+strconv.FormatUint(uint64(cred.Uid), 10),
+				"--gid="+strconv.FormatUint(uint64(cred.Gid), 10),
+				"--property=SupplementaryGroups="+strings.Join(groups, " "))
+		}
+		for _, kv := range env {
+			pre = append(pre, "--setenv="+kv)
+		}
+		argv = append(append(pre, "--"), argv...)
+		cred = nil // systemd-run itself runs as horad; the service as the owner
+	}
 	p, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
 		Dir:   "/",
 		Env:   env,
@@ -315,6 +352,9 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 	}
 	_, werr := specW.Write(body)
 	specW.Close()
+	if unit != "" {
+		return e.handshakeUnit(ctx, id, dir, spec, unit, pid, pidfd, pf, hsR, werr, fail)
+	}
 	// The shepherd is our unreaped child, so its /proc entry is there.
 	ps, err := readProcStat(pid)
 	if err != nil {
@@ -744,5 +784,96 @@ func (e *Executor) Close() error {
 	}
 	e.wg.Wait()
 	close(e.exits)
+	return nil
+}
+
+// unitName is the transient service a step runs in under SystemdRun:
+// hora-step-<node>-<step key>.service (hora-step-local1-42.batch.r0.service), with any character systemd does
+// not allow in a unit name replaced by '_'.
+func unitName(id stepID) string {
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_', r == ':':
+			return r
+		}
+		return '_'
+	}, id.node+"-"+id.key.Name())
+	return "hora-step-" + clean + ".service"
+}
+
+// handshakeUnit finishes a launch through systemd-run (Config.SystemdRun):
+// it waits for the shepherd's "ok" line (systemd-run holds the pipe open
+// until the service ends, so there is no EOF to wait for), finds the
+// shepherd as the service's main process, records it and watches it by a
+// pidfd of its own, then lets systemd-run go. A shepherd that already ended
+// is watched through systemd-run, which exits with its service.
+func (e *Executor) handshakeUnit(ctx context.Context, id stepID, dir string, spec nodes.LaunchSpec, unit string,
+	runPid, runPidfd int, runPf *os.File, hsR *os.File, werr error, fail func(error) error) error {
+	systemctl := filepath.Join(filepath.Dir(e.cfg.SystemdRun), "systemctl")
+	failUnit := func(err error) error {
+		_ = exec.Command(systemctl, "stop", unit).Run()
+		return fail(err)
+	}
+	deadline := time.Now().Add(e.cfg.HandshakeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = hsR.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = hsR.SetReadDeadline(time.Now()) })
+	said, rerr := bufio.NewReader(io.LimitReader(hsR, 4096)).ReadString('\n')
+	stop()
+	if said != "ok\n" {
+		msg := strings.TrimSpace(said)
+		switch {
+		case msg == "" && rerr != nil && !errors.Is(rerr, io.EOF):
+			msg = fmt.Sprintf("no answer: %v", rerr)
+		case msg == "" && werr != nil:
+			msg = werr.Error()
+		case msg == "":
+			msg = "exited without a word"
+		}
+		return failUnit(fmt.Errorf("shepherd for step %s (unit %s): %s", id, unit, msg))
+	}
+	out, err := exec.Command(systemctl, "show", "--property=MainPID", "--value", unit).Output()
+	if err != nil {
+		return failUnit(fmt.Errorf("step %s: systemctl show %s: %w", id, unit, err))
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	rec := shepherdRecord{Pid: runPid, UID: spec.UID, GID: spec.GID, Started: time.Now()}
+	w := &watch{pidfd: runPf, child: true}
+	if pid > 0 {
+		fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+		if err != nil {
+			return failUnit(fmt.Errorf("step %s: pidfd of the shepherd %d: %w", id, pid, err))
+		}
+		ps, perr := readProcStat(pid)
+		cg, cerr := readSmallFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
+		if perr != nil || cerr != nil || !strings.Contains(string(cg), "/"+unit) {
+			unix.Close(fd)
+			return failUnit(fmt.Errorf("step %s: process %d is not the shepherd of %s", id, pid, unit))
+		}
+		rec.Pid, rec.StartTicks = pid, ps.StartTicks
+		// systemd-run has done its part; ending it leaves the service running.
+		_ = unix.PidfdSendSignal(runPidfd, unix.SIGKILL, nil, 0)
+		var info unix.Siginfo
+		_ = unix.Waitid(unix.P_PIDFD, runPidfd, &info, unix.WEXITED, nil)
+		runPf.Close()
+		w = &watch{pidfd: os.NewFile(uintptr(fd), "pidfd:"+strconv.Itoa(pid)), child: false}
+	}
+	w.rec = rec
+	if err := writeJSONAtomic(filepath.Join(dir, shepherdFile), rec, 0o644, false); err != nil {
+		w.pidfd.Close()
+		return failUnit(err)
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		w.pidfd.Close()
+		return nil
+	}
+	e.watched[id] = w
+	e.wg.Add(1)
+	e.mu.Unlock()
+	go e.watch(id, w)
 	return nil
 }
