@@ -137,12 +137,21 @@ type JobSpec struct {
 	NoRequeue   bool     `json:"no_requeue,omitempty"` // --no-requeue given; neither flag = the cluster's job_requeue
 	Load        float64  `json:"load,omitempty"`       // divisible load σ in data units; 0 = not divisible
 	Input       string   `json:"input,omitempty"`      // file whose bytes are the load
-	Reservation string   `json:"reservation,omitempty"`
-	Account     string   `json:"account,omitempty"`
-	QOS         string   `json:"qos,omitempty"`
-	Comment     string   `json:"comment,omitempty"`
-	SubmitHost  string   `json:"submit_host,omitempty"`
-	OpenAppend  bool     `json:"open_append,omitempty"` // --open-mode=append
+	// A periodic real-time job (--rt-frame, docs/mix.md): a frame every
+	// RTFrame seconds, a buffer of RTBuffer frames, RTWork[k] seconds of
+	// CPU per frame for process k. RTFrame 0 = not periodic.
+	RTFrame     float64   `json:"rt_frame,omitempty"`
+	RTBuffer    int       `json:"rt_buffer,omitempty"`
+	RTWork      []float64 `json:"rt_work,omitempty"`
+	Reservation string    `json:"reservation,omitempty"`
+	Account     string    `json:"account,omitempty"`
+	QOS         string    `json:"qos,omitempty"`
+	Comment     string    `json:"comment,omitempty"`
+	SubmitHost  string    `json:"submit_host,omitempty"`
+	OpenAppend  bool      `json:"open_append,omitempty"` // --open-mode=append
+	// Alloc marks an allocation made by salloc or srun: no batch script
+	// runs; the allocation lasts until its client releases it.
+	Alloc bool `json:"alloc,omitempty"`
 
 	// Consumable resources (Slurm's select/cons_tres; docs/resources.md).
 	// A job that sets none of them, and no -n/-c/--mem, gets whole nodes.
@@ -244,10 +253,14 @@ type Job struct {
 	TotalCPUMs int64 `json:"total_cpu_ms,omitempty"`
 }
 
-// Step is one chunk of a divisible real-time job, shown by sacct as JOBID.N.
+// Step is one chunk of a divisible real-time job or one srun step, shown
+// by sacct as JOBID.N. An srun step's Node is its compressed node list.
 type Step struct {
 	Index     int      `json:"index"`
 	Node      string   `json:"node"`
+	Name      string   `json:"name,omitempty"`   // srun: the command's name
+	NTasks    int      `json:"ntasks,omitempty"` // srun: number of tasks
+	CPUs      int      `json:"cpus,omitempty"`   // srun: CPUs held on all its nodes
 	State     JobState `json:"state"`
 	Offset    float64  `json:"offset"`
 	Size      float64  `json:"size"`
@@ -282,6 +295,7 @@ type JobsResponse struct {
 // and sends them a signal; Signal 0 means cancel (TERM, grace, KILL).
 type CancelRequest struct {
 	IDs        []int64    `json:"ids,omitempty"`
+	Steps      []StepRef  `json:"steps,omitempty"` // JOBID.STEP: these steps only
 	Signal     int        `json:"signal,omitempty"`
 	Users      []string   `json:"users,omitempty"`
 	Names      []string   `json:"names,omitempty"`

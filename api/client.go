@@ -374,3 +374,31 @@ func (c *Client) Free(ctx context.Context, partition string, from, to int64) (*F
 	}
 	return out, c.do(ctx, "GET", PathFree+"?"+q.Encode(), nil, out)
 }
+
+// CreateStep asks for a job step inside an allocation.
+func (c *Client) CreateStep(ctx context.Context, r StepRequest) (*StepGrant, error) {
+	out := &StepGrant{}
+	return out, c.do(ctx, "POST", PathStepCreate, r, out)
+}
+
+// StepStarted reports the process group of a step's tasks.
+func (c *Client) StepStarted(ctx context.Context, r StepStarted) error {
+	return c.do(ctx, "POST", PathStepStarted, r, &StepEndResponse{})
+}
+
+// EndStep reports how a step ended and returns its recorded state.
+func (c *Client) EndStep(ctx context.Context, r StepEnd) (*StepEndResponse, error) {
+	out := &StepEndResponse{}
+	return out, c.do(ctx, "POST", PathStepEnd, r, out)
+}
+
+// AllocDone releases an interactive allocation.
+func (c *Client) AllocDone(ctx context.Context, r AllocDone) error {
+	return c.do(ctx, "POST", PathAllocDone, r, &CancelResponse{})
+}
+
+// AllocEnv returns the SLURM_* environment of a running job of the caller.
+func (c *Client) AllocEnv(ctx context.Context, id int64) (*AllocEnv, error) {
+	out := &AllocEnv{}
+	return out, c.do(ctx, "GET", PathAllocEnv+"?id="+strconv.FormatInt(id, 10), nil, out)
+}

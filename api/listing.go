@@ -18,7 +18,7 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL3"
+const listingMagic = "HJL5"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
@@ -56,6 +56,7 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, v)
 	}
 	b = appendBool(b, s.OpenAppend)
+	b = appendBool(b, s.Alloc)
 	for _, v := range [...]int64{int64(s.NTasksPerNode), s.MemPerCPU, s.MemPerGPU, int64(s.CPUsPerGPU), int64(s.MinCPUs)} {
 		b = binary.AppendVarint(b, v)
 	}
@@ -72,6 +73,12 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, s.PBS.Queue)
 		b = binary.AppendVarint(b, int64(s.PBS.PPN))
 		b = appendStr(b, s.PBS.Shell)
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.RTFrame))
+	b = binary.AppendVarint(b, int64(s.RTBuffer))
+	b = binary.AppendUvarint(b, uint64(len(s.RTWork)))
+	for _, w := range s.RTWork {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w))
 	}
 
 	b = binary.AppendUvarint(b, uint64(j.UID))
@@ -92,6 +99,9 @@ func appendJob(b []byte, j *Job) []byte {
 		st := &j.Steps[i]
 		b = binary.AppendVarint(b, int64(st.Index))
 		b = appendStr(b, st.Node)
+		b = appendStr(b, st.Name)
+		b = binary.AppendVarint(b, int64(st.NTasks))
+		b = binary.AppendVarint(b, int64(st.CPUs))
 		b = appendStr(b, string(st.State))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Offset))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Size))
@@ -334,6 +344,7 @@ func (d *listingDecoder) job(j *Job) {
 	s.Load = d.float()
 	s.Input, s.Reservation, s.Account, s.QOS, s.Comment, s.SubmitHost = d.field(), d.field(), d.field(), d.field(), d.field(), d.field()
 	s.OpenAppend = d.bool()
+	s.Alloc = d.bool()
 	s.NTasksPerNode, s.MemPerCPU, s.MemPerGPU, s.CPUsPerGPU, s.MinCPUs = d.int(), d.varint(), d.varint(), d.int(), d.int()
 	s.Gres, s.GPUs, s.GPUsPerNode, s.GPUsPerTask = d.field(), d.field(), d.field(), d.field()
 	s.Exclusive, s.NodeList, s.Exclude, s.Constraint = d.field(), d.field(), d.field(), d.field()
@@ -344,6 +355,18 @@ func (d *listingDecoder) job(j *Job) {
 		s.PBS = &PBSSpec{Server: d.field(), Flavour: d.field(), Queue: d.field()}
 		s.PBS.PPN = d.int()
 		s.PBS.Shell = d.str()
+	}
+	s.RTFrame = d.float()
+	s.RTBuffer = d.int()
+	if n := d.uvarint(); n > 0 && d.err == nil {
+		if n > uint64(len(d.b)-d.off)/8 {
+			d.fail(errTruncated)
+		} else {
+			s.RTWork = make([]float64, n)
+			for k := range s.RTWork {
+				s.RTWork[k] = d.float()
+			}
+		}
 	}
 
 	j.UID = uint32(d.uvarint())
@@ -364,6 +387,9 @@ func (d *listingDecoder) job(j *Job) {
 			st := &j.Steps[i]
 			st.Index = d.int()
 			st.Node = d.str()
+			st.Name = d.str()
+			st.NTasks = d.int()
+			st.CPUs = d.int()
 			st.State = JobState(d.str())
 			st.Offset = d.float()
 			st.Size = d.float()

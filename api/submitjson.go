@@ -46,12 +46,29 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 		w.b = strconv.AppendFloat(w.b, s.Load, 'g', -1, 64)
 	}
 	w.str("input", s.Input, true)
+	if s.RTFrame != 0 {
+		w.key("rt_frame")
+		w.b = strconv.AppendFloat(w.b, s.RTFrame, 'g', -1, 64)
+	}
+	w.int("rt_buffer", int64(s.RTBuffer))
+	if len(s.RTWork) > 0 {
+		w.key("rt_work")
+		w.b = append(w.b, '[')
+		for k, v := range s.RTWork {
+			if k > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = strconv.AppendFloat(w.b, v, 'g', -1, 64)
+		}
+		w.b = append(w.b, ']')
+	}
 	w.str("reservation", s.Reservation, true)
 	w.str("account", s.Account, true)
 	w.str("qos", s.QOS, true)
 	w.str("comment", s.Comment, true)
 	w.str("submit_host", s.SubmitHost, true)
 	w.bool("open_append", s.OpenAppend)
+	w.bool("alloc", s.Alloc)
 	w.int("ntasks_per_node", int64(s.NTasksPerNode))
 	w.bool("mem_all", s.MemAll)
 	w.int("mem_per_cpu", s.MemPerCPU)

@@ -91,6 +91,8 @@ type job struct {
 	// legacyRun: the current run's steps were launched by a horad that did
 	// not number runs (nodes.LegacyRun); they are addressed without a run.
 	legacyRun bool
+	srun      map[int]*srunStep // running srun steps (steps.go)
+	allocDone *api.AllocDone    // salloc/srun released the allocation with this exit
 }
 
 // runOf is the Run of the job's current steps: its restart count, so that
@@ -427,11 +429,18 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 	// A spec that cannot be read was refused at submit (checkSpec): a
 	// stored one always reads.
 	req, _ := requestOf(&j.Spec)
+	var per *scheduler.Periodic
+	if j.Spec.RTFrame != 0 || len(j.Spec.RTWork) > 0 {
+		// A periodic job's processes hold an RT share of their nodes
+		// (docs/mix.md), not CPUs of the consumable account.
+		per = &scheduler.Periodic{Frame: j.Spec.RTFrame, Buffer: j.Spec.RTBuffer, Work: j.Spec.RTWork}
+		req = nil
+	}
 	return scheduler.Job{
 		ID: scheduler.JobID(j.ID), Partition: j.Spec.Partition, User: j.UID, Nodes: n,
 		TimeLimit: limit, Submit: float64(j.SubmitTime), Begin: float64(j.Spec.Begin),
 		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
-		Reservation: j.Spec.Reservation, Req: req,
+		Reservation: j.Spec.Reservation, Req: req, Periodic: per,
 	}
 }
 
@@ -541,9 +550,9 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 		a := c.admin[spec.Node]
 		lostNode = a != nil && a.Down
 	}
-	if err == nil && (j.cancelRequested || lostNode || j.requeueRequested) {
-		// cancelled, requeued or its node set DOWN between the Engine's
-		// decision and the launch
+	if err == nil && (j.cancelRequested || lostNode || j.requeueRequested || j.allocDone != nil) {
+		// cancelled, requeued, released or its node set DOWN between the
+		// Engine's decision and the launch
 		c.work.push(func(ctx context.Context) {
 			_ = c.exec.Terminate(ctx, spec.Node, spec.Key, c.killWait())
 		})
@@ -666,6 +675,10 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 	// A node lost under the job (not a launch that failed: that would fail
 	// again) ends its run; a job that allows it runs again from the start.
 	nodeLost := (s.State == nodes.StepLost && j.launched) || j.nodeFailed
+	if d := j.allocDone; d != nil && !j.cancelRequested && !s.TimedOut && !nodeLost {
+		// The allocation was released: it ends with its client's exit.
+		s.ExitCode, s.Signal, s.Err = d.ExitCode, d.Signal, ""
+	}
 	switch {
 	case j.cancelRequested || j.CancelledBy >= 0:
 		st = api.StateCancelled
@@ -699,6 +712,7 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 	}
 	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, s.ExitCode, s.Signal, end
 	j.MaxRSSKB, j.TotalCPUMs = ev.MaxRSSKB, ev.TotalCPUMs
+	c.endSrunStepsLocked(j)
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID),
 		Step: scheduler.BatchStep, Failed: st != api.StateCompleted}))
 	return nil

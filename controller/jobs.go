@@ -180,8 +180,16 @@ func (c *Controller) checkSpec(who *Caller, s *api.JobSpec) error {
 	bad := func(field, format string, a ...any) error {
 		return &api.Error{Message: fmt.Sprintf("%s: %s", field, fmt.Sprintf(format, a...)), Code: api.CodeBadRequest}
 	}
-	if s.Script == "" {
+	switch {
+	case s.Alloc && s.Script != "":
+		return bad("script", "an allocation (salloc, srun) has no batch script")
+	case s.Alloc && s.Load > 0:
+		return &api.Error{Message: "Requested operation is presently disabled", Code: api.CodeDisabled}
+	case !s.Alloc && s.Script == "":
 		return bad("script", "empty batch script")
+	case s.Alloc:
+		// What runs in an allocation writes to its client's terminal.
+		s.Stdout, s.Stderr, s.Stdin = "/dev/null", "", ""
 	}
 	if !filepath.IsAbs(s.WorkDir) {
 		return bad("work_dir", "must be an absolute path, got %q", s.WorkDir)
@@ -278,6 +286,12 @@ func (c *Controller) cancel(ctx context.Context, who *Caller, req api.CancelRequ
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp := &api.CancelResponse{}
+	for _, ref := range req.Steps {
+		resp.Results = append(resp.Results, c.cancelStepLocked(ctx, who, ref, req.Signal))
+	}
+	if len(req.Steps) > 0 && len(req.IDs) == 0 {
+		return resp, nil
+	}
 	var targets []*job
 	if len(req.IDs) > 0 {
 		for _, id := range req.IDs {
@@ -450,8 +464,11 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 		stdin = expand(&j.Job, stdin)
 	}
 	script := []byte(j.Spec.Script)
-	if j.Spec.PBS != nil {
+	switch {
+	case j.Spec.PBS != nil:
 		script = pbsScript(j)
+	case j.Spec.Alloc:
+		script = []byte(allocHoldScript)
 	}
 	ls := nodes.LaunchSpec{
 		Key: stepKey(j, step), Node: node,
@@ -509,6 +526,13 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	set("SLURM_JOB_GID", strconv.Itoa(int(j.GID)))
 	set("SLURM_JOB_GROUP", j.Group)
 	set("SLURM_JOB_PARTITION", j.Spec.Partition)
+	if j.Spec.RTFrame > 0 {
+		// A periodic real-time job learns its contract; the node
+		// enforcement puts it in the RT class (docs/mix.md).
+		set("HORA_RT_FRAME", strconv.FormatFloat(j.Spec.RTFrame, 'g', -1, 64))
+		set("HORA_RT_BUFFER", strconv.Itoa(j.Spec.RTBuffer))
+		set("HORA_RT_WORK", rtWorkText(j.Spec.RTWork))
+	}
 	set("SLURM_JOB_ACCOUNT", j.Spec.Account)
 	set("SLURM_JOB_QOS", "normal")
 	set("SLURM_SUBMIT_DIR", j.Spec.WorkDir)
@@ -619,3 +643,12 @@ func signum(name string) nodes.Signum {
 func secondsDur(s int64) time.Duration { return time.Duration(s) * time.Second }
 
 func schedID(id int64) scheduler.JobID { return scheduler.JobID(id) }
+
+// rtWorkText is a periodic job's work per frame, comma-separated seconds.
+func rtWorkText(work []float64) string {
+	parts := make([]string, len(work))
+	for k, w := range work {
+		parts[k] = strconv.FormatFloat(w, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}

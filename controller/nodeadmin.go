@@ -389,6 +389,8 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 	// The run that ended is forgotten by whoever saw its end (watchExits,
 	// recovery): the next run has its own step (runOf), so that Forget may
 	// come at any time, before or after the relaunch.
+	// The last run's srun steps go with it (their tasks are killed).
+	c.endSrunStepsLocked(j)
 	// As the store's fold does: the last run's description goes, the
 	// output paths stay.
 	j.State, j.Reason, j.Nodes, j.Steps, j.Alloc = api.StatePending, "None", nil, nil, nil

@@ -65,6 +65,7 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("GET "+api.PathStats, c.handle(c.hStats))
 	mux.HandleFunc("GET "+api.PathBackup, c.hBackup)
 	c.routeNodeOps(mux)
+	c.routeSteps(mux)
 	return &http.Server{
 		Handler:           mux,
 		ConnContext:       connContext,

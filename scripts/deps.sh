@@ -8,6 +8,8 @@ command -v scontrol >/dev/null || need+=(slurm-client)
 command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ip >/dev/null || need+=(iproute2)
 command -v mandoc >/dev/null || need+=(mandoc)
+# snakemake 7 drives horad with --slurm in cmd/horad's end-to-end test.
+command -v snakemake >/dev/null || need+=(snakemake)
 # packaging/ tests: lintian checks the .debs, rpm reads the .rpms.
 command -v lintian >/dev/null || need+=(lintian)
 command -v rpm >/dev/null || need+=(rpm)

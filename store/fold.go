@@ -142,7 +142,8 @@ func apply(j *api.Job, ev *Event) error {
 			return bad("negative offset or size")
 		}
 		st := api.Step{Index: ev.Step.Index, Node: ev.Step.Node, State: api.StateRunning,
-			Offset: ev.Step.Offset, Size: ev.Step.Size, StartTime: ev.Time}
+			Offset: ev.Step.Offset, Size: ev.Step.Size, StartTime: ev.Time,
+			Name: ev.Step.Name, NTasks: ev.Step.NTasks, CPUs: ev.Step.CPUs}
 		j.Steps = slices.Insert(j.Steps, i, st)
 
 	case KindStepEnd:

@@ -227,10 +227,10 @@ func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) err
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO job_steps
-(job_id, idx, node, state, chunk_offset, chunk_size, start_time, end_time, exit_code, signal)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+(job_id, idx, node, state, chunk_offset, chunk_size, start_time, end_time, exit_code, signal, name, ntasks, cpus)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			j.ID, st.Index, st.Node, string(st.State), st.Offset, st.Size, st.StartTime, st.EndTime,
-			st.ExitCode, st.Signal); err != nil {
+			st.ExitCode, st.Signal, st.Name, st.NTasks, st.CPUs); err != nil {
 			return fmt.Errorf("job %d step %d: %w", j.ID, st.Index, err)
 		}
 	}
@@ -324,7 +324,7 @@ func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api
 		return nil, nil
 	}
 	rows, err = q.QueryContext(ctx, `SELECT job_id, idx, node, state, chunk_offset, chunk_size,
-	start_time, end_time, exit_code, signal
+	start_time, end_time, exit_code, signal, name, ntasks, cpus
 FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, idx`, args...)
 	if err != nil {
 		return nil, err
@@ -335,7 +335,7 @@ FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, 
 		var st api.Step
 		var state string
 		if err := rows.Scan(&id, &st.Index, &st.Node, &state, &st.Offset, &st.Size, &st.StartTime,
-			&st.EndTime, &st.ExitCode, &st.Signal); err != nil {
+			&st.EndTime, &st.ExitCode, &st.Signal, &st.Name, &st.NTasks, &st.CPUs); err != nil {
 			return nil, err
 		}
 		st.State = api.JobState(state)

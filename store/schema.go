@@ -126,6 +126,11 @@ ALTER TABLE jobs ADD COLUMN alloc TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN max_rss_kb   INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN total_cpu_ms INTEGER NOT NULL DEFAULT 0;
 `},
+	{"srun steps: command name, task count and CPUs", `
+ALTER TABLE job_steps ADD COLUMN name   TEXT    NOT NULL DEFAULT '';
+ALTER TABLE job_steps ADD COLUMN ntasks INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE job_steps ADD COLUMN cpus   INTEGER NOT NULL DEFAULT 0;
+`},
 }
 
 // migrate brings db to the last of ms in one immediate transaction, so two

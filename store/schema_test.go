@@ -115,6 +115,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	if err := s.Submit(ctx, j8); err != nil || j8.ID != 8 {
 		t.Fatalf("first id after migration: %d, %v", j8.ID, err)
 	}
+	// Version 5: an srun step keeps its command name and task count.
+	if err := s.Append(ctx, Event{JobID: 8, Time: 13, Kind: KindStart, Nodes: []string{"n1", "n2"}},
+		Event{JobID: 8, Time: 14, Kind: KindStepStart, Step: &api.Step{Index: 0, Node: "n[1-2]", Name: "hostname", NTasks: 4, CPUs: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkFold(t, s, 8); len(got.Steps) != 1 || got.Steps[0].Name != "hostname" || got.Steps[0].NTasks != 4 || got.Steps[0].CPUs != 8 {
+		t.Fatalf("srun step after migration: %+v", got.Steps)
+	}
 }
 
 // Opening twice applies nothing twice; a database from a newer program is refused.

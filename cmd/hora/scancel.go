@@ -100,6 +100,14 @@ func scancelMain(ctx context.Context, env *Env, args []string) int {
 
 	req := api.CancelRequest{}
 	for _, t := range targets {
+		// JOBID.STEP (a number) names one srun step; .batch and the
+		// other forms select the whole job.
+		if _, st, ok := strings.Cut(t.spelled, "."); ok {
+			if n, err := strconv.Atoi(st); err == nil && n >= 0 {
+				req.Steps = append(req.Steps, api.StepRef{Job: t.id, Step: n})
+				continue
+			}
+		}
 		req.IDs = append(req.IDs, t.id)
 	}
 	if v, ok := p.Last("signal"); ok {
@@ -293,5 +301,5 @@ Help options:
   --usage                         display brief usage message
 
 hora: -A, -q, -R, -w, --wckey, -b, -f and -i are accepted but not applied by horad yet;
-array task and step ids select the whole job.
+array task ids and JOBID.batch select the whole job; JOBID.STEP ends that srun step.
 `

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -113,4 +115,100 @@ func BenchmarkSubmitToFirstLine(b *testing.B) {
 		total += time.Unix(0, ns).Sub(t0)
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(i), "ms/first-line")
+}
+
+// BenchmarkSrunFirstTask: inside a running allocation, from starting `srun
+// echo` to the task's first output line reaching srun's stdout: srun's
+// start-up, the step request (recorded durably by horad), the fork of the
+// task and its first line. Each step ends before the next starts.
+func BenchmarkSrunFirstTask(b *testing.B) {
+	c := newCluster(b)
+	dir := filepath.Join(c.dir, "w")
+	os.MkdirAll(dir, 0o777)
+	r := c.run(0, dir, "sbatch", "-o", "/dev/null", "--wrap", "sleep 600")
+	m := submitted.FindStringSubmatch(r.stdout)
+	if m == nil {
+		b.Fatalf("sbatch: %+v", r)
+	}
+	for deadline := time.Now().Add(30 * time.Second); c.state(m[1]) != "RUNNING"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the allocation never started")
+		}
+	}
+	srun := filepath.Join(c.bin, "srun")
+	var first time.Duration
+	n := 0
+	for b.Loop() {
+		d, err := timeToFirstLine(srun, []string{"HORA_SOCKET=" + c.sock, "SLURM_JOB_ID=" + m[1]}, "echo", "x")
+		if err != nil {
+			b.Fatal(err)
+		}
+		first += d
+		n++
+	}
+	b.ReportMetric(float64(first.Microseconds())/1000/float64(n), "ms/first-task-line")
+}
+
+// timeToFirstLine runs a command and returns how long its first stdout
+// line took to arrive; it waits for the command to end.
+func timeToFirstLine(path string, env []string, args ...string) (time.Duration, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 64)
+	var d time.Duration
+	if _, err := out.Read(buf); err == nil {
+		d = time.Since(t0)
+	}
+	io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil || d == 0 {
+		return 0, fmt.Errorf("%s %q: %v (no output: %v)", path, args, err, d == 0)
+	}
+	return d, nil
+}
+
+// BenchmarkSlurmSrunFirstTask is the same measurement against a real
+// Slurm 22.05 on this machine (../shared/tools/slurm-oracle.sh), inside a
+// Slurm allocation. It submits a job to that Slurm, so it runs only when
+// asked: HORA_BENCH_SLURM=1 (docs/benchmarks.md, job steps).
+func BenchmarkSlurmSrunFirstTask(b *testing.B) {
+	if os.Getenv("HORA_BENCH_SLURM") != "1" {
+		b.Skip("compares with a real Slurm: start ../shared/tools/slurm-oracle.sh and set HORA_BENCH_SLURM=1")
+	}
+	if _, err := exec.Command("/usr/bin/sinfo").Output(); err != nil {
+		b.Fatalf("no Slurm to compare with (start ../shared/tools/slurm-oracle.sh): %v", err)
+	}
+	out, err := exec.Command("/usr/bin/sbatch", "--parsable", "-o", "/dev/null", "--wrap", "sleep 600").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := strings.TrimSpace(string(out))
+	b.Cleanup(func() { exec.Command("/usr/bin/scancel", id).Run() })
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		st, _ := exec.Command("/usr/bin/squeue", "-h", "-j", id, "-o", "%T").Output()
+		if strings.TrimSpace(string(st)) == "RUNNING" {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("Slurm job %s never started", id)
+		}
+	}
+	var first time.Duration
+	n := 0
+	for b.Loop() {
+		d, err := timeToFirstLine("/usr/bin/srun", []string{"SLURM_JOB_ID=" + id}, "--overlap", "echo", "x")
+		if err != nil {
+			b.Fatal(err)
+		}
+		first += d
+		n++
+	}
+	b.ReportMetric(float64(first.Microseconds())/1000/float64(n), "ms/first-task-line")
 }

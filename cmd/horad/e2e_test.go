@@ -59,7 +59,7 @@ func buildBinaries(t testing.TB, dir string) string {
 			t.Fatalf("build %s: %v\n%s", p, err, out)
 		}
 	}
-	for _, c := range []string{"sbatch", "squeue", "scancel", "sinfo", "scontrol", "sacct",
+	for _, c := range []string{"sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct",
 		"qsub", "qstat", "qdel", "qhold", "qrls", "qsig", "qselect", "qrerun", "qalter", "pbsnodes"} {
 		if err := os.Symlink("hora", filepath.Join(bin, c)); err != nil {
 			t.Fatal(err)
@@ -73,6 +73,12 @@ func newCluster(t testing.TB) *cluster { return newClusterWith(t, "") }
 // newClusterWith starts horad with the given hora.toml text ("" = the
 // embedded default).
 func newClusterWith(t testing.TB, configText string) *cluster {
+	return newClusterSeeded(t, configText, nil)
+}
+
+// newClusterSeeded is newClusterWith with a hook that may prepare the state
+// directory (the store) before horad first starts.
+func newClusterSeeded(t testing.TB, configText string, seed func(varDir string)) *cluster {
 	dir, err := os.MkdirTemp("", "hora-e2e-")
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +94,12 @@ func newClusterWith(t testing.TB, configText string) *cluster {
 		if err := os.WriteFile(c.config, []byte(configText), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if seed != nil {
+		if err := os.MkdirAll(c.varDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		seed(c.varDir)
 	}
 	c.start()
 	t.Cleanup(c.stop)
@@ -148,8 +160,18 @@ type result struct {
 // run calls a client command by path (a real Slurm may be on PATH too).
 func (c *cluster) run(uid int, dir, name string, args ...string) result {
 	c.t.Helper()
-	cmd := exec.Command(filepath.Join(c.bin, name), args...)
-	cmd.Env = append(os.Environ(), "HORA_SOCKET="+c.sock, "TZ=UTC")
+	return c.runEnv(uid, dir, nil, name, args...)
+}
+
+// runEnv is run with extra KEY=VALUE entries in the command's environment.
+func (c *cluster) runEnv(uid int, dir string, env []string, name string, args ...string) result {
+	c.t.Helper()
+	path := name
+	if !filepath.IsAbs(name) {
+		path = filepath.Join(c.bin, name)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(append(os.Environ(), "HORA_SOCKET="+c.sock, "TZ=UTC"), env...)
 	cmd.Dir = dir
 	if uid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}

@@ -29,7 +29,7 @@ _hora_complete() {
 	COMPREPLY=($(compgen -f -- "$cur"))
 }
 _hora_sbatch() {
-	_hora_complete '--account -A --acctg-freq --array -a --batch --bb --bbf --begin -b --chdir -D --cluster-constraint --clusters -M --comment --constraint -C --container --context --contiguous --core-spec -S --cores-per-socket --cpu-freq --cpus-per-gpu --cpus-per-task -c --deadline --delay-boot --dependency -d --distribution -m --error -e --exclude -x --exclusive --export --export-file --extra-node-info -B --get-user-env --gid --gpu-bind --gpu-freq --gpus -G --gpus-per-node --gpus-per-socket --gpus-per-task --gres --gres-flags --help -h --hint --hold -H --ignore-pbs --input -i --job-name -J --kill-on-invalid-dep --licenses -L --load --mail-type --mail-user --mcs-label --mem --mem-bind --mem-per-cpu --mem-per-gpu --mincpus --network --nice --no-kill -k --no-requeue --nodefile -F --nodelist -w --nodes -N --ntasks -n --ntasks-per-core --ntasks-per-gpu --ntasks-per-node --ntasks-per-socket --ntasks-per-tres --open-mode --output -o --overcommit -O --oversubscribe -s --parsable --partition -p --power --prefer --priority --profile --propagate --qos -q --quiet -Q --reboot --requeue --reservation --signal --sockets-per-node --spread-job --switches --test-only --thread-spec --threads-per-core --time -t --time-min --tmp --uid --usage --use-min-nodes --verbose -v --version -V --wait -W --wait-all-nodes --wckey --wrap' '--distribution block cyclic plane arbitrary
+	_hora_complete '--account -A --acctg-freq --array -a --batch --bb --bbf --begin -b --chdir -D --cluster-constraint --clusters -M --comment --constraint -C --container --context --contiguous --core-spec -S --cores-per-socket --cpu-freq --cpus-per-gpu --cpus-per-task -c --deadline --delay-boot --dependency -d --distribution -m --error -e --exclude -x --exclusive --export --export-file --extra-node-info -B --get-user-env --gid --gpu-bind --gpu-freq --gpus -G --gpus-per-node --gpus-per-socket --gpus-per-task --gres --gres-flags --help -h --hint --hold -H --ignore-pbs --input -i --job-name -J --kill-on-invalid-dep --licenses -L --load --mail-type --mail-user --mcs-label --mem --mem-bind --mem-per-cpu --mem-per-gpu --mincpus --network --nice --no-kill -k --no-requeue --nodefile -F --nodelist -w --nodes -N --ntasks -n --ntasks-per-core --ntasks-per-gpu --ntasks-per-node --ntasks-per-socket --ntasks-per-tres --open-mode --output -o --overcommit -O --oversubscribe -s --parsable --partition -p --power --prefer --priority --profile --propagate --qos -q --quiet -Q --reboot --requeue --reservation --rt-buffer --rt-frame --rt-work --signal --sockets-per-node --spread-job --switches --test-only --thread-spec --threads-per-core --time -t --time-min --tmp --uid --usage --use-min-nodes --verbose -v --version -V --wait -W --wait-all-nodes --wckey --wrap' '--distribution block cyclic plane arbitrary
 -m block cyclic plane arbitrary
 --exclusive user mcs
 --export ALL NONE
@@ -37,7 +37,7 @@ _hora_sbatch() {
 --kill-on-invalid-dep yes no
 --mail-type NONE BEGIN END FAIL REQUEUE ALL TIME_LIMIT ARRAY_TASKS
 --open-mode append truncate
---wait-all-nodes 0 1' '--account -A --acctg-freq --array -a --batch --bb --bbf --begin -b --chdir -D --cluster-constraint --clusters -M --comment --constraint -C --container --context --core-spec -S --cores-per-socket --cpu-freq --cpus-per-gpu --cpus-per-task -c --deadline --delay-boot --dependency -d --distribution -m --error -e --exclude -x --export --export-file --extra-node-info -B --gid --gpu-bind --gpu-freq --gpus -G --gpus-per-node --gpus-per-socket --gpus-per-task --gres --gres-flags --hint --input -i --job-name -J --kill-on-invalid-dep --licenses -L --load --mail-type --mail-user --mcs-label --mem --mem-bind --mem-per-cpu --mem-per-gpu --mincpus --network --nodefile -F --nodelist -w --nodes -N --ntasks -n --ntasks-per-core --ntasks-per-gpu --ntasks-per-node --ntasks-per-socket --ntasks-per-tres --open-mode --output -o --partition -p --power --prefer --priority --profile --qos -q --reservation --signal --sockets-per-node --switches --thread-spec --threads-per-core --time -t --time-min --tmp --uid --wait-all-nodes --wckey --wrap'
+--wait-all-nodes 0 1' '--account -A --acctg-freq --array -a --batch --bb --bbf --begin -b --chdir -D --cluster-constraint --clusters -M --comment --constraint -C --container --context --core-spec -S --cores-per-socket --cpu-freq --cpus-per-gpu --cpus-per-task -c --deadline --delay-boot --dependency -d --distribution -m --error -e --exclude -x --export --export-file --extra-node-info -B --gid --gpu-bind --gpu-freq --gpus -G --gpus-per-node --gpus-per-socket --gpus-per-task --gres --gres-flags --hint --input -i --job-name -J --kill-on-invalid-dep --licenses -L --load --mail-type --mail-user --mcs-label --mem --mem-bind --mem-per-cpu --mem-per-gpu --mincpus --network --nodefile -F --nodelist -w --nodes -N --ntasks -n --ntasks-per-core --ntasks-per-gpu --ntasks-per-node --ntasks-per-socket --ntasks-per-tres --open-mode --output -o --partition -p --power --prefer --priority --profile --qos -q --reservation --rt-buffer --rt-frame --rt-work --signal --sockets-per-node --switches --thread-spec --threads-per-core --time -t --time-min --tmp --uid --wait-all-nodes --wckey --wrap'
 }
 complete -F _hora_sbatch sbatch
 _hora_srun() {
@@ -60,7 +60,7 @@ _hora_salloc() {
 }
 complete -F _hora_salloc salloc
 _hora_squeue() {
-	_hora_complete '--account -A --all -a --noheader -h --iterate -i --jobs -j --long -l --clusters -M --me --name -n --noconvert --format -o --Format -O --partition -p --qos -q --reservation -R --array -r --sort -S --start --states -t --user -u --verbose -v --version -V --nodelist -w --help --usage' '' '--account -A --iterate -i --clusters -M --name -n --format -o --Format -O --partition -p --qos -q --reservation -R --sort -S --states -t --user -u --nodelist -w'
+	_hora_complete '--account -A --all -a --noheader -h --iterate -i --jobs -j --long -l --clusters -M --me --name -n --noconvert --format -o --Format -O --partition -p --qos -q --reservation -R --array -r --sort -S --steps -s --start --states -t --user -u --verbose -v --version -V --nodelist -w --help --usage' '' '--account -A --iterate -i --clusters -M --name -n --format -o --Format -O --partition -p --qos -q --reservation -R --sort -S --states -t --user -u --nodelist -w'
 }
 complete -F _hora_squeue squeue
 _hora_scancel() {
@@ -68,7 +68,7 @@ _hora_scancel() {
 }
 complete -F _hora_scancel scancel
 _hora_sinfo() {
-	_hora_complete '--all -a --dead -d --exact -e --noheader -h --iterate -i --long -l --clusters -M --nodes -n --Node -N --format -o --partition -p --responding -r --list-reasons -R --summarize -s --sort -S --states -t --verbose -v --version -V --help --usage' '' '--iterate -i --clusters -M --nodes -n --format -o --partition -p --sort -S --states -t'
+	_hora_complete '--all -a --dead -d --exact -e --noheader -h --iterate -i --long -l --clusters -M --nodes -n --Node -N --format -o --Format -O --partition -p --responding -r --list-reasons -R --summarize -s --sort -S --states -t --verbose -v --version -V --help --usage' '' '--iterate -i --clusters -M --nodes -n --format -o --Format -O --partition -p --sort -S --states -t'
 }
 complete -F _hora_sinfo sinfo
 _hora_scontrol() {
@@ -76,6 +76,6 @@ _hora_scontrol() {
 }
 complete -F _hora_scontrol scontrol
 _hora_sacct() {
-	_hora_complete '--allusers -a --accounts -A --array --brief -b --duplicates -D --delimiter --helpformat -e --endtime -E --jobs -j --allclusters -L --long -l --clusters -M --noheader -n --name --format -o --parsable -p --parsable2 -P --partition -r --state -s --starttime -S --user -u --verbose -v --version -V --allocations -X --help --usage' '' '--accounts -A --delimiter --endtime -E --jobs -j --clusters -M --name --format -o --partition -r --state -s --starttime -S --user -u'
+	_hora_complete '--allusers -a --accounts -A --array --brief -b --duplicates -D --delimiter --helpformat -e --endtime -E --jobs -j --allclusters -L --long -l --clusters -M --noheader -n --name --format -o --parsable -p --parsable2 -P --partition -r --state -s --starttime -S --user -u --verbose -v --version -V --allocations -X --help --usage --units' '' '--accounts -A --delimiter --endtime -E --jobs -j --clusters -M --name --format -o --partition -r --state -s --starttime -S --user -u --units'
 }
 complete -F _hora_sacct sacct

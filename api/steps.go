@@ -1,0 +1,101 @@
+package api
+
+// Job steps created by srun inside an allocation (docs/steps.md). horad
+// grants and records a step; srun starts its tasks itself, as the calling
+// user, on the allocation's local nodes, and reports how they ended.
+const (
+	PathStepCreate  = "/v1/steps/create"  // POST StepRequest → StepGrant
+	PathStepStarted = "/v1/steps/started" // POST StepStarted → StepEndResponse
+	PathStepEnd     = "/v1/steps/end"     // POST StepEnd → StepEndResponse
+	PathAllocDone   = "/v1/jobs/complete" // POST AllocDone → CancelResponse
+	PathAllocEnv    = "/v1/jobs/env"      // GET ?id= → AllocEnv
+)
+
+// AllocEnv is the environment salloc gives its command and srun gives the
+// tasks of an allocation it created: the SLURM_* variables of the job.
+type AllocEnv struct {
+	Env []string `json:"env"`
+}
+
+// Error codes of step creation.
+const (
+	// CodeStepBusy: the step fits the allocation but not now (other steps
+	// hold its CPUs); srun retries ("Requested nodes are busy").
+	CodeStepBusy = "NodesBusy"
+	// CodeConfiguring: the allocation is being set up; srun retries
+	// silently (Slurm's ESLURM_PROLOG_RUNNING).
+	CodeConfiguring = "Configuring"
+	// CodeTooManyCPUs: "More processors requested than permitted".
+	CodeTooManyCPUs = "TooManyProcessors"
+	// CodePending: the job has no allocation yet.
+	CodePending = "JobPending"
+)
+
+// StepRequest asks for a step of a running job. Zero fields take Slurm's
+// defaults: one node, one task per node, one CPU per task, block layout.
+type StepRequest struct {
+	JobID         int64    `json:"job_id"`
+	Name          string   `json:"name,omitempty"` // the command's name (sacct JobName)
+	Nodes         int      `json:"nodes,omitempty"`
+	NTasks        int      `json:"ntasks,omitempty"`
+	NTasksPerNode int      `json:"ntasks_per_node,omitempty"`
+	CPUsPerTask   int      `json:"cpus_per_task,omitempty"`
+	NodeList      []string `json:"nodelist,omitempty"` // -w: these nodes of the allocation
+	Exclude       []string `json:"exclude,omitempty"`  // -x
+	Cyclic        bool     `json:"cyclic,omitempty"`   // -m cyclic (else block)
+	Exact         bool     `json:"exact,omitempty"`    // only the CPUs the tasks need
+	Overlap       bool     `json:"overlap,omitempty"`  // share CPUs with other steps
+	Overcommit    bool     `json:"overcommit,omitempty"`
+}
+
+// StepGrant is a created step and its task layout.
+type StepGrant struct {
+	JobID  int64    `json:"job_id"`
+	StepID int      `json:"step_id"`
+	Nodes  []string `json:"nodes"`
+	// TaskNode gives, for each task id, the index in Nodes of its node.
+	TaskNode []int `json:"task_node"`
+	// CPUs are the CPUs of each node given to the step.
+	CPUs      []int  `json:"cpus"`
+	Partition string `json:"partition"`
+	// Env is the job's SLURM_* environment (as AllocEnv), for tasks of
+	// an srun started outside the batch script.
+	Env []string `json:"env,omitempty"`
+}
+
+// StepStarted tells horad the process group holding a step's tasks, so
+// that scancel JOBID.STEP can signal them.
+type StepStarted struct {
+	JobID  int64 `json:"job_id"`
+	StepID int   `json:"step_id"`
+	Pgid   int   `json:"pgid"`
+}
+
+// StepEnd reports how a step's tasks ended: Slurm's rule already applied
+// (the largest signal if any task was signalled, else the largest exit).
+type StepEnd struct {
+	JobID    int64 `json:"job_id"`
+	StepID   int   `json:"step_id"`
+	ExitCode int   `json:"exit_code"`
+	Signal   int   `json:"signal"`
+}
+
+// StepEndResponse gives the step's recorded state (CANCELLED when scancel
+// ended it first).
+type StepEndResponse struct {
+	State JobState `json:"state"`
+}
+
+// AllocDone releases an allocation made by salloc or srun (Slurm's
+// slurm_complete_job): the job ends with ExitCode.
+type AllocDone struct {
+	JobID    int64 `json:"job_id"`
+	ExitCode int   `json:"exit_code"`
+	Signal   int   `json:"signal"`
+}
+
+// StepRef names one step of a job (scancel JOBID.STEP).
+type StepRef struct {
+	Job  int64 `json:"job"`
+	Step int   `json:"step"`
+}

@@ -1,0 +1,549 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"hora/api"
+	"hora/sbatch"
+	"hora/scheduler"
+	"hora/store"
+)
+
+// Job steps created by srun (docs/steps.md). horad decides and records a
+// step: its nodes, its task layout and its CPUs among the other steps of
+// the allocation. srun starts the tasks itself, as the calling user, on the
+// allocation's nodes, which the local executor's nodes all are; it reports
+// the tasks' process group (for scancel JOBID.STEP) and how they ended.
+// horad holds a pidfd on srun so that a step whose srun dies without
+// reporting still ends in the record.
+
+// srunStep is what the live controller knows of a running srun step.
+type srunStep struct {
+	id        int
+	nodes     []string
+	cpus      []int // CPUs held on each node; 0 for an --overlap step
+	srunPID   int32
+	pgid      int
+	pidfd     *os.File
+	cancelled bool
+}
+
+// allocHoldScript holds the nodes of an salloc/srun allocation: the
+// shepherd supervises it like a batch script (time limit, re-attachment
+// after a restart, node failure) until the allocation is released.
+const allocHoldScript = "#!/bin/sh\nexec sleep infinity\n"
+
+func (c *Controller) routeSteps(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+api.PathStepCreate, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		var req api.StepRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return c.createStep(ctx, who, req)
+	}))
+	mux.HandleFunc("POST "+api.PathStepStarted, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		var req api.StepStarted
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return c.stepStarted(who, req)
+	}))
+	mux.HandleFunc("POST "+api.PathStepEnd, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		var req api.StepEnd
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return c.endStep(ctx, who, req)
+	}))
+	mux.HandleFunc("POST "+api.PathAllocDone, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		var req api.AllocDone
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return c.allocDone(ctx, who, req)
+	}))
+	mux.HandleFunc("GET "+api.PathAllocEnv, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		id, err := strconv.ParseInt(r.URL.Query().Get("id"), 10, 64)
+		if err != nil {
+			return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
+		}
+		return c.allocEnv(who, id)
+	}))
+}
+
+func stepErr(code, msg string) *api.Error { return &api.Error{Message: msg, Code: code} }
+
+// allocCPUs is the number of CPUs the job holds on node: those the Engine
+// gave it there (per-CPU allocation, resources.go), else the whole node.
+func (c *Controller) allocCPUs(j *job, node string) int {
+	if a := allocOn(&j.Job, node); a != nil && len(a.CPUs) > 0 {
+		return len(a.CPUs)
+	}
+	return c.nodeCPUs(node)
+}
+
+// createStep grants a step of a running job to its owner (or root), records
+// it, and answers with its layout; a step that fits the allocation but not
+// now is answered CodeStepBusy and srun asks again.
+func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRequest) (*api.StepGrant, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := c.jobs[req.JobID]
+	switch {
+	case j == nil:
+		return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
+	case who.UID != j.UID && who.UID != 0:
+		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
+	case j.State.Finished() || j.State == api.StateCompleting:
+		return nil, stepErr(api.CodeAlreadyDone, "Job/step already completing or completed")
+	case j.State == api.StatePending:
+		return nil, stepErr(api.CodePending, "Job is pending execution")
+	case !j.launched:
+		// Started by the Engine, its start not yet recorded and its
+		// nodes not yet set up: Slurm's ESLURM_PROLOG_RUNNING, which
+		// srun waits out without a word.
+		return nil, stepErr(api.CodeConfiguring, "Job's prolog is still running")
+	case j.State == api.StateSuspended:
+		// ESLURM_DISABLED: srun retries until the job is resumed.
+		return nil, stepErr(api.CodeStepBusy, "Requested operation is presently disabled")
+	case j.Spec.Load > 0 || c.cfg.Executor != "local":
+		// Chunks of a divisible job are its steps already; tasks on SSH
+		// nodes would need srun on every node (docs/steps.md).
+		return nil, stepErr(api.CodeDisabled, "Requested operation is presently disabled")
+	case req.Nodes < 0 || req.NTasks < 0 || req.NTasksPerNode < 0 || req.CPUsPerTask < 0:
+		return nil, stepErr(api.CodeBadRequest, "Invalid node count specified")
+	}
+	grant, apiErr := c.layoutStep(j, req)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	id := 0
+	for _, s := range j.Steps {
+		id = max(id, s.Index+1)
+	}
+	grant.StepID = id
+	grant.JobID = j.ID
+	grant.Partition = j.Spec.Partition
+	grant.Env = c.allocEnvLocked(j)
+	step := api.Step{Index: id, Node: sbatch.CompressHostlist(grant.Nodes), State: api.StateRunning,
+		StartTime: c.now().Unix(), Name: req.Name, NTasks: len(grant.TaskNode)}
+	for _, n := range grant.CPUs {
+		step.CPUs += n
+	}
+	if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: step.StartTime, Kind: store.KindStepStart, Step: &step}); err != nil {
+		return nil, stepErr(api.CodeInternal, "Unable to record the step: "+err.Error())
+	}
+	j.Steps = append(j.Steps, step)
+	ss := &srunStep{id: id, nodes: grant.Nodes, cpus: grant.CPUs, srunPID: who.PID}
+	if req.Overlap {
+		ss.cpus = make([]int, len(grant.Nodes))
+	}
+	if j.srun == nil {
+		j.srun = map[int]*srunStep{}
+	}
+	j.srun[id] = ss
+	// srun is blocked on this answer, so its pid is still its own.
+	if fd, err := unix.PidfdOpen(int(who.PID), unix.PIDFD_NONBLOCK); err == nil {
+		ss.pidfd = os.NewFile(uintptr(fd), "pidfd:srun")
+		go c.watchSrun(j.ID, ss)
+	}
+	return grant, nil
+}
+
+// layoutStep chooses the step's nodes and places its tasks (block or
+// cyclic), checking CPUs against the allocation (never fits: refused) and
+// against the job's other running steps (not now: busy).
+func (c *Controller) layoutStep(j *job, req api.StepRequest) (*api.StepGrant, *api.Error) {
+	cand := slices.Clone(j.Nodes)
+	if len(req.NodeList) > 0 {
+		for _, n := range req.NodeList {
+			if !slices.Contains(j.Nodes, n) {
+				return nil, stepErr(api.CodeInvalidNodeCount, "Requested node configuration is not available")
+			}
+		}
+		cand = slices.DeleteFunc(cand, func(n string) bool { return !slices.Contains(req.NodeList, n) })
+	}
+	cand = slices.DeleteFunc(cand, func(n string) bool { return slices.Contains(req.Exclude, n) })
+	nNodes, ntasks := req.Nodes, req.NTasks
+	if nNodes == 0 {
+		switch {
+		case len(req.NodeList) > 0:
+			nNodes = len(cand)
+		case ntasks > 0 && req.NTasksPerNode > 0:
+			nNodes = (ntasks + req.NTasksPerNode - 1) / req.NTasksPerNode
+		case ntasks > 0:
+			nNodes = min(ntasks, len(cand))
+		default:
+			nNodes = len(cand)
+		}
+	}
+	if nNodes < 1 || nNodes > len(cand) {
+		return nil, stepErr(api.CodeInvalidNodeCount, "Requested node configuration is not available")
+	}
+	if ntasks == 0 {
+		ntasks = nNodes * max(1, req.NTasksPerNode)
+	}
+	nNodes = min(nNodes, ntasks)
+	if req.NTasksPerNode > 0 && ntasks > nNodes*req.NTasksPerNode {
+		return nil, stepErr(api.CodeInvalidNodeCount, "Requested node configuration is not available")
+	}
+	cpt := max(1, req.CPUsPerTask)
+	per := make([]int, nNodes) // tasks per chosen node
+	for i := range ntasks {
+		per[i%nNodes]++
+	}
+	// Never fits: the tasks of a node need more CPUs than it has in the
+	// allocation (the largest nodes first, so the check is on the best case).
+	byCPU := slices.Clone(cand)
+	slices.SortStableFunc(byCPU, func(a, b string) int { return c.allocCPUs(j, b) - c.allocCPUs(j, a) })
+	if !req.Overcommit {
+		for k := range per {
+			if per[k]*cpt > c.allocCPUs(j, byCPU[k]) {
+				return nil, stepErr(api.CodeTooManyCPUs, "More processors requested than permitted")
+			}
+		}
+	}
+	used := map[string]int{}
+	for _, s := range j.srun {
+		for k, n := range s.nodes {
+			used[n] += s.cpus[k]
+		}
+	}
+	var chosen []string
+	var cpus []int
+	for _, n := range cand {
+		if len(chosen) == nNodes {
+			break
+		}
+		k := len(chosen)
+		need := min(per[k]*cpt, c.allocCPUs(j, n))
+		hold := need
+		if !req.Exact {
+			hold = c.allocCPUs(j, n) // Slurm 22.05: all CPUs of the node unless --exact
+		}
+		free := c.allocCPUs(j, n) - used[n]
+		if req.Overlap {
+			free = c.allocCPUs(j, n)
+		}
+		if need > free || (!req.Overlap && hold > free) {
+			continue
+		}
+		chosen, cpus = append(chosen, n), append(cpus, hold)
+	}
+	if len(chosen) < nNodes {
+		return nil, stepErr(api.CodeStepBusy, "Requested nodes are busy")
+	}
+	taskNode := make([]int, ntasks)
+	if req.Cyclic {
+		for i := range taskNode {
+			taskNode[i] = i % nNodes
+		}
+	} else {
+		t := 0
+		for k, n := range per {
+			for range n {
+				taskNode[t] = k
+				t++
+			}
+		}
+	}
+	return &api.StepGrant{Nodes: chosen, TaskNode: taskNode, CPUs: cpus}, nil
+}
+
+// runningStep finds a running srun step of the caller's job.
+func (c *Controller) runningStep(who *Caller, jobID int64, stepID int) (*job, *srunStep, error) {
+	j := c.jobs[jobID]
+	if j == nil {
+		return nil, nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
+	}
+	if who.UID != j.UID && who.UID != 0 {
+		return nil, nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
+	}
+	s := j.srun[stepID]
+	if s == nil {
+		return j, nil, nil
+	}
+	return j, s, nil
+}
+
+func (c *Controller) stepStarted(who *Caller, req api.StepStarted) (*api.StepEndResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j, s, err := c.runningStep(who, req.JobID, req.StepID)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return &api.StepEndResponse{State: api.StateCancelled}, nil
+	}
+	if who.PID != s.srunPID || req.Pgid <= 1 {
+		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
+	}
+	s.pgid = req.Pgid
+	if s.cancelled {
+		// scancel came between the grant and the launch.
+		c.killStepTasks(s, j.UID, syscall.SIGKILL)
+	}
+	return &api.StepEndResponse{State: api.StateRunning}, nil
+}
+
+// endStep records how a step ended, as srun reports it.
+func (c *Controller) endStep(ctx context.Context, who *Caller, req api.StepEnd) (*api.StepEndResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j, s, err := c.runningStep(who, req.JobID, req.StepID)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		i := slices.IndexFunc(j.Steps, func(x api.Step) bool { return x.Index == req.StepID })
+		if i < 0 {
+			return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
+		}
+		if j.Steps[i].State != api.StateRunning || j.State.Finished() {
+			return &api.StepEndResponse{State: j.Steps[i].State}, nil
+		}
+		// A step granted before horad restarted: its srun reports to
+		// the new horad, which knows it only from the record.
+		s = &srunStep{id: req.StepID, srunPID: who.PID}
+	}
+	if who.PID != s.srunPID && who.UID != 0 {
+		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
+	}
+	st := api.StateCompleted
+	switch {
+	case s.cancelled:
+		st = api.StateCancelled
+	case req.Signal != 0 || req.ExitCode != 0:
+		st = api.StateFailed
+	}
+	if err := c.recordSrunEndLocked(ctx, j, s, st, req.ExitCode, req.Signal); err != nil {
+		return nil, stepErr(api.CodeInternal, err.Error())
+	}
+	return &api.StepEndResponse{State: st}, nil
+}
+
+// recordSrunEndLocked writes step_end and forgets the live step.
+func (c *Controller) recordSrunEndLocked(ctx context.Context, j *job, s *srunStep, st api.JobState, code, sig int) error {
+	i := slices.IndexFunc(j.Steps, func(x api.Step) bool { return x.Index == s.id })
+	if i >= 0 && !j.State.Finished() && j.Steps[i].State == api.StateRunning {
+		step := j.Steps[i]
+		step.State, step.EndTime, step.ExitCode, step.Signal = st, c.now().Unix(), code, sig
+		if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: step.EndTime, Kind: store.KindStepEnd, Step: &step}); err != nil {
+			return err
+		}
+		j.Steps[i] = step
+	}
+	delete(j.srun, s.id)
+	if s.pidfd != nil {
+		_ = s.pidfd.Close() // wakes watchSrun, which then finds the step gone
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// watchSrun ends a step whose srun exited without reporting (killed).
+func (c *Controller) watchSrun(jobID int64, s *srunStep) {
+	rc, err := s.pidfd.SyscallConn()
+	if err != nil {
+		return
+	}
+	// The runtime's poller parks this goroutine until srun exits (the
+	// pidfd turns readable) or the step ends and the file is closed.
+	err = rc.Read(func(fd uintptr) bool {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, _ := unix.Poll(pfd, 0)
+		return n > 0
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := c.jobs[jobID]
+	if j == nil || j.srun[s.id] != s {
+		return // reported (the file was closed then), or the job is gone
+	}
+	if err != nil {
+		c.log.Warn("watching srun", "job", jobID, "step", s.id, "err", err)
+		return
+	}
+	if s.pgid > 0 {
+		c.killStepTasks(s, j.UID, syscall.SIGKILL)
+	}
+	st := api.StateCancelled
+	if !s.cancelled {
+		st = api.StateFailed
+	}
+	if err := c.recordSrunEndLocked(context.Background(), j, s, st, 0, int(syscall.SIGKILL)); err != nil {
+		c.log.Error("recording step end", "job", jobID, "step", s.id, "err", err)
+	}
+}
+
+// killStepTasks signals the process group of a step's tasks, after
+// checking in /proc that a process of that group still runs as the job's
+// user, so a stale group id never aims root at someone else's processes.
+// Every process is looked at (a group's leader may have exited).
+func (c *Controller) killStepTasks(s *srunStep, uid uint32, sig syscall.Signal) {
+	if s.pgid <= 1 {
+		return
+	}
+	var st unix.Stat_t
+	ok := false
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pg, err := unix.Getpgid(pid); err != nil || pg != s.pgid {
+			continue
+		}
+		if err := unix.Stat("/proc/"+e.Name(), &st); err == nil && st.Uid == uid {
+			ok = true
+			break
+		}
+	}
+	if ok {
+		_ = syscall.Kill(-s.pgid, sig)
+	}
+}
+
+// cancelStepsLocked is scancel JOBID.STEP: signal 0 ends the step
+// (CANCELLED, its tasks killed), another signal is only delivered.
+func (c *Controller) cancelStepLocked(ctx context.Context, who *Caller, ref api.StepRef, sig int) api.JobResult {
+	res := api.JobResult{ID: ref.Job}
+	j := c.jobs[ref.Job]
+	if j == nil || j.State.Finished() {
+		res.Error, res.Code = "Invalid job id specified", api.CodeInvalidJobID
+		return res
+	}
+	if !c.mayTouch(who, j) {
+		res.Error, res.Code = "Access/permission denied", api.CodeAccessDenied
+		return res
+	}
+	s := j.srun[ref.Step]
+	if s == nil {
+		res.Error, res.Code = "Job/step already completing or completed", api.CodeAlreadyDone
+		if !slices.ContainsFunc(j.Steps, func(x api.Step) bool { return x.Index == ref.Step }) {
+			res.Error, res.Code = "Invalid job id specified", api.CodeInvalidJobID
+		}
+		return res
+	}
+	if sig != 0 {
+		c.killStepTasks(s, j.UID, syscall.Signal(sig))
+		return res
+	}
+	s.cancelled = true
+	c.killStepTasks(s, j.UID, syscall.SIGKILL)
+	return res
+}
+
+// endSrunStepsLocked ends the live srun steps of a job that has ended
+// (the store's end event already ended them in the record) and kills
+// their tasks, which run outside the batch step's process group when srun
+// was started by salloc.
+func (c *Controller) endSrunStepsLocked(j *job) {
+	st := j.State
+	if st == api.StateCompleted {
+		st = api.StateCancelled
+	}
+	for id, s := range j.srun {
+		c.killStepTasks(s, j.UID, syscall.SIGKILL)
+		if s.pidfd != nil {
+			_ = s.pidfd.Close()
+		}
+		delete(j.srun, id)
+	}
+	// As the store's fold does with the end event, also for steps granted
+	// before a restart, which only the record knows.
+	if j.State.Finished() {
+		for k := range j.Steps {
+			if j.Steps[k].State == api.StateRunning {
+				j.Steps[k].State, j.Steps[k].EndTime = st, j.EndTime
+			}
+		}
+	}
+}
+
+// allocDone releases an salloc/srun allocation: a pending one is
+// cancelled; a running one ends with the client's exit code once its
+// holder process is stopped.
+func (c *Controller) allocDone(ctx context.Context, who *Caller, req api.AllocDone) (*api.CancelResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := c.jobs[req.JobID]
+	switch {
+	case j == nil:
+		return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
+	case !c.mayTouch(who, j):
+		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
+	case j.State.Finished():
+		return nil, stepErr(api.CodeAlreadyDone, "Job/step already completing or completed")
+	case !j.Spec.Alloc:
+		return nil, stepErr(api.CodeBadRequest, fmt.Sprintf("job %d is a batch job, not an allocation", j.ID))
+	}
+	if j.State == api.StatePending {
+		if err := c.cancelOneLocked(ctx, who, j, 0); err != nil {
+			return nil, stepErr(api.CodeInternal, err.Error())
+		}
+		return &api.CancelResponse{Results: []api.JobResult{{ID: j.ID}}}, nil
+	}
+	done := req
+	j.allocDone = &done
+	node, key := j.Nodes[0], stepKey(j, scheduler.BatchStep)
+	if j.launched {
+		// Not launched yet: launch stops it once started (allocDone set).
+		c.work.push(func(ctx context.Context) {
+			if err := c.exec.Terminate(ctx, node, key, c.killWait()); err != nil {
+				c.log.Warn("terminate", "job", key.Job, "err", err)
+			}
+		})
+	}
+	return &api.CancelResponse{Results: []api.JobResult{{ID: j.ID}}}, nil
+}
+
+// allocEnv is the job's environment as salloc sets it: the job's SLURM_*
+// variables without those of a task on a node.
+func (c *Controller) allocEnv(who *Caller, id int64) (*api.AllocEnv, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := c.jobs[id]
+	switch {
+	case j == nil:
+		return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
+	case who.UID != j.UID && who.UID != 0:
+		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
+	case j.State != api.StateRunning && j.State != api.StateSuspended:
+		return nil, stepErr(api.CodePending, "Job is pending execution")
+	}
+	return &api.AllocEnv{Env: c.allocEnvLocked(j)}, nil
+}
+
+// allocEnvLocked is the job's SLURM_* environment without the variables
+// of a task on a node. Caller holds c.mu.
+func (c *Controller) allocEnvLocked(j *job) []string {
+	cp := *j
+	cp.Spec.Env = nil
+	var out []string
+	for _, kv := range c.jobEnv(&cp, j.Nodes[0]) {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "SLURMD_NODENAME", "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_GTIDS",
+			"SLURM_TOPOLOGY_ADDR", "SLURM_TOPOLOGY_ADDR_PATTERN", "ENVIRONMENT", "SLURM_PRIO_PROCESS",
+			"SLURM_CPUS_ON_NODE", "SLURM_RESTART_COUNT", "SLURM_EXPORT_ENV":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
