@@ -60,6 +60,7 @@ bench-scale: build
 # and 16 concurrent `sbatch --hold` at 1,500 and 10,000 queued jobs; prints
 # the table for docs/benchmarks.md. Starts the Slurm oracle if none answers.
 bench-slurm: build
+	@mkdir -p var
 	scripts/bench-slurm.sh | tee var/bench-slurm.md
 
 fuzz:
