@@ -11,7 +11,7 @@ TAGS    ?= urfave_cli_no_docs
 CLIENTS := $(shell sed -e '/^\#/d' -e '/^$$/d' packaging/commands)
 export CGO_ENABLED ?= 0
 
-.PHONY: all build deps test test-short vet demo stop bench bench-scale fuzz soak clean man deb rpm package-test man-server
+.PHONY: all build deps test test-short vet demo stop bench bench-scale bench-slurm fuzz soak clean man deb rpm package-test man-server
 
 all: build
 
@@ -55,6 +55,13 @@ SCALE_JOBS ?= 200000
 bench-scale: build
 	HORA_SCALE_JOBS=$(SCALE_JOBS) $(GO) test -tags scale -count=1 -run TestScale -timeout 0 -v ./cmd/horad/ \
 		| grep -v '^\s*time='
+
+# hora against Slurm 22.05 side by side (scripts/bench-slurm.sh): sequential
+# and 16 concurrent `sbatch --hold` at 1,500 and 10,000 queued jobs; prints
+# the table for docs/benchmarks.md. Starts the Slurm oracle if none answers.
+bench-slurm: build
+	@mkdir -p var
+	scripts/bench-slurm.sh | tee var/bench-slurm.md
 
 fuzz:
 	@for f in FuzzParseSlurmDuration FuzzParseSlurmTime FuzzHostlist FuzzScanDirectives; do \

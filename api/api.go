@@ -561,7 +561,13 @@ const (
 	CodeBadRequest       = "BadRequest"
 	CodeDeadline         = "DeadlineNotGuaranteed"
 	CodeInternal         = "Internal"
-	CodeReservation      = "ReservationInvalid"
+	// CodeTryAgain: refused for now (Slurm's EAGAIN, e.g. MaxJobCount
+	// reached); sbatch sleeps and retries.
+	CodeTryAgain = "TryAgain"
+	// CodeSubmitLimit: the user's submit limit (Slurm's
+	// ESLURM_ACCOUNTING_POLICY).
+	CodeSubmitLimit = "SubmitLimit"
+	CodeReservation = "ReservationInvalid"
 	// CodeTimeout is set by the client itself, never sent by horad: no
 	// answer came within the message timeout (Slurm's MessageTimeout).
 	CodeTimeout = "Timeout"

@@ -68,6 +68,7 @@ type Config struct {
 	SSH        SSH         `toml:"ssh"`
 	PBS        PBS         `toml:"pbs"`
 	Mix        Mix         `toml:"mix"`
+	Limits     Limits      `toml:"limits"`
 
 	// probed holds what SetProbed learnt of nodes over SSH at start-up.
 	probed map[string]Probed
@@ -120,6 +121,17 @@ type SSH struct {
 type PBS struct {
 	Flavour string `toml:"flavour"` // "openpbs" (default) or "torque"
 	Server  string `toml:"server"`  // "" = this machine's host name
+}
+
+// Limits bound what horad accepts (docs/limits.md); 0 is no limit.
+type Limits struct {
+	// MaxJobCount is Slurm's MaxJobCount: jobs horad holds in memory
+	// (pending, running, and finished ones younger than min_job_age_s).
+	// A submission beyond it is refused for now; sbatch retries.
+	MaxJobCount int `toml:"max_job_count"`
+	// MaxSubmitJobsPerUser is Slurm's MaxSubmitJobs of an association:
+	// pending and running jobs of one user. Operators are exempt.
+	MaxSubmitJobsPerUser int `toml:"max_submit_jobs_per_user"`
 }
 
 // Mix is the fairness ratio between the real-time and best-effort classes
@@ -510,6 +522,12 @@ func (c *Config) Validate() error {
 	}
 	if v := c.JobRequeue; v != nil && *v != 0 && *v != 1 {
 		ps = append(ps, c.problem("job_requeue", "must be 0 or 1 (Slurm's JobRequeue), got %d", *v))
+	}
+	if c.Limits.MaxJobCount < 0 {
+		ps = append(ps, c.problem("limits.max_job_count", "must be ≥ 0 (0: no limit), got %d", c.Limits.MaxJobCount))
+	}
+	if c.Limits.MaxSubmitJobsPerUser < 0 {
+		ps = append(ps, c.problem("limits.max_submit_jobs_per_user", "must be ≥ 0 (0: no limit), got %d", c.Limits.MaxSubmitJobsPerUser))
 	}
 	if c.PBS.Flavour != "openpbs" && c.PBS.Flavour != "torque" {
 		ps = append(ps, c.problem("pbs.flavour", "must be \"openpbs\" or \"torque\", got %q", c.PBS.Flavour))

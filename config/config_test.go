@@ -128,6 +128,9 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"pbs flavour", "[pbs]\nserver = \"head\"\nflavour = \"lsf\"\n", []string{`t.toml:3: pbs.flavour: must be "openpbs" or "torque", got "lsf"`}},
 		{"pbs server", "[pbs]\nserver = \"a@b\"\n", []string{`t.toml:2: pbs.server: must be a host name`}},
 		{"unknown pbs key", "[pbs]\nflavor = \"torque\"\n", []string{"t.toml:2: pbs.flavor: unknown key"}},
+		{"limits", "[limits]\nmax_job_count = -1\nmax_submit_jobs_per_user = -5\n",
+			[]string{"t.toml:2: limits.max_job_count: must be ≥ 0", "t.toml:3: limits.max_submit_jobs_per_user: must be ≥ 0 (0: no limit), got -5"}},
+		{"unknown limits key", "[limits]\nmax_jobs = 10\n", []string{"t.toml:2: limits.max_jobs: unknown key"}},
 		{"return_to_service negative", "return_to_service = -1\n", []string{"t.toml:1: return_to_service: must be 0, 1 or 2"}},
 		{"node resources", "[[node]]\nname = \"a\"\ncpus = 6\nsockets = 2\ncores_per_socket = 2\ngres = \"gpu:-1\"\nfeatures = [\"a&b\"]\nmemory_mb = -5\n" +
 			"[[partition]]\nname = \"p\"\nnodes = \"a\"\noversubscribe = \"maybe\"\ndef_mem_per_cpu = -1\n",

@@ -18,6 +18,7 @@ var docSections = []struct{ Title, Prefix, Intro string }{
 	{"PARTITIONS", "partition", "Each [[partition]] table declares a partition and its scheduling policy."},
 	{"SSH", "ssh", "The [ssh] table holds the defaults of nodes reached over SSH (executor = \"ssh\")."},
 	{"PBS", "pbs", "The [pbs] table configures the PBS commands (qsub, qstat, qdel, ...)."},
+	{"LIMITS", "limits", "The [limits] table bounds what horad accepts, as Slurm's MaxJobCount and an association's MaxSubmitJobs do. 0 is no limit. Re-read on reload."},
 	{"MIX", "mix", "The [mix] table sets the fairness ratio between real-time jobs (partitions with policy dlt or reserve) and best-effort jobs (the others), and how nodes enforce it. Without the table, real-time work owns the nodes (1:0) and nothing is enforced."},
 }
 
@@ -78,6 +79,10 @@ var Keys = []KeyDoc{
 	{"pbs", "table", "", "The PBS front end (qsub, qstat, ...)."},
 	{"pbs.flavour", "string", `"openpbs"`, "Which PBS the PBS commands pass for: \"openpbs\" or \"torque\"."},
 	{"pbs.server", "string", `""`, "Server name in PBS job ids (SEQ.SERVER). Empty: this machine's host name."},
+
+	{"limits", "table", "", "Limits on submissions."},
+	{"limits.max_job_count", "integer", `0`, "Jobs horad holds in memory (pending, running, and finished ones younger than min_job_age_s), for everyone, operators included (Slurm's MaxJobCount). At the limit a submission is refused for now: sbatch prints \"Slurm temporarily unable to accept job, sleeping and retrying\" and retries for up to two minutes."},
+	{"limits.max_submit_jobs_per_user", "integer", `0`, "Pending and running jobs one user may have (Slurm's MaxSubmitJobs). Beyond it sbatch fails with \"Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\", exit 1. Operators are exempt."},
 
 	{"mix", "table", "", "The fairness ratio between the real-time and best-effort classes."},
 	{"mix.ratio", "string", `"1:0"`, "x:y: on every node the real-time class is guaranteed the share x/(x+y) of the node's time while both classes have work, and either class may use all of it when the other is idle. Real-time admission plans with that share. \"1:0\": real-time work owns the nodes, best-effort work fills what it leaves."},

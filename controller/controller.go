@@ -46,15 +46,20 @@ type Controller struct {
 	euid  uint32
 	nodes []config.Node
 
-	mu        sync.Mutex
-	eng       *scheduler.Engine
-	jobs      map[int64]*job // active jobs and finished ones younger than MinJobAge
-	ids       []int64        // keys of jobs, ascending
-	nextID    int64
-	operators map[uint32]bool
-	admin     map[string]*nodeAdmin       // drained or down nodes (nodeadmin.go)
-	resvs     map[string]*api.Reservation // advance reservations by name (reservations.go)
-	arrays    map[int64]*arrayInfo        // job arrays by id (arrays.go)
+	mu     sync.Mutex
+	eng    *scheduler.Engine
+	jobs   map[int64]*job // active jobs and finished ones younger than MinJobAge
+	ids    []int64        // keys of jobs, ascending
+	nextID int64
+	// recording counts the held submissions admitted and waiting outside mu
+	// for their commit (submitHeldLocked), in all and by user: the limits
+	// count them, though they are not in jobs yet.
+	recording   int
+	recordingOf map[uint32]int
+	operators   map[uint32]bool
+	admin       map[string]*nodeAdmin       // drained or down nodes (nodeadmin.go)
+	resvs       map[string]*api.Reservation // advance reservations by name (reservations.go)
+	arrays      map[int64]*arrayInfo        // job arrays by id (arrays.go)
 	// recovering is set while recover rebuilds the Engine: no scheduling
 	// pass may run before every running job holds its nodes again.
 	recovering bool
@@ -165,6 +170,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{},
 		work: newWorkQueue(), forgets: newWorkQueue(), wake: make(chan struct{}, 1),
 		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(), started: o.Now(),
+		recordingOf: map[uint32]int{},
 	}
 	for _, p := range o.Config.Partitions {
 		if p.Policy == "dlt" {

@@ -452,7 +452,12 @@ func (e *Engine) submit(now float64, j Job) {
 	// Admit precedes any Start the pass (or the policy's Admit) emits.
 	e.verdict(Admit{ID: j.ID})
 	e.register(r)
-	p.dirty = true
+	// A held job cannot start, so its arrival changes no decision: no pass
+	// over the queue for it (a queue filled with `sbatch --hold` would
+	// otherwise cost every submission a scan of all the held jobs).
+	if !j.Held {
+		p.dirty = true
+	}
 }
 
 // verdict puts an Admit or Reject after the verdicts of the earlier events

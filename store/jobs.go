@@ -35,6 +35,19 @@ const metaNextJobID = "next_job_id"
 // PENDING and Reason "None" when empty, SubmitTime now when 0, and
 // CancelledBy -1 (a new job cannot have been cancelled, and 0 would be root).
 func (s *Store) Submit(ctx context.Context, job *api.Job) error {
+	wait, err := s.SubmitQueued(ctx, job)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// SubmitQueued is Submit in two halves: it queues the write and returns at
+// once; wait blocks until the job is durable (or not) and then sets job.ID.
+// Submissions queued one after another commit in that order, so a caller
+// that hands out ids itself may queue under its own lock and wait outside
+// it, letting concurrent submissions share one commit.
+func (s *Store) SubmitQueued(ctx context.Context, job *api.Job) (wait func() error, err error) {
 	j := cloneJob(job)
 	if j.State == "" {
 		j.State = api.StatePending
@@ -48,7 +61,7 @@ func (s *Store) Submit(ctx context.Context, job *api.Job) error {
 	j.CancelledBy = -1
 	canonical(&j)
 	var id int64
-	err := s.write(ctx, func(sqltx *sql.Tx) error {
+	req, err := s.enqueue(ctx, func(sqltx *sql.Tx) error {
 		tx := s.prepared(sqltx)
 		next, err := nextJobID(ctx, tx)
 		if err != nil {
@@ -77,11 +90,16 @@ func (s *Store) Submit(ctx context.Context, job *api.Job) error {
 		return putEvent(ctx, tx, &ev)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	j.ID = id
-	*job = j
-	return nil
+	return func() error {
+		if err := s.wait(ctx, req); err != nil {
+			return err
+		}
+		j.ID = id
+		*job = j
+		return nil
+	}, nil
 }
 
 const (

@@ -146,21 +146,34 @@ func (s *Store) Close() error {
 // An error means fn's changes are not in the database, except for an error
 // of the commit itself, where the disk may have taken it.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	req, err := s.enqueue(ctx, fn)
+	if err != nil {
+		return err
+	}
+	return s.wait(ctx, req)
+}
+
+// enqueue hands fn to the writer without waiting: writes enqueued one after
+// another commit in that order.
+func (s *Store) enqueue(ctx context.Context, fn func(tx *sql.Tx) error) (*request, error) {
 	req := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if s.closed {
-		s.mu.RUnlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	// The writer drains the queue without taking mu, so this send cannot
 	// deadlock with Close, which waits for the read lock to be free.
 	select {
 	case s.queue <- req:
+		return req, nil
 	case <-ctx.Done():
-		s.mu.RUnlock()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	s.mu.RUnlock()
+}
+
+// wait waits until an enqueued write has committed or failed.
+func (s *Store) wait(ctx context.Context, req *request) error {
 	select {
 	case <-req.done:
 		return req.err

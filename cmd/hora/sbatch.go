@@ -49,7 +49,7 @@ func sbatchMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "sbatch: error: %v\n", err)
 		return exitError(env)
 	}
-	resp, err := cl.Submit(ctx, api.SubmitRequest{Spec: *spec, TestOnly: flags.TestOnly})
+	resp, err := submitRetrying(ctx, env, cl, api.SubmitRequest{Spec: *spec, TestOnly: flags.TestOnly})
 	if err != nil {
 		var ae *api.Error
 		if errors.As(err, &ae) {
@@ -121,6 +121,29 @@ func printSbatchError(env *Env, err error) int {
 }
 
 // exitError is Slurm's error_exit: 1 unless $SLURM_EXIT_ERROR says otherwise.
+// submitRetrying submits, and while horad answers "try again" (its
+// max_job_count reached: Slurm's EAGAIN) sleeps and retries as Slurm's
+// sbatch does: the message once, then 1, 2, … 15 s between attempts, and
+// after the last the refusal ("Resource temporarily unavailable").
+func submitRetrying(ctx context.Context, env *Env, cl *api.Client, req api.SubmitRequest) (*api.SubmitResponse, error) {
+	const maxRetries = 15 // Slurm's MAX_RETRIES in sbatch.c
+	for retries := 0; ; retries++ {
+		resp, err := cl.Submit(ctx, req)
+		var ae *api.Error
+		if err == nil || !errors.As(err, &ae) || ae.Code != api.CodeTryAgain || retries >= maxRetries {
+			return resp, err
+		}
+		if retries == 0 {
+			fmt.Fprintln(env.Stderr, "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying")
+		}
+		select {
+		case <-time.After(time.Duration(retries+1) * time.Second):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
 func exitError(env *Env) int {
 	if v := env.Getenv("SLURM_EXIT_ERROR"); v != "" {
 		if n, err := strconv.Atoi(v); err == nil {
