@@ -28,6 +28,13 @@ bin/sinfo
 echo
 echo '$ bin/sbatch -J hello -N 2 -t 1 examples/hello.sh'
 bin/sbatch -J hello -N 2 -t 1 examples/hello.sh
+echo
+echo '$ bin/sbatch --array=1-4%2 examples/job.sh 1        # an array, two tasks at a time'
+array=$(bin/sbatch --parsable --array=1-4%2 examples/job.sh 1)
+echo "Submitted batch job $array"
+echo
+echo "\$ bin/sbatch --dependency=afterok:$array examples/job.sh   # runs once every task succeeded"
+bin/sbatch --dependency=afterok:"$array" examples/job.sh
 sleep 1
 echo
 echo '$ bin/squeue'
