@@ -1,12 +1,19 @@
 package ssh_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"io"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"hora/nodes"
 	hssh "hora/nodes/ssh"
+	"hora/nodes/ssh/sshtest"
 )
 
 // TestRunTaskOnTwoHosts runs step tasks on two real SSH hosts through the
@@ -50,4 +57,49 @@ func TestRunTaskOnTwoHosts(t *testing.T) {
 			t.Errorf("an argument was run by the shell on %s", h.Name)
 		}
 	}
+}
+
+// TestRunTaskInScope: on a systemd host the task runs in its own scope
+// with the step's CPUs, and cancelling the caller's context kills it
+// there (closing the session alone would leave it running).
+func TestRunTaskInScope(t *testing.T) {
+	v := start(t, 1, sshtest.WithSystemd(1))
+	h := v.c.Hosts[0]
+	key := nodes.StepKey{Job: 9, Step: 1}
+	spec := hssh.TaskSpec{Node: h.Name, Key: key, Task: 0, UID: v.uid, GID: v.gid, WorkDir: v.out,
+		Env: []string{"PATH=/usr/bin:/bin"}, CPUs: []int{0},
+		Argv: []string{"/bin/sh", "-c", `cat /proc/self/cgroup; echo started; exec sleep 600`}}
+	unit := "hora-job-9-1-r0-t0"
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := v.e.RunTask(ctx, spec, pw, io.Discard)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	var lines []string
+	for sc.Scan() && sc.Text() != "started" {
+		lines = append(lines, sc.Text())
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), unit+".scope") {
+		t.Fatalf("task's cgroup %q is not in scope %s", lines, unit)
+	}
+	waitScope(t, h, unit, "active")
+	out, err := h.Systemctl("show", "--property=AllowedCPUs", unit+".scope")
+	if err != nil || !strings.Contains(out, "AllowedCPUs=0\n") {
+		t.Errorf("scope properties: %q, %v", out, err)
+	}
+	cancel()
+	go io.Copy(io.Discard, pr)
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("RunTask after cancel: %v", err)
+		}
+	case <-time.After(hang):
+		t.Fatal("RunTask did not return after cancel")
+	}
+	waitScope(t, h, unit, "")
 }
