@@ -14,28 +14,8 @@ import (
 	"hora/nodes"
 )
 
-// TaskSpec is one task of a job step that horad starts on an SSH node for
-// an srun running on the submit host (docs/steps.md, "SSH nodes").
-type TaskSpec struct {
-	Node     string
-	Key      nodes.StepKey // the step the task belongs to
-	Task     int           // the task's id in the step (SLURM_PROCID)
-	UID, GID uint32        // the job's owner: horad's record, never the client's word
-	WorkDir  string
-	Env      []string // exactly the task's environment (KEY=VALUE)
-	Argv     []string
-	CPUs     []int // AllowedCPUs of the task's scope; none: not restricted
-	MemMB    int64 // MemoryMax of the task's scope; 0: not restricted
-}
-
-// TaskExit is how a task ended: its exit code, or the signal that killed it.
-type TaskExit struct {
-	Code   int
-	Signal nodes.Signum // 0 unless killed by a signal
-}
-
 // taskUnit names the scope of one task: the step's unit name plus the task.
-func taskUnit(spec TaskSpec) string {
+func taskUnit(spec nodes.TaskSpec) string {
 	return unitName(spec.Key) + "-t" + strconv.Itoa(spec.Task)
 }
 
@@ -85,20 +65,20 @@ exit "$rc"
 // systemd runs; without systemd, closing the session leaves the task to
 // its next write). Arguments and environment go to the node as quoted
 // words; the owner's uid and gid are horad's record.
-func (e *Executor) RunTask(ctx context.Context, spec TaskSpec, stdout, stderr io.Writer) (TaskExit, error) {
+func (e *Executor) RunTask(ctx context.Context, spec nodes.TaskSpec, stdout, stderr io.Writer) (nodes.TaskExit, error) {
 	h, err := e.host(spec.Node)
 	if err != nil {
-		return TaskExit{}, err
+		return nodes.TaskExit{}, err
 	}
 	if len(spec.Argv) == 0 {
-		return TaskExit{}, fmt.Errorf("task %d of step %s: no program", spec.Task, spec.Key.Name())
+		return nodes.TaskExit{}, fmt.Errorf("task %d of step %s: no program", spec.Task, spec.Key.Name())
 	}
 	if strings.Contains(spec.Argv[0], "=") {
-		return TaskExit{}, fmt.Errorf("task %d of step %s: program name %q contains \"=\"", spec.Task, spec.Key.Name(), spec.Argv[0])
+		return nodes.TaskExit{}, fmt.Errorf("task %d of step %s: program name %q contains \"=\"", spec.Task, spec.Key.Name(), spec.Argv[0])
 	}
 	for _, a := range append(append([]string{spec.WorkDir}, spec.Env...), spec.Argv...) {
 		if err := checkNoNUL("task argument", a); err != nil {
-			return TaskExit{}, err
+			return nodes.TaskExit{}, err
 		}
 	}
 	var env []string
@@ -109,11 +89,11 @@ func (e *Executor) RunTask(ctx context.Context, spec TaskSpec, stdout, stderr io
 	}
 	c, err := h.conn(ctx, false)
 	if err != nil {
-		return TaskExit{}, err
+		return nodes.TaskExit{}, err
 	}
 	sess, err := h.session(ctx, c)
 	if err != nil {
-		return TaskExit{}, err
+		return nodes.TaskExit{}, err
 	}
 	defer sess.Close()
 	sess.Stdout, sess.Stderr = stdout, stderr
@@ -132,21 +112,21 @@ func (e *Executor) RunTask(ctx context.Context, spec TaskSpec, stdout, stderr io
 		defer cancel()
 		h.run(kctx, h.ops, false, `unitgone "$1"`, nil, unit+".scope")
 		sess.Close()
-		return TaskExit{}, ctx.Err()
+		return nodes.TaskExit{}, ctx.Err()
 	}
 	var ee *gossh.ExitError
 	switch {
 	case err == nil:
-		return TaskExit{}, nil
+		return nodes.TaskExit{}, nil
 	case errors.As(err, &ee):
 		if s := ee.Signal(); s != "" {
 			if n := signum(s); n > 0 {
-				return TaskExit{Signal: n}, nil
+				return nodes.TaskExit{Signal: n}, nil
 			}
 		}
-		return TaskExit{Code: ee.ExitStatus()}, nil
+		return nodes.TaskExit{Code: ee.ExitStatus()}, nil
 	default:
-		return TaskExit{}, &UnreachableError{h.node.Name, err}
+		return nodes.TaskExit{}, &UnreachableError{h.node.Name, err}
 	}
 }
 
@@ -157,3 +137,5 @@ func signum(name string) nodes.Signum {
 		"KILL": 9, "PIPE": 13, "QUIT": 3, "SEGV": 11, "TERM": 15, "USR1": 10, "USR2": 12, "BUS": 7}[name]
 	return n
 }
+
+var _ nodes.TaskRunner = (*Executor)(nil)

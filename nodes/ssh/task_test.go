@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"hora/nodes"
-	hssh "hora/nodes/ssh"
 	"hora/nodes/ssh/sshtest"
 )
 
@@ -23,10 +22,10 @@ func TestRunTaskOnTwoHosts(t *testing.T) {
 	v := start(t, 2)
 	key := nodes.StepKey{Job: 7, Step: 0}
 	nasty := `it's a "$HOME" $(touch /tmp/pwned) ; * \n`
-	run := func(node string, task int, script string, extra ...string) (hssh.TaskExit, string, string) {
+	run := func(node string, task int, script string, extra ...string) (nodes.TaskExit, string, string) {
 		t.Helper()
 		var out, errb bytes.Buffer
-		spec := hssh.TaskSpec{Node: node, Key: key, Task: task, UID: v.uid, GID: v.gid, WorkDir: v.out,
+		spec := nodes.TaskSpec{Node: node, Key: key, Task: task, UID: v.uid, GID: v.gid, WorkDir: v.out,
 			Env:  []string{"PATH=/usr/bin:/bin", "SLURM_PROCID=" + strconv.Itoa(task), "ODD=" + nasty},
 			Argv: append([]string{"/bin/sh", "-c", script, "sh"}, extra...)}
 		ex, err := v.e.RunTask(t.Context(), spec, &out, &errb)
@@ -38,14 +37,14 @@ func TestRunTaskOnTwoHosts(t *testing.T) {
 	for i, h := range v.c.Hosts {
 		ex, out, errs := run(h.Name, i, `echo "$SLURM_PROCID $(id -u) $(pwd)"; printf '%s|%s|' "$ODD" "$1"; env | grep -vc '^PWD='; echo err >&2`, nasty)
 		want := strconv.Itoa(i) + " " + strconv.FormatUint(uint64(v.uid), 10) + " " + v.out + "\n" + nasty + "|" + nasty + "|3\n"
-		if ex != (hssh.TaskExit{}) || out != want || errs != "err\n" {
+		if ex != (nodes.TaskExit{}) || out != want || errs != "err\n" {
 			t.Errorf("task %d on %s: exit %+v, stdout %q (want %q), stderr %q", i, h.Name, ex, out, want, errs)
 		}
 	}
-	if ex, _, _ := run(v.c.Hosts[0].Name, 2, `exit 3`); ex != (hssh.TaskExit{Code: 3}) {
+	if ex, _, _ := run(v.c.Hosts[0].Name, 2, `exit 3`); ex != (nodes.TaskExit{Code: 3}) {
 		t.Errorf("exit 3: got %+v", ex)
 	}
-	if ex, _, _ := run(v.c.Hosts[1].Name, 3, `kill -TERM $$`); ex != (hssh.TaskExit{Signal: 15}) {
+	if ex, _, _ := run(v.c.Hosts[1].Name, 3, `kill -TERM $$`); ex != (nodes.TaskExit{Signal: 15}) {
 		t.Errorf("killed by TERM: got %+v", ex)
 	}
 	_, _, errs := run(v.c.Hosts[0].Name, 4, `true`)
@@ -66,7 +65,7 @@ func TestRunTaskInScope(t *testing.T) {
 	v := start(t, 1, sshtest.WithSystemd(1))
 	h := v.c.Hosts[0]
 	key := nodes.StepKey{Job: 9, Step: 1}
-	spec := hssh.TaskSpec{Node: h.Name, Key: key, Task: 0, UID: v.uid, GID: v.gid, WorkDir: v.out,
+	spec := nodes.TaskSpec{Node: h.Name, Key: key, Task: 0, UID: v.uid, GID: v.gid, WorkDir: v.out,
 		Env: []string{"PATH=/usr/bin:/bin"}, CPUs: []int{0},
 		Argv: []string{"/bin/sh", "-c", `cat /proc/self/cgroup; echo started; exec sleep 600`}}
 	unit := "hora-job-9-1-r0-t0"
