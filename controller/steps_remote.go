@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 
 	"hora/api"
@@ -76,7 +77,13 @@ func (c *Controller) claimRemoteStep(who *Caller, req api.StepRun, stop context.
 		return nil, stepErr(api.CodeBadRequest, "no tasks")
 	}
 	var specs []nodes.TaskSpec
+	seen := map[int]bool{}
 	for _, t := range req.Tasks {
+		if seen[t.ID] || t.ID < 0 {
+			// Task ids name the tasks' scopes: one scope, one task.
+			return nil, stepErr(api.CodeBadRequest, "task "+strconv.Itoa(t.ID)+" given twice or negative")
+		}
+		seen[t.ID] = true
 		if !slices.Contains(s.nodes, t.Node) {
 			return nil, stepErr(api.CodeInvalidNodeCount, "Requested node configuration is not available")
 		}
