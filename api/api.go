@@ -137,12 +137,18 @@ type JobSpec struct {
 	NoRequeue   bool     `json:"no_requeue,omitempty"` // --no-requeue given; neither flag = the cluster's job_requeue
 	Load        float64  `json:"load,omitempty"`       // divisible load σ in data units; 0 = not divisible
 	Input       string   `json:"input,omitempty"`      // file whose bytes are the load
-	Reservation string   `json:"reservation,omitempty"`
-	Account     string   `json:"account,omitempty"`
-	QOS         string   `json:"qos,omitempty"`
-	Comment     string   `json:"comment,omitempty"`
-	SubmitHost  string   `json:"submit_host,omitempty"`
-	OpenAppend  bool     `json:"open_append,omitempty"` // --open-mode=append
+	// A periodic real-time job (--rt-frame, docs/mix.md): a frame every
+	// RTFrame seconds, a buffer of RTBuffer frames, RTWork[k] seconds of
+	// CPU per frame for process k. RTFrame 0 = not periodic.
+	RTFrame     float64   `json:"rt_frame,omitempty"`
+	RTBuffer    int       `json:"rt_buffer,omitempty"`
+	RTWork      []float64 `json:"rt_work,omitempty"`
+	Reservation string    `json:"reservation,omitempty"`
+	Account     string    `json:"account,omitempty"`
+	QOS         string    `json:"qos,omitempty"`
+	Comment     string    `json:"comment,omitempty"`
+	SubmitHost  string    `json:"submit_host,omitempty"`
+	OpenAppend  bool      `json:"open_append,omitempty"` // --open-mode=append
 	// Alloc marks an allocation made by salloc or srun: no batch script
 	// runs; the allocation lasts until its client releases it.
 	Alloc bool `json:"alloc,omitempty"`

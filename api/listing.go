@@ -18,7 +18,7 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL4"
+const listingMagic = "HJL5"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
@@ -73,6 +73,12 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, s.PBS.Queue)
 		b = binary.AppendVarint(b, int64(s.PBS.PPN))
 		b = appendStr(b, s.PBS.Shell)
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.RTFrame))
+	b = binary.AppendVarint(b, int64(s.RTBuffer))
+	b = binary.AppendUvarint(b, uint64(len(s.RTWork)))
+	for _, w := range s.RTWork {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w))
 	}
 
 	b = binary.AppendUvarint(b, uint64(j.UID))
@@ -349,6 +355,18 @@ func (d *listingDecoder) job(j *Job) {
 		s.PBS = &PBSSpec{Server: d.field(), Flavour: d.field(), Queue: d.field()}
 		s.PBS.PPN = d.int()
 		s.PBS.Shell = d.str()
+	}
+	s.RTFrame = d.float()
+	s.RTBuffer = d.int()
+	if n := d.uvarint(); n > 0 && d.err == nil {
+		if n > uint64(len(d.b)-d.off)/8 {
+			d.fail(errTruncated)
+		} else {
+			s.RTWork = make([]float64, n)
+			for k := range s.RTWork {
+				s.RTWork[k] = d.float()
+			}
+		}
 	}
 
 	j.UID = uint32(d.uvarint())

@@ -46,6 +46,22 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 		w.b = strconv.AppendFloat(w.b, s.Load, 'g', -1, 64)
 	}
 	w.str("input", s.Input, true)
+	if s.RTFrame != 0 {
+		w.key("rt_frame")
+		w.b = strconv.AppendFloat(w.b, s.RTFrame, 'g', -1, 64)
+	}
+	w.int("rt_buffer", int64(s.RTBuffer))
+	if len(s.RTWork) > 0 {
+		w.key("rt_work")
+		w.b = append(w.b, '[')
+		for k, v := range s.RTWork {
+			if k > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = strconv.AppendFloat(w.b, v, 'g', -1, 64)
+		}
+		w.b = append(w.b, ']')
+	}
 	w.str("reservation", s.Reservation, true)
 	w.str("account", s.Account, true)
 	w.str("qos", s.QOS, true)

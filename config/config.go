@@ -754,6 +754,9 @@ func (c *Config) Scheduler() scheduler.Config {
 			OverSubscribe: p.OverSubscribe,
 		})
 	}
+	if r, err := mix.ParseRatio(c.Mix.Ratio); err == nil {
+		sc.Ratio = r
+	}
 	return sc
 }
 

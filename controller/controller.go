@@ -424,11 +424,18 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 	// A spec that cannot be read was refused at submit (checkSpec): a
 	// stored one always reads.
 	req, _ := requestOf(&j.Spec)
+	var per *scheduler.Periodic
+	if j.Spec.RTFrame != 0 || len(j.Spec.RTWork) > 0 {
+		// A periodic job's processes hold an RT share of their nodes
+		// (docs/mix.md), not CPUs of the consumable account.
+		per = &scheduler.Periodic{Frame: j.Spec.RTFrame, Buffer: j.Spec.RTBuffer, Work: j.Spec.RTWork}
+		req = nil
+	}
 	return scheduler.Job{
 		ID: scheduler.JobID(j.ID), Partition: j.Spec.Partition, User: j.UID, Nodes: n,
 		TimeLimit: limit, Submit: float64(j.SubmitTime), Begin: float64(j.Spec.Begin),
 		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
-		Reservation: j.Spec.Reservation, Req: req,
+		Reservation: j.Spec.Reservation, Req: req, Periodic: per,
 	}
 }
 

@@ -443,6 +443,13 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	set("SLURM_JOB_GID", strconv.Itoa(int(j.GID)))
 	set("SLURM_JOB_GROUP", j.Group)
 	set("SLURM_JOB_PARTITION", j.Spec.Partition)
+	if j.Spec.RTFrame > 0 {
+		// A periodic real-time job learns its contract; the node
+		// enforcement puts it in the RT class (docs/mix.md).
+		set("HORA_RT_FRAME", strconv.FormatFloat(j.Spec.RTFrame, 'g', -1, 64))
+		set("HORA_RT_BUFFER", strconv.Itoa(j.Spec.RTBuffer))
+		set("HORA_RT_WORK", rtWorkText(j.Spec.RTWork))
+	}
 	set("SLURM_JOB_ACCOUNT", j.Spec.Account)
 	set("SLURM_JOB_QOS", "normal")
 	set("SLURM_SUBMIT_DIR", j.Spec.WorkDir)
@@ -553,3 +560,12 @@ func signum(name string) nodes.Signum {
 func secondsDur(s int64) time.Duration { return time.Duration(s) * time.Second }
 
 func schedID(id int64) scheduler.JobID { return scheduler.JobID(id) }
+
+// rtWorkText is a periodic job's work per frame, comma-separated seconds.
+func rtWorkText(work []float64) string {
+	parts := make([]string, len(work))
+	for k, w := range work {
+		parts[k] = strconv.FormatFloat(w, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}

@@ -98,7 +98,7 @@ var sectionTitles = []string{
 	secConsumable: "Consumable resources related options:",
 	secAffinity:   "Affinity/Multi-core options:",
 	secGPU:        "GPU scheduling options:",
-	secHora:       "Deadline and divisible load options (hora):",
+	secHora:       "Deadline, divisible load and periodic real-time options (hora):",
 	secHelp:       "Help options:",
 	secOther:      "Other options:",
 }

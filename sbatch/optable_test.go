@@ -299,7 +299,7 @@ func TestSameSetterEverywhere(t *testing.T) {
 		"load": "1M", "open-mode": "append", "export": "NONE", "chdir": "/tmp/x", "array": "", "dependency": "",
 		"cpus-per-gpu": "2", "exclusive": "user", "gpus": "a100:2", "gpus-per-node": "1", "gpus-per-task": "1",
 		"hint": "nomultithread", "mem-per-gpu": "1G", "mincpus": "4", "gres": "gpu:a100:2", "nodelist": "n[1-2]",
-		"exclude": "n3", "constraint": "ib&avx",
+		"exclude": "n3", "constraint": "ib&avx", "rt-frame": "100ms", "rt-buffer": "4", "rt-work": "10ms",
 	}
 	bad := map[string]string{
 		"nodes": "x", "ntasks": "0", "cpus-per-task": "-1", "ntasks-per-node": "x", "time": "bogus",
@@ -323,13 +323,14 @@ func TestSameSetterEverywhere(t *testing.T) {
 		if o.Arg != NoArg {
 			arg += "=" + v
 		}
-		cl, clFlags, err := submit([]string{arg, "--wrap=true"}, nil, nil, "")
+		extra := rtCompanions[o.Long]
+		cl, clFlags, err := submit(append([]string{arg, "--wrap=true"}, extra...), nil, nil, "")
 		if err != nil {
 			t.Errorf("%s: %v", arg, err)
 			continue
 		}
 		script := "#!/bin/sh\n#SBATCH " + arg + "\ntrue\n"
-		dir, dirFlags, err := submit(nil, nil, nil, script)
+		dir, dirFlags, err := submit(extra, nil, nil, script)
 		if err != nil {
 			t.Errorf("#SBATCH %s: %v", arg, err)
 			continue
@@ -346,7 +347,7 @@ func TestSameSetterEverywhere(t *testing.T) {
 			if o.Arg == NoArg {
 				ev = name + "=1"
 			}
-			env, envFlags, err := submit([]string{"--wrap=true"}, []string{ev}, nil, "")
+			env, envFlags, err := submit(append([]string{"--wrap=true"}, extra...), []string{ev}, nil, "")
 			if err != nil {
 				t.Errorf("%s: %v", ev, err)
 				continue

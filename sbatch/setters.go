@@ -2,8 +2,11 @@ package sbatch
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+
+	"hora/api"
 )
 
 // The setters of the option registry (Option.Set). #SBATCH lines, #PBS
@@ -264,5 +267,120 @@ func setArray(st *state, _ *Option, v string) error {
 
 func setDependency(st *state, _ *Option, v string) error {
 	st.dependency = v
+	return nil
+}
+
+// parseSeconds reads a frame or work time of a periodic job: seconds, or a
+// number with an s, ms or us suffix.
+func parseSeconds(v string) (float64, bool) {
+	v = strings.TrimSpace(v)
+	exp := "" // the unit as a decimal exponent: "20ms" reads as 20e-3, exactly rounded
+	switch {
+	case strings.HasSuffix(v, "ms"):
+		v, exp = strings.TrimSuffix(v, "ms"), "e-3"
+	case strings.HasSuffix(v, "us"):
+		v, exp = strings.TrimSuffix(v, "us"), "e-6"
+	case strings.HasSuffix(v, "s"):
+		v = strings.TrimSuffix(v, "s")
+	}
+	if v == "" || strings.ContainsAny(v, "eEpPxX_") {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v+exp, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e9 {
+		return 0, false
+	}
+	return f, true
+}
+
+// rtError is a bad periodic-job value: hora's own option, exit 1.
+func rtError(o *Option, v, why string) error {
+	return &optError{msg: fmt.Sprintf("Invalid --%s specification %q: %s", o.Long, v, why), exit: exitFile}
+}
+
+func setRTFrame(st *state, o *Option, v string) error {
+	f, ok := parseSeconds(v)
+	if !ok || f == 0 {
+		return rtError(o, v, "want a time longer than 0 (seconds, or with an ms, us or s suffix)")
+	}
+	st.spec.RTFrame = f
+	return nil
+}
+
+func setRTBuffer(st *state, o *Option, v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return rtError(o, v, "want a whole number of frames, at least 1")
+	}
+	st.spec.RTBuffer = n
+	return nil
+}
+
+func setRTWork(st *state, o *Option, v string) error {
+	var work []float64
+	for _, f := range strings.Split(v, ",") {
+		w, ok := parseSeconds(f)
+		if !ok || w == 0 {
+			return rtError(o, v, fmt.Sprintf("%q is not a time longer than 0", f))
+		}
+		work = append(work, w)
+	}
+	st.spec.RTWork = work
+	return nil
+}
+
+// finishPeriodic checks a periodic job once every source has been read:
+// work needs a frame, each process's work must be shorter than a frame,
+// and one value per -n process or one for all.
+func finishPeriodic(sp *api.JobSpec) error {
+	bad := func(opt, msg string) error {
+		return &Error{Msg: "error: Invalid --" + opt + " specification: " + msg, Exit: exitFile}
+	}
+	if sp.RTFrame == 0 {
+		if len(sp.RTWork) > 0 || sp.RTBuffer > 0 {
+			return bad("rt-frame", "--rt-work and --rt-buffer need --rt-frame")
+		}
+		return nil
+	}
+	if len(sp.RTWork) == 0 {
+		return bad("rt-work", "--rt-frame needs the work per frame of the processes (--rt-work)")
+	}
+	// The RT admission places a periodic job's processes and it holds a
+	// CPU share, not nodes or resources: options that choose nodes or ask
+	// for resources would be ignored, so they are refused.
+	for _, c := range []struct {
+		set  bool
+		name string
+	}{
+		{sp.Nodes > 1 || sp.NodesMax > 1, "--nodes"}, {sp.NodeList != "", "--nodelist"}, {sp.Exclude != "", "--exclude"},
+		{sp.Constraint != "", "--constraint"}, {sp.Load > 0, "--load"}, {sp.CPUsPerTask > 0, "--cpus-per-task"},
+		{sp.NTasksPerNode > 0, "--ntasks-per-node"}, {sp.MemMB > 0 || sp.MemAll || sp.MemPerCPU > 0 || sp.MemPerGPU > 0, "--mem"},
+		{sp.Gres != "" || sp.GPUs != "" || sp.GPUsPerNode != "" || sp.GPUsPerTask != "", "--gres/--gpus"},
+		// Admitted means started at submit: nothing may defer it.
+		{sp.Hold, "--hold"}, {sp.Begin != 0, "--begin"}, {sp.Deadline != 0, "--deadline"}, {sp.Reservation != "", "--reservation"},
+	} {
+		if c.set {
+			return bad("rt-frame", c.name+" cannot be used with a periodic job: the real-time admission places its processes")
+		}
+	}
+	if sp.RTBuffer == 0 {
+		sp.RTBuffer = 1
+	}
+	switch {
+	case len(sp.RTWork) == 1 && sp.NTasks > 1:
+		w := sp.RTWork[0]
+		sp.RTWork = make([]float64, sp.NTasks)
+		for k := range sp.RTWork {
+			sp.RTWork[k] = w
+		}
+	case sp.NTasks > 0 && len(sp.RTWork) != sp.NTasks:
+		return bad("rt-work", fmt.Sprintf("%d values for -n %d processes: give one for all or one per process", len(sp.RTWork), sp.NTasks))
+	}
+	for k, w := range sp.RTWork {
+		if w > sp.RTFrame {
+			return bad("rt-work", fmt.Sprintf("process %d needs %gs per frame, longer than the --rt-frame of %gs", k, w, sp.RTFrame))
+		}
+	}
+	sp.NTasks = len(sp.RTWork)
 	return nil
 }

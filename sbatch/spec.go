@@ -400,6 +400,9 @@ func (st *state) finish() error {
 			sp.NodesMax = max(sp.NTasks, sp.Nodes)
 		}
 	}
+	if err := finishPeriodic(sp); err != nil {
+		return err
+	}
 	if sp.NTasksPerNode > 0 && sp.NTasks == 0 {
 		sp.NTasks = sp.NTasksPerNode * max(sp.Nodes, 1)
 	}

@@ -348,7 +348,7 @@ func TestEveryOptionHandled(t *testing.T) {
 		"time-min": "5", "begin": "now", "deadline": "now+1hour", "mem": "1", "mem-per-cpu": "1",
 		"load": "1k", "open-mode": "append", "export": "ALL", "chdir": "/tmp", "array": "", "dependency": "",
 		"cpus-per-gpu": "1", "gpus": "1", "gpus-per-node": "a100:1", "gpus-per-task": "1", "hint": "nomultithread",
-		"mem-per-gpu": "1G", "mincpus": "2",
+		"mem-per-gpu": "1G", "mincpus": "2", "rt-frame": "1", "rt-buffer": "2", "rt-work": "1ms",
 	}
 	for _, o := range GetoptTable(Sbatch) {
 		switch o.Key {
@@ -363,7 +363,7 @@ func TestEveryOptionHandled(t *testing.T) {
 			}
 			arg += "=" + v
 		}
-		if _, _, err := submit([]string{arg, "--wrap=true"}, nil, nil, ""); err != nil {
+		if _, _, err := submit(append([]string{arg, "--wrap=true"}, rtCompanions[o.Key]...), nil, nil, ""); err != nil {
 			t.Errorf("%s: %v", arg, err)
 		}
 	}

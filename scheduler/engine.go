@@ -34,6 +34,8 @@ type Engine struct {
 	// resTick counts changes of what nodes hold (starts, ends, expected
 	// ends, nodes down or up): Partition.Reserve's cache key.
 	resTick uint64
+	// rt admits periodic real-time jobs (periodic.go).
+	rt rtAdmitter
 }
 
 type nodeRef struct {
@@ -71,6 +73,9 @@ type runStep struct {
 	expect float64
 	remain float64 // time left of the limit when suspended
 	shared bool    // holds shares of nodes (tres.go), not whole nodes
+	// periodic: a periodic RT job's step, holding an RT CPU share of its
+	// nodes (periodic.go), neither whole nodes nor consumable shares.
+	periodic bool
 }
 
 type jobRec struct {
@@ -113,6 +118,7 @@ func New(cfg Config) (*Engine, error) {
 		byName:   make(map[string]int, len(cfg.Nodes)),
 		partName: make(map[string]*Partition, len(cfg.Partitions)),
 		jobs:     make(map[JobID]*jobRec),
+		rt:       rtAdmitter{ratio: cfg.Ratio},
 	}
 	if len(cfg.Partitions) == 0 {
 		return nil, fmt.Errorf("scheduler: no partitions configured")
@@ -318,6 +324,7 @@ func (e *Engine) apply(now float64, ev Event) bool {
 // pass runs the scheduling pass of every partition whose state changed.
 func (e *Engine) pass(now float64) {
 	e.expireBlocked(now)
+	e.startRestoredPeriodic(now)
 	for _, p := range e.parts {
 		if p.dirty {
 			p.dirty = false
@@ -380,6 +387,14 @@ func (e *Engine) submit(now float64, j Job) {
 	p, rej, blocked := e.resolve(&j)
 	if rej != nil {
 		e.verdict(Reject{ID: j.ID, Err: rej})
+		return
+	}
+	if j.Periodic != nil {
+		if blocked != "" { // it would start now: a partition limit refuses it
+			e.verdict(Reject{ID: j.ID, Err: &AdmissionError{Verdict: Never, Code: "InvalidTimeLimit", Message: msgTimeLimit}})
+			return
+		}
+		e.submitPeriodic(now, j, p)
 		return
 	}
 	r := &jobRec{job: j, part: p, blocked: blocked}
@@ -467,7 +482,13 @@ func (e *Engine) finished(now float64, ev Finished) {
 		}
 		return
 	}
+	if r.steps[k].periodic {
+		e.releasePeriodic(r)
+	}
 	for _, g := range r.steps[k].nodes {
+		if r.steps[k].periodic {
+			continue
+		}
 		if r.steps[k].shared {
 			e.removeShare(g, ev.ID, ev.Step)
 		} else {
@@ -510,6 +531,10 @@ func (e *Engine) restore(now float64, ev Restore) {
 	}
 	r := &jobRec{job: j, part: p}
 	e.jobs[j.ID] = r
+	if j.Periodic != nil {
+		e.restorePeriodic(now, r, ev)
+		return
+	}
 	if cr, ok := p.policy.(ChunkRestorer); ok && ev.Running && j.Load > 0 {
 		// Chunks are planned to end by the deadline: a sound bound for the
 		// other policies sharing these nodes until the chunk reports.
@@ -718,6 +743,9 @@ func (e *Engine) Test(now float64, j Job) (start float64, nodes []string, err er
 	case blocked != "":
 		return 0, nil, &AdmissionError{Verdict: Never, Code: "InvalidNodeCount", Message: msgNodeConfig}
 	}
+	if j.Periodic != nil {
+		return e.testPeriodic(now, j, p)
+	}
 	return p.policy.Test(now, &j)
 }
 
@@ -764,6 +792,17 @@ func (e *Engine) Running() []Allocation {
 				add(sh.job, sh.step, sh.expect)
 			}
 		}
+	}
+	// Periodic jobs hold an RT share, not the node records (periodic.go).
+	var per []JobID
+	for id, r := range e.jobs {
+		if len(r.steps) > 0 && r.steps[0].periodic {
+			per = append(per, id)
+		}
+	}
+	slices.Sort(per)
+	for _, id := range per {
+		add(id, BatchStep, e.jobs[id].steps[0].expect)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ package scheduler
 
 import (
 	"fmt"
+	"hora/scheduler/mix"
 	"math"
 )
 
@@ -37,6 +38,8 @@ type Job struct {
 	Reservation string  // run inside this named reservation
 	// Req is the consumable-resource request (tres.go); nil = whole nodes.
 	Req *Request
+	// Periodic makes a periodic real-time job (periodic.go); nil = not.
+	Periodic *Periodic
 }
 
 // NodeSpec describes one node of the cluster.
@@ -83,6 +86,9 @@ type PartitionSpec struct {
 type Config struct {
 	Nodes      []NodeSpec
 	Partitions []PartitionSpec
+	// Ratio is the fairness ratio x:y of [mix]; periodic RT jobs are
+	// admitted against the share x/(x+y). Zero = 1:0 (no [mix]).
+	Ratio mix.Ratio
 }
 
 // Event is an input to the Engine. Every event carries Now.

@@ -67,6 +67,7 @@ func outputEnv() []gendoc.Item {
 		{Tag: "*SLURM_RESTART_COUNT*", Text: "How many times the job was requeued."},
 		{Tag: "*SLURM_JOB_START_TIME*, *SLURM_JOB_END_TIME*", Text: "Start time and time-limit end in Unix seconds."},
 		{Tag: "*SLURM_EXPORT_ENV*", Text: "The value of *--export*, when given."},
+		{Tag: "*HORA_RT_FRAME*, *HORA_RT_BUFFER*, *HORA_RT_WORK*", Text: "A periodic real-time job's frame in seconds, buffer in frames and work per frame of each process (comma-separated seconds)."},
 		{Tag: "*ENVIRONMENT*", Text: "BATCH."},
 		{Tag: "*HORA_JOB_ID*", Text: "The job id, under hora's own name."},
 	}
@@ -84,7 +85,7 @@ func jobDocs() map[sbatch.Command]jobDoc {
 			description: []string{
 				"*sbatch* submits a batch script to *horad*(8) and prints *Submitted batch job* _N_ once the job is stored. The script is the file named on the command line (looked up in the current directory, then along *PATH* when the name has no slash), the standard input when no file is named, or a one-line shell script made from *--wrap*. Arguments after the script are passed to it; options after the script name are its arguments too.",
 				"Options may also be given in the script, on lines starting with *#SBATCH* before the first command, and on *#PBS* lines, which are translated (see *--ignore-pbs*). The script must start with *#!*; a script that is empty, holds a NUL byte or has DOS line ends is refused, as Slurm refuses it.",
-				"What happens to the job depends on its partition: best-effort jobs are scheduled first come first served with backfilling; on a real-time partition a job with *--deadline* is admitted only if hora can guarantee the deadline, and refused at once otherwise, with the earliest deadline it could guarantee.",
+				"What happens to the job depends on its partition: best-effort jobs are scheduled first come first served with backfilling; on a real-time partition a job with *--deadline* is admitted only if hora can guarantee the deadline, and refused at once otherwise, with the earliest deadline it could guarantee. A periodic real-time job (*--rt-frame*) is admitted at once if every process fits the real-time share of a node set by the cluster's fairness ratio, and refused otherwise with the largest work per frame that would fit; it shares its nodes with other jobs.",
 			},
 			precedence:    "Values come from #SBATCH lines, then #PBS lines, then the input environment variables, then the command line; a later source overrides an earlier one.",
 			extra:         []gendoc.Section{filenamePattern()},
@@ -94,7 +95,7 @@ func jobDocs() map[sbatch.Command]jobDoc {
 			outputEnvIntro: "horad sets these variables in the batch script's environment, in addition to the exported ones (*--export*).",
 			exit: []gendoc.Item{
 				{Tag: "*0*", Text: "The job was submitted (or --help, --usage, --version, --test-only succeeded). With *--wait*, the job's exit code instead."},
-				{Tag: "*1*", Text: "The script cannot be read or is not a batch script, horad refused the job (for example an unknown partition or a deadline it cannot guarantee), or horad cannot be reached; *SLURM_EXIT_ERROR* overrides the value. Also a count that is not a positive integer (*--ntasks*, *--cpus-per-task*, *--ntasks-per-node*), as in Slurm."},
+				{Tag: "*1*", Text: "The script cannot be read or is not a batch script, horad refused the job (for example an unknown partition, a deadline it cannot guarantee or a periodic job it cannot admit), or horad cannot be reached; *SLURM_EXIT_ERROR* overrides the value. Also a count that is not a positive integer (*--ntasks*, *--cpus-per-task*, *--ntasks-per-node*), as in Slurm, and a bad *--rt-frame*, *--rt-buffer* or *--rt-work* (hora's own options)."},
 				{Tag: "*255*", Text: "A bad option or option value, on the command line, in the script or in the environment; Slurm 22.05 exits with 255 here."},
 			},
 			examples: []string{
@@ -102,6 +103,8 @@ func jobDocs() map[sbatch.Command]jobDoc {
 				"$ sbatch -N2 -t 10 job.sh\nSubmitted batch job 42",
 				"A divisible real-time job: one gigabyte of load read from data.bin, to finish within the hour or be refused now:",
 				"$ sbatch -p rt --load=1G --input=data.bin --deadline=now+1hour process.sh",
+				"A periodic real-time job of four processes, each needing 8 ms of CPU per 33 ms frame, with 3 frames of buffer:",
+				"$ sbatch --rt-frame=33ms --rt-buffer=3 --rt-work=8ms -n 4 video.sh",
 				"Run a command without writing a script, and wait for it:",
 				"$ sbatch --wrap='hostname' --wait",
 			},

@@ -195,6 +195,7 @@ var sacctFields = []saField{
 	{"AllocCPUS", 10, func(r *saRow) string { return strconv.Itoa(r.cpus()) }},
 	{"AllocNodes", 10, func(r *saRow) string { return strconv.Itoa(r.nodes()) }},
 	{"AllocTRES", 10, func(r *saRow) string { return allocTRES(r.job) }},
+	{"RTFrame", 10, func(r *saRow) string { return r.jobOnly(rtFrameText(&r.job.Spec)) }},
 	{"State", 10, (*saRow).state},
 	{"ExitCode", 8, (*saRow).exitCode},
 	{"DerivedExitCode", 10, func(r *saRow) string { return r.jobOnly(r.exitCode()) }},

@@ -102,6 +102,11 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 		suspendTime, preSuspend = t(j.SuspendTime), max(j.SuspendTime-j.StartTime-j.SuspendedSecs, 0)
 	}
 	r.add("SuspendTime="+suspendTime, "SecsPreSuspend="+strconv.FormatInt(preSuspend, 10), "LastSchedEval="+t(lastEval), "Scheduler=Main")
+	if j.Spec.RTFrame > 0 {
+		// hora's periodic real-time jobs (docs/mix.md): their contract.
+		r.add("RTClass=periodic", "RTFrame="+rtSeconds(j.Spec.RTFrame), "RTBuffer="+strconv.Itoa(j.Spec.RTBuffer),
+			"RTWork="+rtWorkList(j.Spec.RTWork))
+	}
 	r.add("Partition="+j.Spec.Partition, "AllocNode:Sid="+orNull(j.Spec.SubmitHost)+":0")
 	r.add("ReqNodeList="+orNull(j.Spec.NodeList), "ExcNodeList="+orNull(j.Spec.Exclude))
 	r.add("NodeList=" + orNull(hostlist(j.Nodes)))

@@ -259,12 +259,20 @@ func newExecutor(cfg *config.Config, log *slog.Logger, mixer *mixEnforcer) (node
 		for _, n := range cfg.ExpandedNodes() {
 			ns = append(ns, hssh.Node{Name: n.Name, Address: n.Address, User: n.User, IdentityFile: n.IdentityFile})
 		}
-		return hssh.New(hssh.Config{
+		sc := hssh.Config{
 			Nodes: ns, KnownHostsFile: cfg.SSH.KnownHosts, User: cfg.SSH.User,
 			IdentityFile: cfg.SSH.IdentityFile, StateDir: cfg.SSH.StateDir, Launcher: cfg.SSH.Launcher,
 			ProbeInterval: time.Duration(cfg.SSH.ProbeIntervalS) * time.Second, ProbeMisses: cfg.SSH.ProbeMisses,
 			Logger: log,
-		})
+		}
+		if mixer != nil {
+			sc.Mix = mixer.sshMix(cfg)
+		}
+		e, err := hssh.New(sc)
+		if mixer != nil {
+			mixer.ssh = e
+		}
+		return e, err
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -74,8 +74,14 @@ func TestHungControllerTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped = false
-	r := c.run(0, work, "squeue", "-h", "-t", "all", "-o", "%i")
-	if r.code != 0 || !strings.Contains(r.stdout, acked+"\n") {
+	// horad first serves what queued up while it was stopped (the timed-out
+	// clients' requests): wait for it to answer again, boundedly.
+	var r result
+	waitFor(t, "horad to answer after SIGCONT", func() bool {
+		r = c.run(0, work, "squeue", "-h", "-t", "all", "-o", "%i")
+		return r.code == 0
+	})
+	if !strings.Contains(r.stdout, acked+"\n") {
 		t.Fatalf("after SIGCONT: squeue exit %d, %q %q; acknowledged job %s must be listed", r.code, r.stdout, r.stderr, acked)
 	}
 	if c.daemon.ProcessState != nil {

@@ -140,14 +140,15 @@ report() {
 // shLaunch prepares the step directory, writes the run file (first stdin
 // line, printf %b encoded) and the script (rest of stdin, through cat),
 // starts the wrapper in its own session as the job's user and waits for its
-// handshake. Args: NODEDIR NAME UID GID MODE UNIT STARTED WRAPPER RUN PROPS,
-// then the wrapper's own arguments; PROPS is ";"-separated systemd
+// handshake. Args: NODEDIR NAME UID GID MODE UNIT STARTED WRAPPER RUN PROPS
+// MIX, then the wrapper's own arguments; PROPS is ";"-separated systemd
 // properties of the scope (the step's AllowedCPUs, MemoryMax,
-// MemorySwapMax), words without blanks, or "-" for none. Prints
-// "launched PID" or "error: ...".
+// MemorySwapMax), words without blanks, or "-" for none; MIX is
+// "RTW,BEW,class" ([mix] ps: the slices' CPUWeight and the step's class,
+// rt or be) or "-". Prints "launched PID" or "error: ...".
 const shLaunch = `
-nd=$1 name=$2 uid=$3 gid=$4 mode=$5 unit=$6 started=$7 W=$8 run=$9 props=${10}
-shift 10
+nd=$1 name=$2 uid=$3 gid=$4 mode=$5 unit=$6 started=$7 W=$8 run=$9 props=${10} mix=${11}
+shift 11
 pargs=
 if [ "$props" != - ]; then
 	set -f; _ifs=$IFS; IFS=';'
@@ -174,6 +175,16 @@ fi
 if [ "$mode" = auto ]; then
 	mode=setsid
 	[ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1 && mode=systemd
+fi
+if [ "$mix" != - ]; then
+	# [mix] ps: the step's scope goes into its class's slice, whose weight
+	# is set first (idempotent; the slice need not exist yet).
+	[ "$mode" = systemd ] || { echo "error: [mix] needs systemd on the node to enforce the ratio (launcher $mode)"; rm -rf -- "$d"; exit 1; }
+	rtw=${mix%%,*} _r=${mix#*,}; bew=${_r%%,*} cls=${_r#*,}
+	systemctl set-property --runtime hora-rt.slice "CPUWeight=$rtw" &&
+		systemctl set-property --runtime hora-be.slice "CPUWeight=$bew" ||
+		{ echo "error: cannot set the CPUWeight of hora-rt.slice and hora-be.slice"; rm -rf -- "$d"; exit 1; }
+	pargs="$pargs --slice=hora-$cls.slice"
 fi
 if [ "$mode" = systemd ]; then
 	# A scope of the same name still loaded holds what an earlier run of

@@ -70,6 +70,19 @@ type Config struct {
 	ProbeTimeout  time.Duration
 	ProbeMisses   int
 	Logger        *slog.Logger
+	// Mix, when set, enforces [mix] mode ps on the nodes (docs/mix.md).
+	Mix *Mix
+}
+
+// Mix runs every step's scope in the systemd slice of its class,
+// hora-rt.slice or hora-be.slice (children of hora.slice), whose CPUWeight
+// are the class weights; the launch sets them (idempotent, so a node that
+// was down or a changed ratio is right from its next step on). A node
+// without systemd refuses the step: a ratio configured but not enforced
+// would break the RT guarantee.
+type Mix struct {
+	RTWeight, BEWeight int                         // cpu.weight, 1..10000
+	RT                 func(nodes.LaunchSpec) bool // the step is of the RT class
 }
 
 // NodeEvent is an up/down transition seen by the prober. The first probe
@@ -327,6 +340,7 @@ func (e *Executor) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
 	r, err := h.run(ctx, h.ops, false, shLaunch, stdin,
 		h.dir, name, strconv.FormatUint(uint64(spec.UID), 10), strconv.FormatUint(uint64(spec.GID), 10),
 		e.cfg.Launcher, unitName(spec.Key), started.UTC().Format(time.RFC3339Nano), shWrapper, strconv.Itoa(spec.Key.Run), scopeProps(spec),
+		e.mixArg(spec),
 		ceilSeconds(spec.TimeLimit), ceilSeconds(spec.KillWait), appendOut,
 		spec.Stdout, spec.Stderr, spec.Stdin, spec.WorkDir)
 	if err != nil {
@@ -683,4 +697,18 @@ func scopeProps(spec nodes.LaunchSpec) string {
 		return "-"
 	}
 	return strings.Join(ps, ";")
+}
+
+// mixArg is shLaunch's MIX argument: "RTW,BEW,class" or "-" without [mix].
+// Digits, commas and letters only: one safe shell word.
+func (e *Executor) mixArg(spec nodes.LaunchSpec) string {
+	m := e.cfg.Mix
+	if m == nil {
+		return "-"
+	}
+	class := "be"
+	if m.RT != nil && m.RT(spec) {
+		class = "rt"
+	}
+	return strconv.Itoa(m.RTWeight) + "," + strconv.Itoa(m.BEWeight) + "," + class
 }

@@ -66,6 +66,7 @@ type Decision struct {
 	Verdict Verdict
 	Reason  string
 	Nodes   []int // node of each process, in the job's process order, when admitted
+	Node    int   // NotNow: the node of most slack, which the job did not fit
 }
 
 // Loads is the RT and BE occupation of the nodes under 2DCS-TDM and
@@ -119,6 +120,9 @@ func (l *Loads) Sigma(i int) float64 { return l.sigma[i] }
 // Laxity of node i is s·Ω_i − Σ_i (be-rt-mix-2001 §4.2); +Inf for a node
 // without RT processes.
 func (l *Loads) Laxity(i int) float64 { return l.share*l.Omega(i) - l.sigma[i] }
+
+// Share is s, the RT class's share of a node.
+func (l *Loads) Share() float64 { return l.share }
 
 // RTJobs is the number of RT jobs placed.
 func (l *Loads) RTJobs() int { return len(l.jobs) }
@@ -184,7 +188,7 @@ func (l *Loads) Place(id int64, j RTJob, a Admission) Decision {
 					l.sigma[p.node] = l.prev[u]
 					l.fix(p.node)
 				}
-				return Decision{Verdict: NotNow, Reason: fmt.Sprintf(
+				return Decision{Verdict: NotNow, Node: i, Reason: fmt.Sprintf(
 					"node %d, the one with the most slack, would carry %.4g s of RT work per %.4g s, more than its share %.4g s",
 					i, l.sigma[i]+work, min(l.Omega(i), gamma), cap)}
 			}
@@ -299,4 +303,31 @@ func (l *Loads) fix(i int) {
 func (l *Loads) swap(a, b int) {
 	l.heap[a], l.heap[b] = l.heap[b], l.heap[a]
 	l.pos[l.heap[a]], l.pos[l.heap[b]] = a, b
+}
+
+// NodesOf is the sorted distinct nodes RT job id's processes are placed on.
+func (l *Loads) NodesOf(id int64) []int {
+	var out []int
+	for _, p := range l.jobs[id] {
+		if !slices.Contains(out, p.node) {
+			out = append(out, p.node)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// PlaceOn puts RT job id back on known nodes without the test (a job
+// admitted before a restart): process k goes to nodes[k mod len(nodes)].
+func (l *Loads) PlaceOn(id int64, j RTJob, nodes []int) {
+	if len(nodes) == 0 || l.jobs[id] != nil {
+		return
+	}
+	var ps []placed
+	for k, w := range j.Work {
+		p := placed{node: nodes[k%len(nodes)], work: float64(j.Buffer) * w, period: j.Period()}
+		l.put(p)
+		ps = append(ps, p)
+	}
+	l.jobs[id] = ps
 }

@@ -14,6 +14,16 @@ func (r Ratio) Weights() (rt, be int) {
 	return rt, be
 }
 
+// SystemdWeights are the CPUWeight of the RT and BE slices for ps mode on
+// systemd nodes (cgroup v2 cpu.weight, 1..10000): x:y on a scale of 10000,
+// each at least 1, for the same reason as Weights.
+func (r Ratio) SystemdWeights() (rt, be int) {
+	total := r.X + r.Y
+	rt = max(1, (10000*r.X+total/2)/total)
+	be = max(1, (10000*r.Y+total/2)/total)
+	return rt, be
+}
+
 // TDMFreeze says which classes a node stops in the division owned by owner
 // (2DCS-TDM, be-rt-mix-2001 §4.2): the other class while the owner has
 // processes; nobody when the owner has none — the division is lent — so a

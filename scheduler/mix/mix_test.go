@@ -303,6 +303,15 @@ func TestWeightsAndTDMFreeze(t *testing.T) {
 			t.Errorf("%s: weights %d:%d, want %d:%d", c.r, rt, be, c.rt, c.be)
 		}
 	}
+	// systemd's cpu.weight scale (1..10000) for the slices of SSH nodes.
+	for _, c := range []struct {
+		r      Ratio
+		rt, be int
+	}{{Ratio{2, 1}, 6667, 3333}, {Ratio{1, 1}, 5000, 5000}, {Ratio{1, 0}, 10000, 1}, {Ratio{0, 3}, 1, 10000}} {
+		if rt, be := c.r.SystemdWeights(); rt != c.rt || be != c.be {
+			t.Errorf("%s: systemd weights %d:%d, want %d:%d", c.r, rt, be, c.rt, c.be)
+		}
+	}
 	for _, owner := range []Class{RT, BE} {
 		for _, rtHas := range []bool{false, true} {
 			for _, beHas := range []bool{false, true} {

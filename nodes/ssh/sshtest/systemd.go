@@ -237,3 +237,7 @@ func removeCgroup(ns string) error {
 	}
 	return last
 }
+
+// CgroupDir is the cgroup v2 directory the host's systemd sees as its root
+// (a unit's ControlGroup is below it), for tests that read cgroup files.
+func (h *Host) CgroupDir() string { return h.cgroup }

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"hora/nodes/ssh/sshtest"
+)
+
+// [mix] ps on SSH nodes running systemd: a periodic RT job's step runs in
+// hora-rt.slice and a batch job's in hora-be.slice on the same node, the
+// slices weighted 2:1 (CPUWeight 6667 and 3333).
+func TestMixPSOnSSHNodes(t *testing.T) {
+	c, _, dir := mixSSHCluster(t, "ratio = \"2:1\"\nmode = \"ps\"\n")
+	script := `grep '^0::' /proc/self/cgroup; systemctl show --property=CPUWeight hora-rt.slice hora-be.slice | tr '\n' ' '`
+	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-o", "rt.out", "--wrap", script)
+	be := c.submit(dir, "-w", "n1", "-o", "be.out", "--wrap", script)
+	for id, class := range map[string]string{rt: "rt", be: "be"} {
+		c.waitState(id, "COMPLETED")
+		out, _ := os.ReadFile(filepath.Join(dir, class+".out"))
+		want := regexp.MustCompile(`^0::/hora\.slice/hora-` + class + `\.slice/hora-job-` + id + `-batch-r0\.scope\nCPUWeight=6667 +CPUWeight=3333 $`)
+		if !want.Match(out) {
+			t.Errorf("job %s (%s) wrote %q, want its scope in hora-%s.slice and the weights 6667 3333", id, class, out, class)
+		}
+	}
+}
+
+// [mix] tdm on SSH nodes: while a periodic RT job and a batch job both run
+// on n1, horad's divisions freeze the BE slice (RT's division) and thaw it
+// again (BE's), observed in the node's cgroup.events; when horad stops,
+// both slices are left thawed.
+func TestMixTDMOnSSHNodes(t *testing.T) {
+	c, cl, dir := mixSSHCluster(t, "ratio = \"1:1\"\nmode = \"tdm\"\nperiod = 1\n")
+	gate := filepath.Join(dir, "gate")
+	loop := "while [ ! -e " + gate + " ]; do sleep 0.05; done"
+	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-o", "/dev/null", "--wrap", loop)
+	be := c.submit(dir, "-w", "n1", "-o", "/dev/null", "--wrap", loop)
+	c.waitState(rt, "RUNNING")
+	c.waitState(be, "RUNNING")
+	h := cl.Hosts[0]
+	frozen := func(class string) string {
+		b, _ := os.ReadFile(filepath.Join(h.CgroupDir(), "hora.slice", "hora-"+class+".slice", "cgroup.events"))
+		for _, l := range strings.Split(string(b), "\n") {
+			if f, ok := strings.CutPrefix(l, "frozen "); ok {
+				return f
+			}
+		}
+		return ""
+	}
+	for _, want := range []string{"1", "0", "1"} {
+		deadline := time.Now().Add(60 * time.Second)
+		for frozen("be") != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("hora-be.slice never frozen=%s", want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	c.stop()
+	for _, class := range []string{"rt", "be"} {
+		if f := frozen(class); f != "0" {
+			t.Errorf("after horad stopped, hora-%s.slice frozen=%q", class, f)
+		}
+	}
+	os.WriteFile(gate, nil, 0o644)
+}
+
+// mixSSHCluster is horad on three SSH hosts booting systemd with the given
+// [mix] table, and a directory owned by nobody to submit from.
+func mixSSHCluster(t *testing.T, mixTable string) (*cluster, *sshtest.Cluster, string) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1), sshtest.WithSystemd(2), sshtest.WithSystemd(3))
+	c := newClusterWith(t, sshConfig(cl, "", "")+"[mix]\n"+mixTable)
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+	return c, cl, dir
+}

@@ -1,0 +1,152 @@
+package ssh_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"hora/nodes"
+	hssh "hora/nodes/ssh"
+	"hora/nodes/ssh/sshtest"
+)
+
+// [mix] ps on a systemd node: an RT step's scope runs in hora-rt.slice and
+// a BE step's in hora-be.slice, whose CPUWeight are the class weights (2:1
+// here); a node without systemd refuses the step rather than run it
+// unenforced. Shares are a kernel matter (measured by nodes/cgmix's
+// benchmark), not asserted here.
+func TestMixSlicesOnSystemdNode(t *testing.T) {
+	v := start(t, 1, sshtest.WithSystemd(1))
+	h := v.c.Hosts[0]
+	v.e.Close()
+	cfg := fastConfig(v.c, v.state)
+	cfg.Mix = &hssh.Mix{RTWeight: 6667, BEWeight: 3333, RT: func(s nodes.LaunchSpec) bool {
+		return s.Key.Job == 81
+	}}
+	e, err := hssh.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	exits := collect(e)
+	for job, class := range map[int64]string{81: "rt", 82: "be"} {
+		key := nodes.StepKey{Job: job, Step: -1}
+		spec := v.spec(key, "n1", "#!/bin/sh\ngrep '^0::' /proc/self/cgroup\n")
+		if err := e.Launch(t.Context(), spec); err != nil {
+			t.Fatalf("Launch job %d: %v", job, err)
+		}
+		if st := exits.wait(t, key, hang); st.State != nodes.StepExited || st.ExitCode != 0 {
+			t.Fatalf("job %d: %+v", job, st)
+		}
+		want := "0::/hora.slice/hora-" + class + ".slice/" + unitOf(key) + ".scope\n"
+		if out := readFile(t, spec.Stdout); out != want {
+			t.Errorf("job %d cgroup %q, want %q", job, out, want)
+		}
+	}
+	for slice, w := range map[string]string{"hora-rt.slice": "6667", "hora-be.slice": "3333"} {
+		out, err := h.Systemctl("show", "--property=CPUWeight", slice)
+		if err != nil || strings.TrimSpace(out) != "CPUWeight="+w {
+			t.Errorf("%s: %q, %v; want CPUWeight=%s", slice, out, err, w)
+		}
+	}
+}
+
+// Without systemd (launcher setsid) a step under [mix] is refused, naming
+// why, and nothing runs.
+func TestMixRefusedWithoutSystemd(t *testing.T) {
+	v := start(t, 1)
+	v.e.Close()
+	cfg := fastConfig(v.c, v.state)
+	cfg.Launcher = "setsid"
+	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000}
+	e, err := hssh.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	spec := v.spec(nodes.StepKey{Job: 83, Step: -1}, "n1", "#!/bin/sh\ntrue\n")
+	if err := e.Launch(t.Context(), spec); err == nil || !strings.Contains(err.Error(), "[mix] needs systemd") {
+		t.Fatalf("Launch without systemd under [mix]: %v", err)
+	}
+}
+
+func unitOf(k nodes.StepKey) string { return fmt.Sprintf("hora-job-%d-batch-r%d", k.Job, k.Run) }
+
+// [mix] tdm on a systemd node: in an RT division the BE slice is frozen
+// while both classes have a running step, thawed in a BE division, and not
+// frozen at all when the RT class has nothing running (the division is
+// lent); "none" thaws both.
+func TestMixTDMFreezeOnSystemdNode(t *testing.T) {
+	v := start(t, 1, sshtest.WithSystemd(1))
+	h := v.c.Hosts[0]
+	v.e.Close()
+	cfg := fastConfig(v.c, v.state)
+	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000, RT: func(s nodes.LaunchSpec) bool { return s.Key.Job == 91 }}
+	e, err := hssh.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	exits := collect(e)
+	ctx := t.Context()
+	gate := v.out + "/gate"
+	keys := map[int64]nodes.StepKey{}
+	for _, job := range []int64{91, 92} {
+		keys[job] = nodes.StepKey{Job: job, Step: -1}
+		spec := v.spec(keys[job], "n1", "#!/bin/sh\nwhile [ ! -e '"+gate+"' ]; do sleep 0.05; done\n")
+		if err := e.Launch(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frozenState := func(class string) string {
+		out, err := h.Systemctl("show", "--property=ControlGroup", "hora-"+class+".slice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "ControlGroup="))
+		b, err := os.ReadFile(h.CgroupDir() + cg + "/cgroup.events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f, ok := strings.CutPrefix(l, "frozen "); ok {
+				return f
+			}
+		}
+		return "?"
+	}
+	for _, tc := range []struct {
+		owner  string
+		want   [2]bool
+		rt, be string
+	}{
+		{"rt", [2]bool{false, true}, "0", "1"},
+		{"be", [2]bool{true, false}, "1", "0"},
+		{"none", [2]bool{false, false}, "0", "0"},
+	} {
+		got, err := e.TDMDivision(ctx, "n1", tc.owner)
+		if err != nil || got != tc.want {
+			t.Fatalf("division %s: %v, %v; want %v", tc.owner, got, err, tc.want)
+		}
+		// cgroup.events says frozen once every process has stopped: wait.
+		for deadline := time.Now().Add(hang); frozenState("rt") != tc.rt || frozenState("be") != tc.be; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("division %s: slices frozen rt=%s be=%s, want %s %s", tc.owner, frozenState("rt"), frozenState("be"), tc.rt, tc.be)
+			}
+		}
+	}
+	// The RT step ends: an RT division is lent, BE is not frozen.
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if st := exits.wait(t, k, hang); st.State != nodes.StepExited {
+			t.Fatalf("%v: %+v", k, st)
+		}
+	}
+	if got, err := e.TDMDivision(ctx, "n1", "rt"); err != nil || got != [2]bool{} {
+		t.Fatalf("RT division with no RT process: %v, %v; want nothing frozen", got, err)
+	}
+}
