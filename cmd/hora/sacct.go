@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -46,6 +47,7 @@ var sacctOpts = []sbatch.Opt{
 	{Short: 'X', Long: "allocations", Arg: sbatch.NoArg, Key: "allocations"},
 	{Long: "help", Arg: sbatch.NoArg, Key: "help"},
 	{Long: "usage", Arg: sbatch.NoArg, Key: "usage"},
+	{Long: "units", Arg: sbatch.RequiredArg, Key: "units"},
 }
 
 const (
@@ -63,6 +65,12 @@ type saRow struct {
 	now   time.Time
 	tfmt  string
 	idTxt string
+	// cluster is horad's cluster_name (Slurm's ClusterName), asked of
+	// horad only when a Cluster column is shown.
+	cluster string
+	// units is --units: the unit (K M G T P) sizes are shown in; 0 = each
+	// in its own.
+	units byte
 }
 
 // saField is a sacct field: canonical name (the header), default width
@@ -136,6 +144,47 @@ func (r *saRow) exitCode() string {
 	return strconv.Itoa(r.job.ExitCode) + ":" + strconv.Itoa(r.job.Signal)
 }
 
+// sacctUnit reads --units as Slurm's get_unit_type: the first character,
+// one of K M G T P in either case.
+func sacctUnit(v string) (byte, bool) {
+	if v == "" {
+		return 0, false
+	}
+	u := v[0] &^ 0x20 // upper case
+	return u, strings.IndexByte("KMGTP", u) >= 0
+}
+
+// inUnit shows a size given in unit from in unit to, as Slurm's
+// convert_num_unit with a unit asked for: whole numbers without decimals,
+// others with two.
+func inUnit(v float64, from, to byte) string {
+	const order = "KMGTP"
+	for d := strings.IndexByte(order, to) - strings.IndexByte(order, from); d != 0; {
+		if d > 0 {
+			v, d = v/1024, d-1
+		} else {
+			v, d = v*1024, d+1
+		}
+	}
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d%c", int64(v), to)
+	}
+	return fmt.Sprintf("%.2f%c", v, to)
+}
+
+// derivedExitCode is Slurm's DerivedExitCode: the highest exit code of the
+// job's steps, the batch step not counted, so 0:0 for a batch job without
+// steps (measured on 22.05.8: a job that exits 3 shows 3:0 and 0:0).
+func (r *saRow) derivedExitCode() string {
+	code, sig := 0, 0
+	for _, st := range r.job.Steps {
+		if st.ExitCode > code || st.ExitCode == code && st.Signal > sig {
+			code, sig = st.ExitCode, st.Signal
+		}
+	}
+	return strconv.Itoa(code) + ":" + strconv.Itoa(sig)
+}
+
 func (r *saRow) nodeList() string {
 	if r.kind == 's' {
 		return orDefault(r.step.Node, "None assigned")
@@ -198,7 +247,7 @@ var sacctFields = []saField{
 	{"RTFrame", 10, func(r *saRow) string { return r.jobOnly(rtFrameText(&r.job.Spec)) }},
 	{"State", 10, (*saRow).state},
 	{"ExitCode", 8, (*saRow).exitCode},
-	{"DerivedExitCode", 10, func(r *saRow) string { return r.jobOnly(r.exitCode()) }},
+	{"DerivedExitCode", 15, func(r *saRow) string { return r.jobOnly(r.derivedExitCode()) }},
 	{"Elapsed", 10, func(r *saRow) string { return sbatch.FormatLongDuration(r.elapsed()) }},
 	{"ElapsedRaw", 10, func(r *saRow) string { return strconv.FormatInt(r.elapsed(), 10) }},
 	{"CPUTime", 10, func(r *saRow) string { return sbatch.FormatLongDuration(r.elapsed() * int64(r.cpus())) }},
@@ -231,7 +280,13 @@ var sacctFields = []saField{
 	}},
 	{"ReqCPUS", 8, func(r *saRow) string { return strconv.Itoa(jobCPUs(r.job)) }},
 	{"ReqTRES", 10, func(r *saRow) string { return reqTRES(r.job) }},
-	{"ReqMem", 10, func(r *saRow) string { return reqMem(r.job, "0") }},
+	{"ReqMem", 10, func(r *saRow) string {
+		v := reqMem(r.job, "0")
+		if n, err := strconv.ParseInt(strings.TrimSuffix(v, "M"), 10, 64); r.units != 0 && err == nil && n > 0 {
+			return inUnit(float64(n), 'M', r.units)
+		}
+		return v
+	}},
 	{"ReqNodes", 8, func(r *saRow) string { return strconv.Itoa(max(r.job.Spec.Nodes, 1)) }},
 	{"Timelimit", 10, func(r *saRow) string { return r.jobOnly(timeLimitText(r.job.Spec.TimeLimit, true)) }},
 	{"TimelimitRaw", 10, func(r *saRow) string {
@@ -257,7 +312,7 @@ var sacctFields = []saField{
 	{"Comment", 15, func(r *saRow) string { return r.jobOnly(r.job.Spec.Comment) }},
 	{"Reason", 20, func(r *saRow) string { return r.jobOnly(reasonText(r.job)) }},
 	{"Restarts", 8, func(r *saRow) string { return r.jobOnly(strconv.Itoa(r.job.Restarts)) }},
-	{"Cluster", 10, func(r *saRow) string { return "hora" }},
+	{"Cluster", 10, func(r *saRow) string { return orDefault(r.cluster, "hora") }},
 	// Usage: the batch step's peak RSS (on its .batch row, as Slurm's
 	// step accounting) and CPU time (job and .batch rows), measured by
 	// local nodes; empty where nothing was measured, as Slurm prints rows
@@ -265,6 +320,9 @@ var sacctFields = []saField{
 	{"MaxRSS", 10, func(r *saRow) string {
 		if r.kind != 'b' || r.job.MaxRSSKB <= 0 {
 			return ""
+		}
+		if r.units != 0 {
+			return inUnit(float64(r.job.MaxRSSKB), 'K', r.units)
 		}
 		return strconv.FormatInt(r.job.MaxRSSKB, 10) + "K"
 	}},
@@ -466,6 +524,12 @@ func inWindow(j *api.Job, start, end int64, states map[api.JobState]bool) bool {
 func sacctMain(ctx context.Context, env *Env, args []string) int {
 	p, err := sbatch.Getopt(sacctOpts, args, false)
 	if err != nil {
+		// sacct 22.05.8 prints glibc's complaint without the --help hint.
+		var ue *sbatch.UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(env.Stderr, "%s: %s\n", env.Prog, ue.Msg)
+			return 1
+		}
 		return usageError(env, err)
 	}
 	has := func(k string) bool { _, ok := p.Last(k); return ok }
@@ -475,7 +539,9 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprint(env.Stdout, sacctHelp)
 		return 0
 	case has("usage"):
-		fmt.Fprint(env.Stdout, sacctHelp)
+		// --usage is the first two lines of --help (22.05.8).
+		lines := strings.SplitAfterN(sacctHelp, "\n", 3)
+		fmt.Fprint(env.Stdout, lines[0]+lines[1])
 		return 0
 	case has("version"):
 		return printVersion(env)
@@ -611,6 +677,24 @@ func sacctMain(ctx context.Context, env *Env, args []string) int {
 	}
 	slices.SortStableFunc(kept, func(a, b api.Job) int { return cmp.Compare(a.ID, b.ID) })
 	rows := sacctRows(kept, has("allocations") && len(steps) == 0, now, timeFormat(env))
+	if has("units") {
+		u, ok := sacctUnit(last("units"))
+		if !ok {
+			// sacct 22.05.8: fatal("Invalid unit type").
+			fmt.Fprintf(env.Stderr, "%s: fatal: Invalid unit type\n", env.Prog)
+			return 1
+		}
+		for i := range rows {
+			rows[i].units = u
+		}
+	}
+	if slices.ContainsFunc(out.cols, func(c saCol) bool { return c.f.name == "Cluster" }) {
+		if pr, err := cl.Ping(ctxOrBackground(ctx)); err == nil {
+			for i := range rows {
+				rows[i].cluster = pr.ClusterName
+			}
+		}
+	}
 	if len(steps) > 0 {
 		rows = slices.DeleteFunc(rows, func(r saRow) bool {
 			if whole[r.job.ID] {
@@ -689,6 +773,8 @@ Options:
      -u, --user:
 	           Use this comma separated list of user names to select
                    jobs to display.
+     --units=[KMGTP]:
+                   Display values in specified unit type.
      -V, --version: Print version.
      -X, --allocations:
 	           Only show statistics relevant to the job allocation

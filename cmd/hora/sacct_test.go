@@ -75,3 +75,24 @@ func TestSacctFieldLookup(t *testing.T) {
 		t.Error("bogus field accepted")
 	}
 }
+
+func TestSacctUnits(t *testing.T) {
+	for _, c := range []struct {
+		mb   float64
+		unit string
+		want string
+	}{{100, "G", "0.10G"}, {2048, "g", "2G"}, {1, "K", "1024K"}, {100, "M", "100M"}, {3 << 20, "T", "3T"}} {
+		u, ok := sacctUnit(c.unit)
+		if !ok {
+			t.Fatalf("unit %q refused", c.unit)
+		}
+		if got := inUnit(c.mb, 'M', u); got != c.want {
+			t.Errorf("%vM in %s = %q, want %q", c.mb, c.unit, got, c.want)
+		}
+	}
+	for _, bad := range []string{"", "X", "b"} {
+		if _, ok := sacctUnit(bad); ok {
+			t.Errorf("unit %q accepted", bad)
+		}
+	}
+}

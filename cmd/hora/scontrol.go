@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -84,8 +85,13 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	if eligible == 0 {
 		eligible = j.SubmitTime
 	}
-	r.add("SubmitTime="+t(j.SubmitTime), "EligibleTime="+t(eligible))
-	r.add("AccrueTime=" + t(eligible))
+	eligibleText := t(eligible)
+	if j.State == api.StatePending && strings.HasPrefix(j.Reason, "JobHeld") {
+		// A held job is not eligible and accrues no age (22.05.8).
+		eligibleText = "Unknown"
+	}
+	r.add("SubmitTime="+t(j.SubmitTime), "EligibleTime="+eligibleText)
+	r.add("AccrueTime=" + eligibleText)
 	deadline := "N/A"
 	if j.Spec.Deadline != 0 {
 		deadline = t(j.Spec.Deadline)
@@ -109,7 +115,8 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	}
 	r.add("Partition="+j.Spec.Partition, "AllocNode:Sid="+orNull(j.Spec.SubmitHost)+":0")
 	r.add("ReqNodeList="+orNull(j.Spec.NodeList), "ExcNodeList="+orNull(j.Spec.Exclude))
-	r.add("NodeList=" + orNull(hostlist(j.Nodes)))
+	// A job that never ran has an empty NodeList (22.05.8), not (null).
+	r.add("NodeList=" + hostlist(j.Nodes))
 	if len(j.Nodes) > 0 {
 		r.add("BatchHost=" + j.Nodes[0])
 	}
@@ -184,6 +191,10 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	r.add("StdErr=" + errp)
 	r.add("StdIn=" + in)
 	r.add("StdOut=" + out)
+	// 22.05.8 ends the record with "Power=" and an empty line of its own
+	// ("Power= " at the end of -o).
+	r.add("Power=")
+	r.add("")
 	return r
 }
 
@@ -362,7 +373,14 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintf(env.Stdout, "Slurmctld(primary) at horad is DOWN\n")
 			return 1
 		}
-		fmt.Fprintf(env.Stdout, "Slurmctld(primary) at %s is UP\n", orDefault(pr.ClusterName, "horad"))
+		// Slurm names the controller's host; horad answers on a local
+		// socket, so that is this machine.
+		_ = pr
+		host, err := os.Hostname()
+		if err != nil {
+			host = "horad"
+		}
+		fmt.Fprintf(env.Stdout, "Slurmctld(primary) at %s is UP\n", host)
 		return 0
 	}
 	fmt.Fprintf(env.Stderr, "invalid keyword: %s\n", words[0])

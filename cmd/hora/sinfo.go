@@ -21,11 +21,13 @@ func init() { register("sinfo", sinfoMain) }
 // sinfo's fixed layouts (COMPAT.md §5.1; -N -l measured on 22.05.8).
 const (
 	sinfoDefaultFormat = "%#P %.5a %.10l %.6D %.6t %N"
-	sinfoSummarize     = "%#P %.5a %.10l %.16F  %N"
+	sinfoSummarize     = "%#P %.5a %.10l %.16F %N"
 	sinfoLongFormat    = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %.11i %N"
-	sinfoNodeFormat    = "%#N %.6D %#P %6t"
-	sinfoNodeLong      = "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E"
-	sinfoReasonFormat  = "%20E %9u %19H %N"
+	// -N and -N -l right-justify the partition (22.05.8 opts.c:
+	// "partition:.9"; measured by the golden suite), CPUS left-justified.
+	sinfoNodeFormat   = "%#N %.6D %#.P %6t"
+	sinfoNodeLong     = "%#N %.6D %#.P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E"
+	sinfoReasonFormat = "%20E %9u %19H %N"
 )
 
 var sinfoOpts = []sbatch.Opt{
@@ -39,6 +41,7 @@ var sinfoOpts = []sbatch.Opt{
 	{Short: 'n', Long: "nodes", Arg: sbatch.RequiredArg, Key: "nodes"},
 	{Short: 'N', Long: "Node", Arg: sbatch.NoArg, Key: "Node"},
 	{Short: 'o', Long: "format", Arg: sbatch.RequiredArg, Key: "format"},
+	{Short: 'O', Long: "Format", Arg: sbatch.RequiredArg, Key: "Format"},
 	{Short: 'p', Long: "partition", Arg: sbatch.RequiredArg, Key: "partition"},
 	{Short: 'r', Long: "responding", Arg: sbatch.NoArg, Key: "responding"},
 	{Short: 'R', Long: "list-reasons", Arg: sbatch.NoArg, Key: "list-reasons"},
@@ -140,6 +143,86 @@ func nodeState(s string, long bool) string {
 		return n[1]
 	}
 	return n[0]
+}
+
+// sinfoLongNames maps sinfo -O field names (case-insensitive) to the -o
+// letter that prints the same thing (22.05.8 opts.c _parse_long_format).
+var sinfoLongNames = map[string]byte{
+	"available": 'a', "cpus": 'c', "cpusstate": 'C', "memory": 'm', "freemem": 'e', "cpusload": 'O',
+	"nodes": 'D', "nodeaiot": 'F', "nodeaddr": 'o', "nodehost": 'n', "nodelist": 'N', "partition": 'P',
+	"partitionname": 'R', "reason": 'E', "statecompact": 't', "statelong": 'T', "time": 'l',
+	"defaulttime": 'L', "size": 's', "root": 'r', "oversubscribe": 'h', "share": 'h', "groups": 'g',
+	"socketcorethread": 'z', "disk": 'd', "weight": 'w', "features": 'f', "features_act": 'b',
+	"gres": 'G', "timestamp": 'H', "user": 'u', "reservation": 'i', "sockets": 'X', "cores": 'Y',
+	"threads": 'Z',
+}
+
+// sinfoFormatFromNames turns -O "name[:[.]size][suffix],..." into the
+// equivalent -o format; a field without a size is 20 wide, left-justified.
+func sinfoFormatFromNames(list string) (format string, bad []string) {
+	var b strings.Builder
+	for _, item := range strings.Split(list, ",") {
+		if item == "" {
+			continue
+		}
+		name, spec, _ := strings.Cut(item, ":")
+		letter, ok := sinfoLongNames[strings.ToLower(name)]
+		if !ok {
+			bad = append(bad, name)
+			continue
+		}
+		right, width, i := false, 20, 0
+		if i < len(spec) && spec[i] == '.' {
+			right = true
+			i++
+		}
+		if j := i; j < len(spec) && spec[j] >= '0' && spec[j] <= '9' {
+			width = 0
+			for ; j < len(spec) && spec[j] >= '0' && spec[j] <= '9'; j++ {
+				width = width*10 + int(spec[j]-'0')
+			}
+			i = j
+		}
+		b.WriteByte('%')
+		if right {
+			b.WriteByte('.')
+		}
+		fmt.Fprintf(&b, "%d%c%s", width, letter, spec[i:])
+	}
+	return b.String(), bad
+}
+
+// sinfoValidStates is sinfo 22.05.8's list after "valid states:".
+const sinfoValidStates = "unknown,down,idle,allocated,?,mixed,future,drain,drained,draining,no_respond,reserved,perfctrs,cloud,completing,powering_down,powered_down,power_down,powering_up,fail,maint,reboot,reboot^,unknown"
+
+// sinfoStateFilter reads -t: a comma list of node states (long or compact
+// names, case-insensitive; "drain" also means draining, "alloc" allocated,
+// "no_respond" a node that does not answer). The bad name is returned.
+func sinfoStateFilter(list string) (keep func(*api.Node) bool, bad string) {
+	valid := map[string]bool{"alloc": true, "mix": true, "comp": true, "drng": true, "futr": true, "resv": true, "unk": true, "all": true}
+	for _, s := range strings.Split(sinfoValidStates, ",") {
+		valid[s] = true
+	}
+	var want []string
+	for _, s := range splitList(list) {
+		s = strings.ToLower(s)
+		if !valid[s] {
+			return nil, s
+		}
+		want = append(want, s)
+	}
+	return func(n *api.Node) bool {
+		short, long := nodeState(n.State, false), nodeState(n.State, true)
+		for _, w := range want {
+			switch {
+			case w == "all", w == short, w == long,
+				w == "drain" && (long == "drained" || long == "draining"),
+				w == "no_respond" && n.NotResponding:
+				return true
+			}
+		}
+		return false
+	}, ""
 }
 
 // siGroup is one output line: a partition and the nodes sharing the
@@ -457,7 +540,7 @@ func writeSinfo(w io.Writer, v *sinfoView, fields []siField, groups []siGroup, h
 		for _, r := range rows {
 			wd = max(wd, len(r[fi]))
 		}
-		f.col = listing.Column{Width: wd, Trunc: true}
+		f.col = listing.Column{Width: wd, Trunc: true, Right: f.col.Right}
 	}
 	bw := bufio.NewWriter(w)
 	var line []byte
@@ -536,6 +619,14 @@ func sinfoMain(ctx context.Context, env *Env, args []string) int {
 	case has("format"):
 		v, _ := p.Last("format")
 		format = v.Val
+	case has("Format"):
+		v, _ := p.Last("Format")
+		var bad []string
+		format, bad = sinfoFormatFromNames(v.Val)
+		for _, b := range bad {
+			// sinfo 22.05.8's text, "job" included (opts.c).
+			fmt.Fprintf(env.Stderr, "%s: error: Invalid job format specification: %s\n", env.Prog, b)
+		}
 	case env.Getenv("SINFO_FORMAT") != "":
 		format = env.Getenv("SINFO_FORMAT")
 	case has("list-reasons"):
@@ -574,6 +665,15 @@ func sinfoMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "slurm_load_partitions: %s\n", apiErrText(err))
 		return 1
 	}
+	if v, ok := p.Last("states"); ok {
+		keep, bad := sinfoStateFilter(v.Val)
+		if bad != "" {
+			fmt.Fprintf(env.Stderr, "%s: error: Bad state string: \"%s\"\n", env.Prog, bad)
+			fmt.Fprintf(env.Stderr, "%s: error: valid states: %s\n", env.Prog, sinfoValidStates)
+			return 1
+		}
+		view.nodes = slices.DeleteFunc(view.nodes, func(n api.Node) bool { return !keep(&n) })
+	}
 	if v, ok := p.Last("nodes"); ok {
 		names, err := sbatch.ExpandHostlist(v.Val)
 		if err != nil {
@@ -587,6 +687,10 @@ func sinfoMain(ctx context.Context, env *Env, args []string) int {
 		groups = view.reasonGroups()
 	} else {
 		groups = view.groups(fields, perNode, onlyParts)
+	}
+	if has("states") {
+		// Partitions left without a node of the asked states are not shown.
+		groups = slices.DeleteFunc(groups, func(g siGroup) bool { return len(g.nodes) == 0 })
 	}
 	header := !has("noheader")
 	if header && long {
@@ -614,6 +718,7 @@ const sinfoHelp = `Usage: sinfo [OPTIONS]
   -n, --nodes=NODES          report on specific node(s)
   -N, --Node                 Node-centric format
   -o, --format=format        format specification
+  -O, --Format=format        long format specification
   -p, --partition=PARTITION  report on specific partition
   -r, --responding           report only responding nodes
   -R, --list-reasons         list reason nodes are down or drained

@@ -86,7 +86,8 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Names: []string{"deadline"}, Header: "DEADLINE", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, j.Spec.Deadline) }},
 	{Letter: 'Q', Names: []string{"prioritylong"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.Priority, 10) }},
 	{Letter: 'p', Names: []string{"priority"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string {
-		return strconv.FormatFloat(float64(j.Priority)/4294967295, 'f', 8, 64)
+		// squeue prints the normalised priority with %.14f (print.c).
+		return strconv.FormatFloat(float64(j.Priority)/4294967295, 'f', 14, 64)
 	}},
 	{Letter: 'q', Names: []string{"qos"}, Header: "QOS", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.QOS) }},
 	{Letter: 'a', Names: []string{"account"}, Header: "ACCOUNT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Account) }},
@@ -103,7 +104,7 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Names: []string{"numtasks"}, Header: "TASKS", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(max(j.Spec.NTasks, 1)) }},
 	{Letter: 'o', Names: []string{"command"}, Header: "COMMAND", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Command) }},
 	{Letter: 'k', Names: []string{"comment"}, Header: "COMMENT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Comment) }},
-	{Letter: 'm', Names: []string{"minmemory"}, Header: "MIN_MEMORY", Value: func(_ *listing.Ctx, j *api.Job) string { return reqMem(j, "0M") }},
+	{Letter: 'm', Names: []string{"minmemory"}, Header: "MIN_MEMORY", Value: func(_ *listing.Ctx, j *api.Job) string { return reqMem(j, "0") }},
 	{Letter: 'b', Names: []string{"tres-per-node"}, Header: "TRES_PER_NODE", Value: func(_ *listing.Ctx, j *api.Job) string { return tresPerNode(j) }},
 	{Letter: 'c', Names: []string{"mincpus"}, Header: "MIN_CPUS", Value: sqCPUsPerTask},
 	{Letter: 'd', Names: []string{"mintmpdisk"}, Header: "MIN_TMP_DISK", Value: sqConst("0")},
@@ -111,6 +112,7 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Letter: 'B', Names: []string{"batchhost"}, Header: "EXEC_HOST", Value: sqBatchHost},
 	{Letter: 'Y', Names: []string{"schednodes"}, Header: "SCHEDNODES", Value: sqConst("(null)")},
 	{Letter: 'y', Names: []string{"nice"}, Header: "NICE", Value: sqConst("0")},
+	{Letter: 'h', Names: []string{"oversubscribe"}, Header: "OVER_SUBSCRIBE", Value: sqConst("OK")},
 	{Letter: 'x', Names: []string{"excnodes"}, Header: "EXC_NODES", Value: sqConst("")},
 	{Letter: 'n', Names: []string{"reqnodes"}, Header: "REQ_NODES", Value: sqConst("")},
 	{Letter: 'w', Names: []string{"wckey"}, Header: "WCKEY", Value: sqConst("(null)")},
@@ -230,21 +232,12 @@ func writeSqueue(w io.Writer, jobs []api.Job, fields listing.Format[api.Job], he
 	return fields.Write(w, jobs, listing.NewCtx(now, tfmt, sbatch.FormatSqueueDuration), header)
 }
 
-// stateRank orders states for the 't'/'T' sort keys. Measured on 22.05.8
-// (COMPAT.md): with the default sort a running job is listed above a pending
-// one of the same partition, so active states rank first.
-func stateRank(s api.JobState) int {
-	switch s {
-	case api.StateRunning:
-		return 0
-	case api.StateCompleting:
-		return 1
-	case api.StateSuspended:
-		return 2
-	case api.StatePending:
-		return 3
-	}
-	return 4 + slices.Index(api.AllStates, s)
+// compareStates orders states for the 't'/'T' sort keys as squeue 22.05
+// does (src/squeue/sort.c compares job_state_string alphabetically), so
+// with the default sort COMPLETED < FAILED < PENDING < RUNNING; measured
+// by the golden suite (cmd/horad/testdata/golden).
+func compareStates(a, b api.JobState) int {
+	return strings.Compare(string(a), string(b))
 }
 
 // sortKey is one -S key: a field letter, descending when prefixed by '-'.
@@ -286,7 +279,7 @@ func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
 			case 'P':
 				d = strings.Compare(a.Spec.Partition, b.Spec.Partition)
 			case 't', 'T':
-				d = stateRank(a.State) - stateRank(b.State)
+				d = compareStates(a.State, b.State)
 			case 'p', 'Q':
 				d = cmp.Compare(a.Priority, b.Priority)
 			case 'j':
@@ -319,7 +312,9 @@ func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
 				return d
 			}
 		}
-		return cmp.Compare(a.ID, b.ID)
+		// Equal keys: newest first, as squeue 22.05.8 lists two held jobs
+		// (both priority 0) of the same partition.
+		return cmp.Compare(b.ID, a.ID)
 	})
 }
 
@@ -329,6 +324,9 @@ func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
 // job booked ahead its planned start (Slurm prints expected starts too).
 func shownStart(j *api.Job) int64 {
 	if j.StartTime == 0 && j.State == api.StatePending {
+		if j.ExpectedStart == 0 && j.Spec.Begin > 0 {
+			return j.Spec.Begin // waiting for --begin: Slurm shows that time
+		}
 		return j.ExpectedStart
 	}
 	return j.StartTime
@@ -364,8 +362,9 @@ func (q *squeueQuery) match(j *api.Job) bool {
 		if !q.states[j.State] {
 			return false
 		}
-	} else if len(q.ids) == 0 && j.State.Finished() {
-		// Without -t, finished jobs show only when named by -j.
+	} else if j.State.Finished() {
+		// Without -t, finished jobs do not show, even when named by -j
+		// (measured on 22.05.8: the golden suite's "squeue -j $C1").
 		return false
 	}
 	if len(q.ids) > 0 && !slices.Contains(q.ids, j.ID) {
@@ -407,7 +406,9 @@ func (q *squeueQuery) match(j *api.Job) bool {
 func (q *squeueQuery) filter() api.JobFilter {
 	f := api.JobFilter{IDs: q.ids, Users: q.users, Partitions: q.partitions, Names: q.names}
 	if len(q.ids) > 0 {
-		f.All = true
+		// With ids the other filters stay client-side too: a known job
+		// that -p, -u or -n hides must not look unknown.
+		f = api.JobFilter{IDs: q.ids, All: true}
 	}
 	for s := range q.states {
 		f.All = f.All || s.Finished()

@@ -73,6 +73,12 @@ func newCluster(t testing.TB) *cluster { return newClusterWith(t, "") }
 // newClusterWith starts horad with the given hora.toml text ("" = the
 // embedded default).
 func newClusterWith(t testing.TB, configText string) *cluster {
+	return newClusterSeeded(t, configText, nil)
+}
+
+// newClusterSeeded is newClusterWith with a hook that may prepare the state
+// directory (the store) before horad first starts.
+func newClusterSeeded(t testing.TB, configText string, seed func(varDir string)) *cluster {
 	dir, err := os.MkdirTemp("", "hora-e2e-")
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +94,12 @@ func newClusterWith(t testing.TB, configText string) *cluster {
 		if err := os.WriteFile(c.config, []byte(configText), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if seed != nil {
+		if err := os.MkdirAll(c.varDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		seed(c.varDir)
 	}
 	c.start()
 	t.Cleanup(c.stop)

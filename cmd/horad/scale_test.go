@@ -103,7 +103,7 @@ default = true
 			t.Fatalf("squeue listed %d jobs, want %d", n, pending)
 		}
 	}, "squeue", "-h")
-	day := time.Unix(now, 0).UTC().Truncate(24*time.Hour).Add(-3 * 24 * time.Hour)
+	day := time.Unix(now, 0).UTC().Truncate(24 * time.Hour).Add(-3 * 24 * time.Hour)
 	timed("sacct of one user's day", 5, func(r result) {
 		if strings.Count(r.stdout, "\n") == 0 {
 			t.Fatalf("sacct found nothing for the user's day")

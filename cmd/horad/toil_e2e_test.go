@@ -10,8 +10,10 @@ import (
 	"time"
 )
 
-// toilWorkflow is a two-job toil workflow: hello's value is written by a
-// follow-on; --disableChaining makes each a batch job of its own.
+// toilWorkflow is a two-job toil workflow: hello's value ("hello <the
+// batch system>") is written by a follow-on; --disableChaining makes each a
+// batch job of its own. TestToilTorqueEndToEnd and TestToilSlurmEndToEnd
+// run it.
 const toilWorkflow = `import sys
 from toil.common import Toil
 from toil.job import Job
@@ -27,7 +29,7 @@ if __name__ == "__main__":
     parser = Job.Runner.getDefaultArgumentParser()
     parser.add_argument("--out", required=True)
     options = parser.parse_args()
-    root = Job.wrapJobFn(hello, "torque")
+    root = Job.wrapJobFn(hello, options.batchSystem)
     root.addFollowOnJobFn(write, root.rv(), options.out)
     with Toil(options) as toil:
         toil.start(root)

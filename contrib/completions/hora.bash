@@ -68,7 +68,7 @@ _hora_scancel() {
 }
 complete -F _hora_scancel scancel
 _hora_sinfo() {
-	_hora_complete '--all -a --dead -d --exact -e --noheader -h --iterate -i --long -l --clusters -M --nodes -n --Node -N --format -o --partition -p --responding -r --list-reasons -R --summarize -s --sort -S --states -t --verbose -v --version -V --help --usage' '' '--iterate -i --clusters -M --nodes -n --format -o --partition -p --sort -S --states -t'
+	_hora_complete '--all -a --dead -d --exact -e --noheader -h --iterate -i --long -l --clusters -M --nodes -n --Node -N --format -o --Format -O --partition -p --responding -r --list-reasons -R --summarize -s --sort -S --states -t --verbose -v --version -V --help --usage' '' '--iterate -i --clusters -M --nodes -n --format -o --Format -O --partition -p --sort -S --states -t'
 }
 complete -F _hora_sinfo sinfo
 _hora_scontrol() {
@@ -76,6 +76,6 @@ _hora_scontrol() {
 }
 complete -F _hora_scontrol scontrol
 _hora_sacct() {
-	_hora_complete '--allusers -a --accounts -A --array --brief -b --duplicates -D --delimiter --helpformat -e --endtime -E --jobs -j --allclusters -L --long -l --clusters -M --noheader -n --name --format -o --parsable -p --parsable2 -P --partition -r --state -s --starttime -S --user -u --verbose -v --version -V --allocations -X --help --usage' '' '--accounts -A --delimiter --endtime -E --jobs -j --clusters -M --name --format -o --partition -r --state -s --starttime -S --user -u'
+	_hora_complete '--allusers -a --accounts -A --array --brief -b --duplicates -D --delimiter --helpformat -e --endtime -E --jobs -j --allclusters -L --long -l --clusters -M --noheader -n --name --format -o --parsable -p --parsable2 -P --partition -r --state -s --starttime -S --user -u --verbose -v --version -V --allocations -X --help --usage --units' '' '--accounts -A --delimiter --endtime -E --jobs -j --clusters -M --name --format -o --partition -r --state -s --starttime -S --user -u --units'
 }
 complete -F _hora_sacct sacct

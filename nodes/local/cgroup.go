@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"hora/nodes"
 )
@@ -173,13 +175,40 @@ func enterCgroups(pid int, dirs ...string) error {
 // removeCgroups removes a step's cgroups once its processes are gone, and
 // its parents (node, horad) when they are left empty (a parent with other
 // steps is busy and stays).
+//
+// A step's processes can outlive its shepherd (a job's background process,
+// or a process the OOM killer or a TERM left dying under a loaded machine):
+// as slurmstepd does at a step's end, what is left in the step's groups is
+// killed, and the removal is tried again for a few seconds while the kernel
+// reaps them, so that no empty group is left behind.
 func (e *Executor) removeCgroups(node string, key nodes.StepKey) {
 	name := e.cgroupName(node, key)
 	for _, c := range []string{"cpuset", "memory"} {
-		for dir := filepath.Join(cgroupRoot, c, name); dir != filepath.Join(cgroupRoot, c); dir = filepath.Dir(dir) {
+		step := filepath.Join(cgroupRoot, c, name)
+		for try := 0; try < 50; try++ {
+			killCgroupProcs(step)
+			if err := os.Remove(step); err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for dir := filepath.Dir(step); dir != filepath.Join(cgroupRoot, c); dir = filepath.Dir(dir) {
 			if os.Remove(dir) != nil {
 				break
 			}
+		}
+	}
+}
+
+// killCgroupProcs sends SIGKILL to every process still in a cgroup.
+func killCgroupProcs(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }

@@ -269,7 +269,11 @@ func (f Format[R]) AppendHeader(b []byte) []byte {
 			b = append(b, it.Text...)
 			continue
 		}
-		b = AppendCol(b, it.Field.Header, it.Col)
+		// A header is cut to its width even where the values are kept
+		// whole (squeue -l's "TIME_LIMI": Slurm's _print_str(title, ..., cut)).
+		hc := it.Col
+		hc.Trunc = hc.Width > 0
+		b = AppendCol(b, it.Field.Header, hc)
 		b = append(b, it.Suffix...)
 	}
 	return append(b, '\n')
