@@ -162,13 +162,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 	}
 	defer resp.body.Close()
 	if resp.status/100 != 2 {
-		e := &Error{}
-		b, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
-		if json.Unmarshal(b, e) != nil || e.Message == "" {
-			e.Message = fmt.Sprintf("horad: %s: %s", resp.statusText, strings.TrimSpace(string(b)))
-			e.Code = CodeInternal
-		}
-		return e
+		return errorAnswer(resp)
 	}
 	if out == nil {
 		return nil
@@ -186,6 +180,18 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		return fmt.Errorf("horad at %s: decoding the answer to %s %s: %w", c.Socket, method, path, err)
 	}
 	return nil
+}
+
+// errorAnswer is the *Error of a refused request: the daemon's own, or
+// one made of the status line and body of something else that answered.
+func errorAnswer(resp *response) *Error {
+	e := &Error{}
+	b, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
+	if json.Unmarshal(b, e) != nil || e.Message == "" {
+		e.Message = fmt.Sprintf("horad: %s: %s", resp.statusText, strings.TrimSpace(string(b)))
+		e.Code = CodeInternal
+	}
+	return e
 }
 
 // readBody reads a whole body, in one allocation when its length is known.
@@ -418,13 +424,7 @@ func (c *Client) RunStep(ctx context.Context, r StepRun, frame func(StepFrame)) 
 	}
 	defer resp.body.Close()
 	if resp.status/100 != 2 {
-		e := &Error{}
-		b, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
-		if json.Unmarshal(b, e) != nil || e.Message == "" {
-			e.Message = fmt.Sprintf("horad: %s: %s", resp.statusText, strings.TrimSpace(string(b)))
-			e.Code = CodeInternal
-		}
-		return e
+		return errorAnswer(resp)
 	}
 	dec := json.NewDecoder(resp.body)
 	for {
