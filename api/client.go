@@ -162,13 +162,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 	}
 	defer resp.body.Close()
 	if resp.status/100 != 2 {
-		e := &Error{}
-		b, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
-		if json.Unmarshal(b, e) != nil || e.Message == "" {
-			e.Message = fmt.Sprintf("horad: %s: %s", resp.statusText, strings.TrimSpace(string(b)))
-			e.Code = CodeInternal
-		}
-		return e
+		return errorAnswer(resp)
 	}
 	if out == nil {
 		return nil
@@ -186,6 +180,18 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		return fmt.Errorf("horad at %s: decoding the answer to %s %s: %w", c.Socket, method, path, err)
 	}
 	return nil
+}
+
+// errorAnswer is the *Error of a refused request: the daemon's own, or
+// one made of the status line and body of something else that answered.
+func errorAnswer(resp *response) *Error {
+	e := &Error{}
+	b, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
+	if json.Unmarshal(b, e) != nil || e.Message == "" {
+		e.Message = fmt.Sprintf("horad: %s: %s", resp.statusText, strings.TrimSpace(string(b)))
+		e.Code = CodeInternal
+	}
+	return e
 }
 
 // readBody reads a whole body, in one allocation when its length is known.
@@ -427,4 +433,37 @@ func (c *Client) AllocDone(ctx context.Context, r AllocDone) error {
 func (c *Client) AllocEnv(ctx context.Context, id int64) (*AllocEnv, error) {
 	out := &AllocEnv{}
 	return out, c.do(ctx, "GET", PathAllocEnv+"?id="+strconv.FormatInt(id, 10), nil, out)
+}
+
+// RunStep asks horad to run a remote step's tasks and calls frame for each
+// StepFrame as it arrives, until the stream ends. Cancelling ctx closes
+// the stream, which makes horad kill the tasks. The client's message
+// timeout does not apply: the stream lasts as long as the tasks.
+func (c *Client) RunStep(ctx context.Context, r StepRun, frame func(StepFrame)) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	resp, err := c.t.roundTrip(ctx, "POST", PathStepRun, [][2]string{{"Content-Type", "application/json"}}, b)
+	if err != nil {
+		return fmt.Errorf("horad at %s: %w", c.Socket, err)
+	}
+	defer resp.body.Close()
+	if resp.status/100 != 2 {
+		return errorAnswer(resp)
+	}
+	dec := json.NewDecoder(resp.body)
+	for {
+		var f StepFrame
+		if err := dec.Decode(&f); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("horad at %s: reading the step's output: %w", c.Socket, err)
+		}
+		frame(f)
+	}
 }

@@ -7,6 +7,7 @@ const (
 	PathStepCreate  = "/v1/steps/create"  // POST StepRequest → StepGrant
 	PathStepStarted = "/v1/steps/started" // POST StepStarted → StepEndResponse
 	PathStepEnd     = "/v1/steps/end"     // POST StepEnd → StepEndResponse
+	PathStepRun     = "/v1/steps/run"     // POST StepRun → a stream of StepFrame (SSH nodes)
 	PathAllocDone   = "/v1/jobs/complete" // POST AllocDone → CancelResponse
 	PathAllocEnv    = "/v1/jobs/env"      // GET ?id= → AllocEnv
 )
@@ -61,6 +62,39 @@ type StepGrant struct {
 	// Env is the job's SLURM_* environment (as AllocEnv), for tasks of
 	// an srun started outside the batch script.
 	Env []string `json:"env,omitempty"`
+	// Remote: the step's nodes are SSH hosts; srun does not fork the
+	// tasks but asks horad to run them (PathStepRun, docs/steps.md).
+	Remote bool `json:"remote,omitempty"`
+}
+
+// StepRun asks horad to run the tasks of a granted remote step on its
+// nodes, as the job's owner, and stream their output back.
+type StepRun struct {
+	JobID  int64      `json:"job_id"`
+	StepID int        `json:"step_id"`
+	Tasks  []StepTask `json:"tasks"`
+}
+
+// StepTask is one task of a StepRun.
+type StepTask struct {
+	ID      int      `json:"id"`
+	Node    string   `json:"node"` // one of the grant's nodes
+	Argv    []string `json:"argv"`
+	Env     []string `json:"env"`
+	WorkDir string   `json:"workdir"`
+}
+
+// StepFrame is one line of a StepRun's answer: output of a task (Stream 1
+// stdout, 2 stderr) or its end (End: Exit or Signal; Error when horad
+// could not run it at all).
+type StepFrame struct {
+	Task   int    `json:"t"`
+	Stream int    `json:"s,omitempty"`
+	Data   []byte `json:"d,omitempty"`
+	End    bool   `json:"end,omitempty"`
+	Exit   int    `json:"exit,omitempty"`
+	Signal int    `json:"sig,omitempty"`
+	Error  string `json:"err,omitempty"`
 }
 
 // StepStarted tells horad the process group holding a step's tasks, so

@@ -68,6 +68,7 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("GET "+api.PathBackup, c.hBackup)
 	c.routeNodeOps(mux)
 	c.routeSteps(mux)
+	c.routeRemoteSteps(mux)
 	return &http.Server{
 		Handler:           mux,
 		ConnContext:       connContext,

@@ -35,6 +35,11 @@ type srunStep struct {
 	pgid      int
 	pidfd     *os.File
 	cancelled bool
+	// Remote steps (SSH nodes): horad runs the tasks (runRemoteStep);
+	// stopRun kills them, once they were asked for.
+	remote  bool
+	ran     bool
+	stopRun context.CancelFunc
 }
 
 // allocHoldScript holds the nodes of an salloc/srun allocation: the
@@ -115,9 +120,10 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	case j.State == api.StateSuspended:
 		// ESLURM_DISABLED: srun retries until the job is resumed.
 		return nil, stepErr(api.CodeStepBusy, "Requested operation is presently disabled")
-	case j.Spec.Load > 0 || c.cfg.Executor != "local":
-		// Chunks of a divisible job are its steps already; tasks on SSH
-		// nodes would need srun on every node (docs/steps.md).
+	case j.Spec.Load > 0 || (c.cfg.Executor != "local" && c.taskRunner() == nil):
+		// Chunks of a divisible job are its steps already; tasks on
+		// nodes srun cannot fork on need an executor that runs them
+		// (docs/steps.md).
 		return nil, stepErr(api.CodeDisabled, "Requested operation is presently disabled")
 	case req.Nodes < 0 || req.NTasks < 0 || req.NTasksPerNode < 0 || req.CPUsPerTask < 0:
 		return nil, stepErr(api.CodeBadRequest, "Invalid node count specified")
@@ -144,6 +150,9 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	}
 	j.Steps = append(j.Steps, step)
 	ss := &srunStep{id: id, nodes: grant.Nodes, cpus: grant.CPUs, srunPID: who.PID}
+	if c.cfg.Executor != "local" {
+		grant.Remote, ss.remote = true, true
+	}
 	if req.Overlap {
 		ss.cpus = make([]int, len(grant.Nodes))
 	}
@@ -344,6 +353,9 @@ func (c *Controller) recordSrunEndLocked(ctx context.Context, j *job, s *srunSte
 		j.Steps[i] = step
 	}
 	delete(j.srun, s.id)
+	if s.stopRun != nil {
+		s.stopRun() // a remote step's tasks end with it
+	}
 	if s.pidfd != nil {
 		_ = s.pidfd.Close() // wakes watchSrun, which then finds the step gone
 	}
@@ -394,6 +406,12 @@ func (c *Controller) watchSrun(jobID int64, s *srunStep) {
 // user, so a stale group id never aims root at someone else's processes.
 // Every process is looked at (a group's leader may have exited).
 func (c *Controller) killStepTasks(s *srunStep, uid uint32, sig syscall.Signal) {
+	if s.stopRun != nil && sig == syscall.SIGKILL {
+		// A remote step: its tasks' scopes are killed on their nodes.
+		// Other signals do not reach remote tasks yet (docs/steps.md).
+		s.stopRun()
+		return
+	}
 	if s.pgid <= 1 {
 		return
 	}

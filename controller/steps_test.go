@@ -112,3 +112,40 @@ func TestCreateStepRefusals(t *testing.T) {
 		t.Errorf("a refused step was recorded: %+v %v", j.Steps, j.srun)
 	}
 }
+
+// A remote step's tasks run only for the srun granted the step (or root),
+// only on the step's nodes, once, and as the job's owner from the record.
+func TestClaimRemoteStep(t *testing.T) {
+	f := newFixture(t)
+	c := f.controller(t)
+	c.mu.Lock()
+	c.addJob(&job{Job: api.Job{ID: 60, UID: 1000, GID: 1000, State: api.StateRunning, Nodes: []string{"n1", "n2"}}, launched: true,
+		srun: map[int]*srunStep{0: {id: 0, nodes: []string{"n1"}, srunPID: 4242, remote: true}, 1: {id: 1, nodes: []string{"n1"}, srunPID: 4243}}})
+	c.mu.Unlock()
+	task := func(node string, id int) api.StepTask {
+		return api.StepTask{ID: id, Node: node, Argv: []string{"true"}}
+	}
+	for _, tc := range []struct {
+		name string
+		who  *Caller
+		req  api.StepRun
+		code string
+	}{
+		{"another user", &Caller{UID: 1001, PID: 4242}, api.StepRun{JobID: 60, Tasks: []api.StepTask{task("n1", 0)}}, api.CodeAccessDenied},
+		{"another process of the owner", &Caller{UID: 1000, PID: 99}, api.StepRun{JobID: 60, Tasks: []api.StepTask{task("n1", 0)}}, api.CodeAccessDenied},
+		{"a node outside the step", &Caller{UID: 1000, PID: 4242}, api.StepRun{JobID: 60, Tasks: []api.StepTask{task("n2", 0)}}, api.CodeInvalidNodeCount},
+		{"a task twice", &Caller{UID: 1000, PID: 4242}, api.StepRun{JobID: 60, Tasks: []api.StepTask{task("n1", 0), task("n1", 0)}}, api.CodeBadRequest},
+		{"a local step", &Caller{UID: 1000, PID: 4243}, api.StepRun{JobID: 60, StepID: 1, Tasks: []api.StepTask{task("n1", 0)}}, api.CodeInvalidJobID},
+	} {
+		if _, err := c.claimRemoteStep(tc.who, tc.req, func() {}); err == nil || err.Code != tc.code {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
+		}
+	}
+	specs, err := c.claimRemoteStep(&Caller{UID: 1000, PID: 4242}, api.StepRun{JobID: 60, Tasks: []api.StepTask{task("n1", 0), task("n1", 1)}}, func() {})
+	if err != nil || len(specs) != 2 || specs[0].UID != 1000 || specs[0].GID != 1000 || specs[1].Node != "n1" {
+		t.Fatalf("the granted srun: %+v, %v", specs, err)
+	}
+	if _, err := c.claimRemoteStep(&Caller{UID: 0, PID: 1}, api.StepRun{JobID: 60, Tasks: []api.StepTask{task("n1", 0)}}, func() {}); err == nil || err.Code != api.CodeAlreadyDone {
+		t.Errorf("a second run of the step: %v", err)
+	}
+}

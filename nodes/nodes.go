@@ -119,6 +119,33 @@ type Executor interface {
 	Close() error
 }
 
+// TaskSpec is one task of a job step that horad starts on an SSH node for
+// an srun running on the submit host (docs/steps.md, "SSH nodes").
+type TaskSpec struct {
+	Node     string
+	Key      StepKey // the step the task belongs to
+	Task     int     // the task's id in the step (SLURM_PROCID)
+	UID, GID uint32  // the job's owner: horad's record, never the client's word
+	WorkDir  string
+	Env      []string // exactly the task's environment (KEY=VALUE)
+	Argv     []string
+	CPUs     []int // AllowedCPUs of the task's scope; none: not restricted
+	MemMB    int64 // MemoryMax of the task's scope; 0: not restricted
+}
+
+// TaskExit is how a task ended: its exit code, or the signal that killed it.
+type TaskExit struct {
+	Code   int
+	Signal Signum // 0 unless killed by a signal
+}
+
+// TaskRunner is an executor that starts single tasks of a step itself and
+// streams their output back (nodes/ssh: over the pooled connections), for
+// steps whose srun cannot fork on the step's nodes.
+type TaskRunner interface {
+	RunTask(ctx context.Context, spec TaskSpec, stdout, stderr io.Writer) (TaskExit, error)
+}
+
 // Signum is a POSIX signal number (syscall.Signal values on Linux).
 type Signum int
 

@@ -288,10 +288,15 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 	g := l.grant
 	exits := make(chan exit, len(l.tasks))
 	running := 0
+	var stopRemote context.CancelFunc
+	if g.Remote {
+		running, stopRemote = l.startRemote(ctx, cl, exits)
+		defer stopRemote()
+	}
 	// Start every task before waiting for any: a task that exits at once
 	// stays a zombie, which keeps the process group alive for the others.
 	for _, t := range l.tasks {
-		if t.cmd == nil {
+		if t.cmd == nil || g.Remote {
 			continue
 		}
 		if l.pgid != 0 {
@@ -317,7 +322,7 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 		}()
 	}
 	for _, t := range l.tasks {
-		if t.cmd == nil || t.startErr != nil {
+		if t.cmd == nil || t.startErr != nil || g.Remote {
 			continue
 		}
 		go func(t *task) {
@@ -348,6 +353,11 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 	killed := false
 	var signalled []string
 	kill := func(sig syscall.Signal) {
+		if stopRemote != nil && (sig == syscall.SIGKILL || sig == syscall.SIGTERM) {
+			// Remote tasks are only killed (docs/steps.md).
+			stopRemote()
+			return
+		}
 		if l.pgid != 0 {
 			_ = syscall.Kill(-l.pgid, sig)
 		}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"hora/nodes/ssh/sshtest"
+)
+
+// srun on the submit host with executor = "ssh": horad runs the step's
+// tasks on two real OpenSSH hosts over its pooled connections, as the
+// job's owner, and streams their output back: -l labels, the per-task
+// environment, and Slurm's exit code rule (the largest exit code; a
+// signalled task outranks exit codes).
+func TestSrunOnSSHNodesEndToEnd(t *testing.T) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3)
+	c := newClusterWith(t, sshConfig(cl, "", ""))
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+
+	r := c.run(65534, dir, "srun", "-N2", "-n4", "-l", "sh", "-c",
+		`echo "$SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME $SLURM_STEP_NUM_TASKS $SLURM_STEP_NODELIST $(id -u) $(pwd)"; echo "err $SLURM_PROCID" >&2; exit $SLURM_PROCID`)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	slices.Sort(lines)
+	want := []string{
+		"0: 0 0 0 n1 4 n[1-2] 65534 " + dir,
+		"1: 1 1 0 n1 4 n[1-2] 65534 " + dir,
+		"2: 2 0 1 n2 4 n[1-2] 65534 " + dir,
+		"3: 3 1 1 n2 4 n[1-2] 65534 " + dir,
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("srun -N2 -n4 -l stdout:\n%s\nwant (sorted):\n%s", r.stdout, strings.Join(want, "\n"))
+	}
+	for _, l := range []string{"0: err 0\n", "3: err 3\n", "srun: error: n1: task 1: Exited with exit code 1\n",
+		"srun: error: n2: task 3: Exited with exit code 3\n"} {
+		if !strings.Contains(r.stderr, l) {
+			t.Errorf("srun stderr lacks %q:\n%s", l, r.stderr)
+		}
+	}
+	if r.code != 3 {
+		t.Errorf("srun exit %d, want 3 (the largest task exit)", r.code)
+	}
+
+	// A task killed by TERM outranks the other's exit code: 128+15.
+	r = c.run(65534, dir, "srun", "-N2", "-n2", "sh", "-c", `[ "$SLURM_PROCID" = 1 ] && kill -TERM $$; exit 5`)
+	if r.code != 143 || !strings.Contains(r.stderr, "srun: error: n2: task 1: Terminated\n") ||
+		!strings.Contains(r.stderr, "srun: error: n1: task 0: Exited with exit code 5\n") {
+		t.Errorf("srun with a signalled task: %+v", r)
+	}
+	// The steps are recorded: sacct shows both with their states.
+	r = c.run(65534, dir, "sacct", "-n", "-P", "-o", "JobID,State,ExitCode")
+	if !strings.Contains(r.stdout, ".0|FAILED|3:0") || !strings.Contains(r.stdout, ".0|FAILED|0:15") {
+		t.Errorf("sacct after the two sruns:\n%s", r.stdout)
+	}
+}

@@ -1,0 +1,141 @@
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"hora/nodes"
+)
+
+// taskUnit names the scope of one task: the step's unit name plus the task.
+func taskUnit(spec nodes.TaskSpec) string {
+	return unitName(spec.Key) + "-t" + strconv.Itoa(spec.Task)
+}
+
+// shTask runs one task in the foreground of its session: in its own
+// systemd scope where systemd runs (AllowedCPUs/MemoryMax from props), as
+// the job's owner (setpriv), in its working directory (entered as the
+// owner, so a directory the owner cannot enter is refused), with exactly
+// the given environment and default signal dispositions. Its stdout and
+// stderr are the session's. A task killed by signal N is reported by the
+// shell killing itself with N, so sshd sends exit-signal rather than
+// exit-status 128+N.
+//
+// $1 uid, $2 gid, $3 unit, $4 props ("-" for none), $5 workdir, then
+// the environment entries, then argv (whose first word has no "=", or env
+// would take it for one more entry: RunTask refuses such a program name).
+const shTask = `
+uid=$1 gid=$2 unit=$3 props=$4 dir=$5
+shift 5
+pargs=
+if [ "$props" != - ]; then
+	set -f; _ifs=$IFS; IFS=';'
+	for _p in $props; do pargs="$pargs -p $_p"; done
+	IFS=$_ifs; set +f
+fi
+run=
+if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
+	unitgone "$unit.scope"
+	run="systemd-run --scope --quiet --collect $pargs --unit=$unit --"
+fi
+$run setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c '
+	cd -- "$1" 2>/dev/null || { printf "slurmstepd: error: couldn\047t chdir to \140%s\047: No such file or directory: going to /tmp instead\n" "$1" >&2; cd /tmp || exit 1; }
+	shift
+	if env --default-signal true 2>/dev/null; then ds=--default-signal; else ds=; fi
+	exec env $ds -i "$@"
+' hora-task "$dir" "$@" </dev/null
+rc=$?
+if [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ]; then
+	trap - "$((rc-128))" 2>/dev/null
+	kill -s "$((rc-128))" $$ 2>/dev/null
+fi
+exit "$rc"
+`
+
+// RunTask runs one task of a step on spec.Node over the node's pooled
+// connection, copying its stdout and stderr to the writers as they come,
+// and returns how it ended. Cancelling ctx kills the task's scope (where
+// systemd runs; without systemd, closing the session leaves the task to
+// its next write). Arguments and environment go to the node as quoted
+// words; the owner's uid and gid are horad's record.
+func (e *Executor) RunTask(ctx context.Context, spec nodes.TaskSpec, stdout, stderr io.Writer) (nodes.TaskExit, error) {
+	h, err := e.host(spec.Node)
+	if err != nil {
+		return nodes.TaskExit{}, err
+	}
+	if len(spec.Argv) == 0 {
+		return nodes.TaskExit{}, fmt.Errorf("task %d of step %s: no program", spec.Task, spec.Key.Name())
+	}
+	if strings.Contains(spec.Argv[0], "=") {
+		return nodes.TaskExit{}, fmt.Errorf("task %d of step %s: program name %q contains \"=\"", spec.Task, spec.Key.Name(), spec.Argv[0])
+	}
+	for _, a := range append(append([]string{spec.WorkDir}, spec.Env...), spec.Argv...) {
+		if err := checkNoNUL("task argument", a); err != nil {
+			return nodes.TaskExit{}, err
+		}
+	}
+	var env []string
+	for _, kv := range spec.Env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+			env = append(env, kv)
+		}
+	}
+	c, err := h.conn(ctx, false)
+	if err != nil {
+		return nodes.TaskExit{}, err
+	}
+	sess, err := h.session(ctx, c)
+	if err != nil {
+		return nodes.TaskExit{}, err
+	}
+	defer sess.Close()
+	sess.Stdout, sess.Stderr = stdout, stderr
+	unit := taskUnit(spec)
+	args := []string{strconv.FormatUint(uint64(spec.UID), 10), strconv.FormatUint(uint64(spec.GID), 10),
+		unit, scopeProps(nodes.LaunchSpec{CPUs: spec.CPUs, MemMB: spec.MemMB}), orRoot(spec.WorkDir)}
+	args = append(append(args, env...), spec.Argv...)
+	done := make(chan error, 1)
+	go func() { done <- sess.Run(h.command(shTask, args)) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// The task outlives the closed session unless its scope is
+		// killed: on a fresh context, bounded.
+		kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		h.run(kctx, h.ops, false, `unitgone "$1"`, nil, unit+".scope")
+		sess.Close()
+		return nodes.TaskExit{}, ctx.Err()
+	}
+	var ee *gossh.ExitError
+	switch {
+	case err == nil:
+		return nodes.TaskExit{}, nil
+	case errors.As(err, &ee):
+		if s := ee.Signal(); s != "" {
+			if n := signum(s); n > 0 {
+				return nodes.TaskExit{Signal: n}, nil
+			}
+		}
+		return nodes.TaskExit{Code: ee.ExitStatus()}, nil
+	default:
+		return nodes.TaskExit{}, &UnreachableError{h.node.Name, err}
+	}
+}
+
+// signum maps the signal names of RFC 4254 §6.10 (without "SIG") to Linux
+// numbers.
+func signum(name string) nodes.Signum {
+	n := map[string]nodes.Signum{"ABRT": 6, "ALRM": 14, "FPE": 8, "HUP": 1, "ILL": 4, "INT": 2,
+		"KILL": 9, "PIPE": 13, "QUIT": 3, "SEGV": 11, "TERM": 15, "USR1": 10, "USR2": 12, "BUS": 7}[name]
+	return n
+}
+
+var _ nodes.TaskRunner = (*Executor)(nil)

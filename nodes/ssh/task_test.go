@@ -1,0 +1,104 @@
+package ssh_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"hora/nodes"
+	"hora/nodes/ssh/sshtest"
+)
+
+// TestRunTaskOnTwoHosts runs step tasks on two real SSH hosts through the
+// pooled connections: output streamed back, the job owner's identity, the
+// exact environment, quoted arguments, exit codes and signals.
+func TestRunTaskOnTwoHosts(t *testing.T) {
+	v := start(t, 2)
+	key := nodes.StepKey{Job: 7, Step: 0}
+	nasty := `it's a "$HOME" $(touch /tmp/pwned) ; * \n`
+	run := func(node string, task int, script string, extra ...string) (nodes.TaskExit, string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		spec := nodes.TaskSpec{Node: node, Key: key, Task: task, UID: v.uid, GID: v.gid, WorkDir: v.out,
+			Env:  []string{"PATH=/usr/bin:/bin", "SLURM_PROCID=" + strconv.Itoa(task), "ODD=" + nasty},
+			Argv: append([]string{"/bin/sh", "-c", script, "sh"}, extra...)}
+		ex, err := v.e.RunTask(t.Context(), spec, &out, &errb)
+		if err != nil {
+			t.Fatalf("RunTask %d on %s: %v", task, node, err)
+		}
+		return ex, out.String(), errb.String()
+	}
+	for i, h := range v.c.Hosts {
+		ex, out, errs := run(h.Name, i, `echo "$SLURM_PROCID $(id -u) $(pwd)"; printf '%s|%s|' "$ODD" "$1"; env | grep -vc '^PWD='; echo err >&2`, nasty)
+		want := strconv.Itoa(i) + " " + strconv.FormatUint(uint64(v.uid), 10) + " " + v.out + "\n" + nasty + "|" + nasty + "|3\n"
+		if ex != (nodes.TaskExit{}) || out != want || errs != "err\n" {
+			t.Errorf("task %d on %s: exit %+v, stdout %q (want %q), stderr %q", i, h.Name, ex, out, want, errs)
+		}
+	}
+	if ex, _, _ := run(v.c.Hosts[0].Name, 2, `exit 3`); ex != (nodes.TaskExit{Code: 3}) {
+		t.Errorf("exit 3: got %+v", ex)
+	}
+	if ex, _, _ := run(v.c.Hosts[1].Name, 3, `kill -TERM $$`); ex != (nodes.TaskExit{Signal: 15}) {
+		t.Errorf("killed by TERM: got %+v", ex)
+	}
+	_, _, errs := run(v.c.Hosts[0].Name, 4, `true`)
+	if errs != "" {
+		t.Errorf("stderr of a quiet task: %q", errs)
+	}
+	for _, h := range v.c.Hosts {
+		if ex, _, _ := run(h.Name, 5, `test ! -e /tmp/pwned`); ex.Code != 0 {
+			t.Errorf("an argument was run by the shell on %s", h.Name)
+		}
+	}
+}
+
+// TestRunTaskInScope: on a systemd host the task runs in its own scope
+// with the step's CPUs, and cancelling the caller's context kills it
+// there (closing the session alone would leave it running).
+func TestRunTaskInScope(t *testing.T) {
+	v := start(t, 1, sshtest.WithSystemd(1))
+	h := v.c.Hosts[0]
+	key := nodes.StepKey{Job: 9, Step: 1}
+	spec := nodes.TaskSpec{Node: h.Name, Key: key, Task: 0, UID: v.uid, GID: v.gid, WorkDir: v.out,
+		Env: []string{"PATH=/usr/bin:/bin"}, CPUs: []int{0},
+		Argv: []string{"/bin/sh", "-c", `cat /proc/self/cgroup; echo started; exec sleep 600`}}
+	unit := "hora-job-9-1-r0-t0"
+	ctx, cancel := context.WithCancel(t.Context())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := v.e.RunTask(ctx, spec, pw, io.Discard)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	var lines []string
+	for sc.Scan() && sc.Text() != "started" {
+		lines = append(lines, sc.Text())
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), unit+".scope") {
+		t.Fatalf("task's cgroup %q is not in scope %s", lines, unit)
+	}
+	waitScope(t, h, unit, "active")
+	out, err := h.Systemctl("show", "--property=AllowedCPUs", unit+".scope")
+	if err != nil || !strings.Contains(out, "AllowedCPUs=0\n") {
+		t.Errorf("scope properties: %q, %v", out, err)
+	}
+	cancel()
+	go io.Copy(io.Discard, pr)
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("RunTask after cancel: %v", err)
+		}
+	case <-time.After(hang):
+		t.Fatal("RunTask did not return after cancel")
+	}
+	waitScope(t, h, unit, "")
+}
