@@ -341,8 +341,12 @@ func sortJobs(jobs []api.Job, keys []sortKey, now int64) {
 				return d
 			}
 		}
-		// Equal keys: newest first, as squeue 22.05.8 lists two held jobs
-		// (both priority 0) of the same partition.
+		// Equal keys: tasks of one array in task order (squeue -r), else
+		// newest first, as squeue 22.05.8 lists two held jobs (both
+		// priority 0) of the same partition.
+		if a.ArrayJobID != 0 && a.ArrayJobID == b.ArrayJobID {
+			return cmp.Compare(a.ArrayTaskID, b.ArrayTaskID)
+		}
 		return cmp.Compare(b.ID, a.ID)
 	})
 }
