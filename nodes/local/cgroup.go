@@ -102,6 +102,8 @@ func parseCPUList(s string) ([]int, error) {
 // machine's CPUs modulo their number: local nodes are slices of one
 // machine, and a node may declare more CPUs than it has.
 func (e *Executor) stepCgroups(spec nodes.LaunchSpec) (string, string, error) {
+	e.cgMu.Lock()
+	defer e.cgMu.Unlock()
 	name := e.cgroupName(spec.Node, spec.Key)
 	cpuDir := filepath.Join(cgroupRoot, "cpuset", name)
 	memDir := filepath.Join(cgroupRoot, "memory", name)
@@ -192,11 +194,13 @@ func (e *Executor) removeCgroups(node string, key nodes.StepKey) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		e.cgMu.Lock()
 		for dir := filepath.Dir(step); dir != filepath.Join(cgroupRoot, c); dir = filepath.Dir(dir) {
 			if os.Remove(dir) != nil {
 				break
 			}
 		}
+		e.cgMu.Unlock()
 	}
 }
 

@@ -79,6 +79,11 @@ type Executor struct {
 	// cgroups: steps' allocations are enforced with cgroup v1 (cgroup.go);
 	// false when horad is not root or the hierarchies are missing.
 	cgroups bool
+	// cgMu orders the creation of a step's groups with the removal of
+	// empty parent groups (node, horad) at another step's Forget: without
+	// it a parent removed between its mkdir and the child's left the
+	// launch writing into a deleted group (ENODEV).
+	cgMu sync.Mutex
 }
 
 var _ nodes.Executor = (*Executor)(nil)
