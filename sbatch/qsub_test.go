@@ -13,9 +13,9 @@ import (
 func qsubIn(fl string, script string, argv ...string) QsubInput {
 	return QsubInput{
 		Argv: argv, Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/bash", "LOGNAME=alice", "FOO=bar"},
-		Cwd: "/work/sub", Stdin: strings.NewReader(script),
+		Cwd: "/srv/alice/sub", Stdin: strings.NewReader(script),
 		ReadFile: func(p string) ([]byte, error) {
-			if p == "/work/sub/job.sh" {
+			if p == "/srv/alice/sub/job.sh" {
 				return []byte(script), nil
 			}
 			return nil, os.ErrNotExist
@@ -49,11 +49,11 @@ func TestQsubDirectivesAndPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sp.Name != "dirname" || sp.TimeLimit != 120 || sp.MemMB != 2048 || sp.CPUsPerTask != 4 ||
-		sp.Partition != "fast" || sp.PBS.Queue != "fast" || sp.Stderr != "" || sp.Stdout != "/work/sub/dirname.o%j" ||
-		sp.WorkDir != "/home/alice" || sp.Command != "/work/sub/job.sh" || fl.NoID || fl.Block {
+		sp.Partition != "fast" || sp.PBS.Queue != "fast" || sp.Stderr != "" || sp.Stdout != "/srv/alice/sub/dirname.o%j" ||
+		sp.WorkDir != "/home/alice" || sp.Command != "/srv/alice/sub/job.sh" || fl.NoID || fl.Block {
 		t.Errorf("spec %+v", sp)
 	}
-	if v, _ := envOf(sp, "PBS_O_WORKDIR"); v != "/work/sub" {
+	if v, _ := envOf(sp, "PBS_O_WORKDIR"); v != "/srv/alice/sub" {
 		t.Errorf("PBS_O_WORKDIR %q", v)
 	}
 	if _, ok := envOf(sp, "FOO"); ok {
@@ -113,10 +113,10 @@ func TestQsubForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := envOf(sp, "PBS_O_WORKDIR"); sp.WorkDir != "/work/sub/run" || v != "/elsewhere" {
+	if v, _ := envOf(sp, "PBS_O_WORKDIR"); sp.WorkDir != "/srv/alice/sub/run" || v != "/elsewhere" {
 		t.Errorf("-d/-w: workdir %q, PBS_O_WORKDIR %q", sp.WorkDir, v)
 	}
-	if v, _ := envOf(sp, "PBS_O_INITDIR"); v != "/work/sub/run" {
+	if v, _ := envOf(sp, "PBS_O_INITDIR"); v != "/srv/alice/sub/run" {
 		t.Errorf("PBS_O_INITDIR %q", v)
 	}
 	// -z and -W block=true are the command's, not the job's.
@@ -130,7 +130,7 @@ func TestQsubForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Stdout != "/logs/out_%j.srv.log" || sp.Stderr != "/work/sub/err/%j.srv.ER" {
+	if sp.Stdout != "/logs/out_%j.srv.log" || sp.Stderr != "/srv/alice/sub/err/%j.srv.ER" {
 		t.Errorf("paths %q %q", sp.Stdout, sp.Stderr)
 	}
 }
