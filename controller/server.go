@@ -73,7 +73,12 @@ func (c *Controller) Server() *http.Server {
 		Handler:           mux,
 		ConnContext:       connContext,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(c.log.Handler(), slog.LevelWarn),
+		// An idle keep-alive connection is closed after a minute: without
+		// it (and without ReadTimeout, which would cut srun's streams) a
+		// client that connects, asks once and stays holds its connection,
+		// and a slot of [limits]'s max_connections, for ever.
+		IdleTimeout: 60 * time.Second,
+		ErrorLog:    slog.NewLogLogger(c.log.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -87,6 +92,17 @@ func (c *Controller) handle(h handlerFunc) http.HandlerFunc {
 		if err != nil {
 			writeJSON(w, http.StatusUnauthorized, &api.Error{Message: "Access/permission denied: " + err.Error(), Code: api.CodeAccessDenied})
 			return
+		}
+		if c.rateLimited(who) {
+			// Refused before anything is read or done: the client may
+			// send the same request again, a submission included.
+			c.log.Debug("rate limited", "path", r.URL.Path, "uid", who.UID)
+			writeJSON(w, http.StatusTooManyRequests, rateLimitError())
+			return
+		}
+		if r.Method == http.MethodPost {
+			// decode bounds the body's reading through it (bodyTimeout).
+			r = r.WithContext(context.WithValue(r.Context(), respCtlKey{}, http.NewResponseController(w)))
 		}
 		out, err := h(r.Context(), who, r)
 		if err != nil {
@@ -145,7 +161,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// bodyTimeout bounds the reading of a request's body: a client that
+// announces more than it sends (a truncating or stalled client) is cut off
+// instead of holding a goroutine and a connection for ever.
+const bodyTimeout = 30 * time.Second
+
+type respCtlKey struct{}
+
 func decode(r *http.Request, v any) error {
+	if rc, ok := r.Context().Value(respCtlKey{}).(*http.ResponseController); ok {
+		_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+		defer rc.SetReadDeadline(time.Time{})
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
