@@ -102,7 +102,7 @@ func newClusterSeeded(t testing.TB, configText string, seed func(varDir string))
 		seed(c.varDir)
 	}
 	c.start()
-	t.Cleanup(c.stop)
+	t.Cleanup(c.cleanup)
 	return c
 }
 
