@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"hora/api"
 	"hora/scheduler"
@@ -173,7 +176,25 @@ func decode(r *http.Request, v any) error {
 		_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
 		defer rc.SetReadDeadline(time.Time{})
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 64<<20))
+	if err != nil {
+		return &api.Error{Message: "malformed request body: " + err.Error(), Code: api.CodeBadRequest}
+	}
+	// JSON decoding would turn invalid UTF-8 into U+FFFD without a word:
+	// a request carrying it is refused instead (hora's client never sends
+	// it; docs/robustness.md).
+	if !utf8.Valid(body) {
+		n := 0
+		for n < len(body) {
+			r, size := utf8.DecodeRune(body[n:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			n += size
+		}
+		return &api.Error{Message: fmt.Sprintf("malformed request body: invalid UTF-8 at byte %d", n), Code: api.CodeBadRequest}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return &api.Error{Message: "malformed request body: " + err.Error(), Code: api.CodeBadRequest}
@@ -184,6 +205,9 @@ func decode(r *http.Request, v any) error {
 func (c *Controller) hSubmit(ctx context.Context, who *Caller, r *http.Request) (any, error) {
 	var req api.SubmitRequest
 	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if err := checkFieldSizes(&req.Spec); err != nil {
 		return nil, err
 	}
 	resp, err := c.submit(ctx, who, req)
