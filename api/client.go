@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultSocketPaths are tried in order when $HORA_SOCKET is not set: the
@@ -235,8 +236,28 @@ func readBody(resp *response) ([]byte, error) {
 
 // Submit queues a job.
 func (c *Client) Submit(ctx context.Context, r SubmitRequest) (*SubmitResponse, error) {
+	if err := CheckUTF8(&r.Spec); err != nil {
+		return nil, err
+	}
 	out := &SubmitResponse{}
 	return out, c.do(ctx, "POST", PathSubmit, r, out)
+}
+
+// CheckUTF8 refuses a spec whose name, words or paths are not UTF-8: the
+// JSON that carries them would change each invalid byte into U+FFFD, and
+// a job named or writing to something else than asked is worse than a
+// clear refusal (docs/robustness.md).
+func CheckUTF8(s *JobSpec) error {
+	for _, f := range []struct{ what, v string }{
+		{"job name", s.Name}, {"account", s.Account}, {"comment", s.Comment}, {"partition", s.Partition},
+		{"work dir", s.WorkDir}, {"output", s.Stdout}, {"error", s.Stderr}, {"input", s.Stdin},
+		{"reservation", s.Reservation}, {"qos", s.QOS},
+	} {
+		if !utf8.ValidString(f.v) {
+			return &Error{Message: fmt.Sprintf("Invalid %s %q: not UTF-8 text", f.what, f.v), Code: CodeBadRequest}
+		}
+	}
+	return nil
 }
 
 // JobFilter selects jobs server-side; empty fields select everything.

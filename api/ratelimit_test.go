@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,5 +73,18 @@ func TestRateLimitedRequestIsRetried(t *testing.T) {
 	defer cancel()
 	if _, err := c.Jobs(ctx, JobFilter{}); err == nil {
 		t.Fatal("a request refused for ever returned no error when its context ended")
+	}
+}
+
+// A name or path that is not UTF-8 is refused by the client with its field
+// named, before anything is sent (JSON would change it silently).
+func TestSubmitRefusesInvalidUTF8(t *testing.T) {
+	c := NewClient(filepath.Join(t.TempDir(), "none.sock")) // nothing listens: nothing may be sent
+	for _, s := range []JobSpec{{Name: "a\xffb"}, {Name: "ok", Stdout: "/tmp/\xe9t\xe9.out"}} {
+		_, err := c.Submit(context.Background(), SubmitRequest{Spec: s})
+		var ae *Error
+		if !errors.As(err, &ae) || ae.Code != CodeBadRequest || !strings.Contains(ae.Message, "not UTF-8 text") {
+			t.Fatalf("%+v: %v, want a refusal naming the field", s, err)
+		}
 	}
 }
