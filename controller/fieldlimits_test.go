@@ -61,3 +61,22 @@ func TestSubmitRefusesHostileBodies(t *testing.T) {
 		t.Fatalf("a 1024-byte name: %d %s", w.Code, w.Body)
 	}
 }
+
+// A submission whose client has gone (its request context cancelled) once
+// the body was read is recorded all the same: its outcome does not depend
+// on whether the client still listens.
+func TestSubmitOutlivesItsClient(t *testing.T) {
+	f := newFixture(t)
+	c := f.controller(t)
+	s := f.spec("true")
+	s.Hold = true
+	body, _ := json.Marshal(api.SubmitRequest{Spec: s})
+	ctx, cancel := context.WithCancel(context.WithValue(t.Context(), callerKey{}, root))
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, "POST", api.PathSubmit, strings.NewReader(string(body)))
+	w := httptest.NewRecorder()
+	c.Server().Handler.ServeHTTP(w, req)
+	if w.Code != http.StatusOK || len(c.jobs) != 1 {
+		t.Fatalf("submission with its client gone: %d %s, %d jobs; want it recorded", w.Code, w.Body, len(c.jobs))
+	}
+}

@@ -210,7 +210,13 @@ func (c *Controller) hSubmit(ctx context.Context, who *Caller, r *http.Request) 
 	if err := checkFieldSizes(&req.Spec); err != nil {
 		return nil, err
 	}
-	resp, err := c.submit(ctx, who, req)
+	// A submission read whole is carried out whether or not its client
+	// still listens, as slurmctld does: net/http cancels the request's
+	// context when the client half-closes or goes, and a commit cut there
+	// answered "Unable to record the job: context canceled" to a client
+	// that had only shut its sending side (found by the fault harness's
+	// hostile client).
+	resp, err := c.submit(context.WithoutCancel(ctx), who, req)
 	if err == nil && !req.TestOnly {
 		c.log.Info("submitted", "job", resp.JobID, "uid", who.UID, "partition", resp.Partition)
 	}

@@ -51,7 +51,7 @@ func (h *harness) hostileSetup() {
 func (h *harness) hostile(r *rand.Rand, stopAt time.Time) {
 	for n := 0; time.Now().Before(stopAt); n++ {
 		kind := []string{"random bytes", "truncated JSON", "truncating client", "slow client", "idle client",
-			"oversized name", "invalid UTF-8 name", "sbatch invalid UTF-8 name", "hostile output path"}[r.IntN(9)]
+			"oversized name", "invalid UTF-8 name", "sbatch invalid UTF-8 name", "hostile output path", "half-closed submit"}[r.IntN(10)]
 		name := fmt.Sprintf("hostile-%d", n)
 		switch kind {
 		case "random bytes":
@@ -69,6 +69,19 @@ func (h *harness) hostile(r *rand.Rand, stopAt time.Time) {
 			body := h.submitBody(name, name)
 			h.refused(name)
 			h.raw(post(api.PathSubmit, body[:r.IntN(len(body))], len(body)), 0)
+		case "half-closed submit":
+			// A whole, valid submission, the sending side shut right after
+			// it (raw does so): carried out and answered, never cut short.
+			a := h.rawBody(post(api.PathSubmit, h.submitBody(name, name), -1), 0)
+			var resp api.SubmitResponse
+			switch {
+			case a.status == http.StatusOK && json.Unmarshal([]byte(a.body), &resp) == nil && resp.JobID > 0:
+				h.mu.Lock()
+				h.acked[resp.JobID] = true
+				h.mu.Unlock()
+			case a.status != -1:
+				h.violation("half-closed submission: status %d %q, want 200 and a job id", a.status, a.body)
+			}
 		case "slow client":
 			// A whole ping, a byte every 20 ms: answered all the same.
 			h.raw([]byte("GET "+api.PathPing+" HTTP/1.1\r\nHost: horad\r\nConnection: close\r\n\r\n"), 20*time.Millisecond)
