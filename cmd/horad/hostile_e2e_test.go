@@ -100,11 +100,13 @@ func (h *harness) hostile(r *rand.Rand, stopAt time.Time) {
 			bad := name + "-\xe9t\xe9"
 			h.refused(bad)
 			_, stderr, code := h.cmdAs(65534, "sbatch", "-J", bad, "-o", "/dev/null", "--wrap", "true")
-			if code != 1 && !strings.Contains(stderr, api.MsgSocketTimeout) {
-				h.violation("sbatch -J with invalid UTF-8: exit %d stderr %q, want exit 1 and a clear error", code, stderr)
-			} else if code == 1 && !strings.Contains(stderr, "not UTF-8 text") && !strings.Contains(stderr, api.MsgSocketTimeout) &&
-				!strings.Contains(stderr, "Unable to contact") {
-				h.violation("sbatch -J with invalid UTF-8: stderr %q does not say what is wrong", stderr)
+			// Refused by the client, naming the field — unless horad could
+			// not be reached at all (killed or stopped by the nemesis).
+			unreachable := strings.Contains(stderr, "cannot reach horad") || strings.Contains(stderr, api.MsgSocketTimeout) ||
+				strings.Contains(stderr, "horad at ")
+			refused := strings.Contains(stderr, "Invalid job name") && strings.Contains(stderr, "not UTF-8 text")
+			if code != 1 || !refused && !unreachable {
+				h.violation("sbatch -J with invalid UTF-8: exit %d stderr %q, want exit 1 and the job name refused", code, stderr)
 			}
 		case "hostile output path":
 			target := []string{h.canary, "/proc/1/environ", filepath.Join(h.work, "to-canary"),

@@ -111,7 +111,7 @@ func TestFloodHelper(t *testing.T) {
 	var answered, limited atomic.Int64
 	var once sync.Once
 	var wg sync.WaitGroup
-	end := time.Now().Add(120 * time.Second)
+	end := time.Now().Add(300 * time.Second) // the stop file ends it sooner
 	stopped := func() bool {
 		_, err := os.Stat(stop)
 		return err == nil || time.Now().After(end)
