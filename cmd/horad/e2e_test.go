@@ -28,6 +28,8 @@ type cluster struct {
 	daemon *exec.Cmd
 	log    *lockedBuffer
 	config string // optional hora.toml
+	// killed lists the processes cleanup had to kill (cleanup_e2e_test.go).
+	killed []string
 }
 
 // lockedBuffer collects horad's stderr while a test reads it.
