@@ -65,7 +65,10 @@ func TestGeneratedDocsUpToDate(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range entries {
-			if _, ok := files[dir+"/"+e.Name()]; !ok && strings.HasSuffix(e.Name(), ".1") {
+			// hora-replay.1 and hora-compare.1 come from hora-sim's flags
+			// (replay's TestManPages), which the client does not link.
+			elsewhere := e.Name() == "hora-replay.1" || e.Name() == "hora-compare.1"
+			if _, ok := files[dir+"/"+e.Name()]; !ok && strings.HasSuffix(e.Name(), ".1") && !elsewhere {
 				t.Errorf("%s/%s is not generated any more", dir, e.Name())
 			}
 		}
