@@ -55,7 +55,6 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("POST "+api.PathRelease, c.handle(c.hHold(false)))
 	mux.HandleFunc("POST "+api.PathUpdate, c.handle(c.hUpdate))
 	mux.HandleFunc("GET "+api.PathConfig, c.handle(c.hConfig))
-	mux.HandleFunc("POST "+api.PathAlter, c.handle(c.hAlter))
 	mux.HandleFunc("GET "+api.PathNodes, c.handle(c.hNodes))
 	mux.HandleFunc("GET "+api.PathPartitions, c.handle(c.hPartitions))
 	mux.HandleFunc("GET "+api.PathPing, c.handle(c.hPing))

@@ -620,6 +620,9 @@ func pbsDependency(v string) (string, bool) {
 	return strings.Join(out, ","), true
 }
 
+// PBSDependency is pbsDependency for qalter -W depend=.
+func PBSDependency(v string) (string, bool) { return pbsDependency(v) }
+
 // splitResources splits a -l or -W list on commas outside quotes.
 func splitResources(s string) []string {
 	var out []string

@@ -265,11 +265,15 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		reply(api.CancelResponse{Results: res})
-	case api.PathAlter:
-		var req api.AlterRequest
+	case api.PathUpdate:
+		var req api.JobUpdateRequest
 		json.NewDecoder(r.Body).Decode(&req)
-		f.controls = append(f.controls, fmt.Sprintf("%s %d", r.URL.Path, req.ID))
-		reply(api.CancelResponse{Results: []api.JobResult{f.result(req.ID)}})
+		f.controls = append(f.controls, fmt.Sprint(r.URL.Path, req.IDs))
+		var res []api.JobResult
+		for _, id := range req.IDs {
+			res = append(res, f.result(id))
+		}
+		reply(api.CancelResponse{Results: res})
 	case api.PathHold, api.PathRelease:
 		var req api.ControlRequest
 		json.NewDecoder(r.Body).Decode(&req)

@@ -420,8 +420,9 @@ var pbsControlUsage = map[string]string{
 
 func init() { register("qalter", qalterMain) }
 
-// qalterMain changes queued jobs (OP qalter.1B): -N name, -l walltime,
-// -a eligible time through horad's alter, -h holds through hold/release.
+// qalterMain changes jobs (OP qalter.1B): -N name, -l walltime, -a
+// eligible time and -W depend through horad's one update path (scontrol
+// update's), -h holds through hold/release.
 // Other attributes are refused by name and change nothing.
 func qalterMain(ctx context.Context, env *Env, args []string) int {
 	for _, a := range args {
@@ -454,7 +455,7 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprint(env.Stderr, usage)
 		return 2
 	}
-	var req api.AlterRequest
+	var req api.JobUpdateRequest
 	hold := ""
 	badWall := false
 	for _, v := range p.Values {
@@ -496,8 +497,21 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 				}
 				req.TimeLimit = &secs
 			}
+		case "W":
+			for _, w := range strings.Split(v.Val, ",") {
+				name, val, _ := strings.Cut(w, "=")
+				if name != "depend" {
+					fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -W %s of a queued job; only depend\n", name)
+					return 2
+				}
+				dep, ok := sbatch.PBSDependency(val)
+				if !ok {
+					return illegal("W")
+				}
+				req.Dependency = &dep
+			}
 		default:
-			fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -%s of a queued job; only -N, -l walltime, -a and -h\n", v.Key)
+			fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -%s of a queued job; only -N, -l walltime, -a, -h and -W depend\n", v.Key)
 			return 2
 		}
 	}
@@ -525,10 +539,13 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 			return sbatch.PBSExit(sbatch.PBSEBadAtVal)
 		}
 		var results []api.JobResult
-		if req.Name != nil || req.TimeLimit != nil || req.Begin != nil {
+		if req.Name != nil || req.TimeLimit != nil || req.Begin != nil || req.Dependency != nil {
+			// The one update path of horad, scontrol update's: its rules
+			// (a running job's walltime only shortened by its owner) are
+			// OpenPBS's qalter rules too (qalter.1B).
 			r := req
-			r.ID = seq
-			resp, err := s.cl.Alter(ctx, r)
+			r.IDs = []int64{seq}
+			resp, err := s.cl.Update(ctx, r)
 			if err != nil {
 				fmt.Fprintf(env.Stderr, "qalter: %s %s\n", apiErrText(err), full)
 				status = sbatch.PBSExit(pbsErrno(err))
@@ -562,6 +579,8 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 				errno = sbatch.PBSEPerm
 			case api.CodeInvalidTimeLimit:
 				errno = sbatch.PBSEExcQResc
+			case api.CodeBadRequest: // a dependency horad refused
+				errno = sbatch.PBSEBadAtVal
 			}
 			fmt.Fprint(env.Stderr, pbsJobError(s, "qalter", errno, id, full))
 			status = sbatch.PBSExit(errno)

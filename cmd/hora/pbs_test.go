@@ -52,6 +52,8 @@ func TestPBSGolden(t *testing.T) {
 		{"qalter_bad_walltime", commands["qalter"], "qalter", []string{"-l", "walltime=banana", "103"}, nil},
 		{"qalter_unknown", commands["qalter"], "qalter", []string{"-N", "x", "999"}, nil},
 		{"qalter_bad_attribute", commands["qalter"], "qalter", []string{"-o", "/tmp/x", "103"}, nil},
+		{"qalter_depend", commands["qalter"], "qalter", []string{"-W", "depend=afterok:101.srv:102", "103"}, nil},
+		{"qalter_bad_depend", commands["qalter"], "qalter", []string{"-W", "depend=before:101", "103"}, nil},
 		{"qalter_other_user", commands["qalter"], "qalter", []string{"-h", "n", "107"}, nil},
 		{"pbsnodes_all", pbsnodesMain, "pbsnodes", []string{"-a"}, nil},
 		{"pbsnodes_json", pbsnodesMain, "pbsnodes", []string{"-a", "-F", "json", "n1", "n5"}, nil},
