@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -708,9 +709,18 @@ func (st *qsubState) finish() *PBSError {
 	// Output: NAME.oSEQ / NAME.eSEQ in the submit directory, -o/-e a path
 	// or a directory (<seq>.<server>.OU/.ER), -j joins.
 	lit := func(s string) string { return strings.ReplaceAll(s, "%", "%%") }
+	// A subjob's own files: OpenPBS NAME.oSEQ.INDEX, Torque
+	// NAME.oSEQ-INDEX (TQ job_clone appends "-%d" to the paths).
+	seq := "%j"
+	if st.array != "" {
+		seq = "%A.%a"
+		if fl == FlavourTorque {
+			seq = "%A-%a"
+		}
+	}
 	std := func(given, suffix, dirSuffix string) string {
 		if given == "" {
-			return path.Join(lit(cwd), lit(sp.Name)+"."+suffix+"%j")
+			return path.Join(lit(cwd), lit(sp.Name)+"."+suffix+seq)
 		}
 		p := pbsOutPath(given, fl, sp.Name, sp.PBS.Server)
 		if !path.IsAbs(p) {
@@ -865,22 +875,48 @@ func (st *qsubState) resources() *PBSError {
 				}
 			}
 		case "nodes":
-			// Torque: N[:ppn=P][:property] or host[+host...].
-			parts := strings.Split(v, ":")
-			n, ok := count(parts[0])
-			if !ok || n == 0 {
-				return bad(name, true)
-			}
-			sp.Nodes = n
-			ppn := 1
-			for _, q := range parts[1:] {
-				if pv, isPPN := strings.CutPrefix(q, "ppn="); isPPN {
-					if ppn, ok = count(pv); !ok || ppn == 0 {
+			// Torque: spec[+spec...], spec = {N | host}[:ppn=P][:property]
+			// (TQ qsub.1 "-l nodes"): counts add up, hosts become the
+			// job's node list (sbatch -w), one ppn for the whole job.
+			nodes, ppn := 0, 0
+			var hosts []string
+			for _, spec := range strings.Split(v, "+") {
+				parts := strings.Split(spec, ":")
+				n, isCount := count(parts[0])
+				switch {
+				case isCount && n == 0, parts[0] == "":
+					return bad(name, true)
+				case isCount:
+					nodes += n
+				default:
+					h, err := ExpandHostlist(parts[0])
+					if err != nil || len(h) != 1 || h[0] != parts[0] {
 						return bad(name, true)
 					}
+					if slices.Contains(hosts, parts[0]) {
+						return &PBSError{Text: "qsub: hora: -l nodes=" + v + ": host " + parts[0] + " named twice\n", Exit: 2}
+					}
+					hosts = append(hosts, parts[0])
+					nodes++
 				}
+				p := 1
+				for _, q := range parts[1:] {
+					if pv, isPPN := strings.CutPrefix(q, "ppn="); isPPN {
+						if p, isCount = count(pv); !isCount || p == 0 {
+							return bad(name, true)
+						}
+					}
+				}
+				if ppn != 0 && p != ppn {
+					return &PBSError{Text: "qsub: hora: -l nodes=" + v + ": every part must ask for the same ppn\n", Exit: 2}
+				}
+				ppn = p
 			}
-			sp.NTasks, sp.CPUsPerTask, sp.PBS.PPN = n*ppn, 1, ppn
+			sp.Nodes = nodes
+			if len(hosts) > 0 {
+				sp.NodeList = CompressHostlist(hosts)
+			}
+			sp.NTasks, sp.CPUsPerTask, sp.PBS.PPN = nodes*ppn, 1, ppn
 		case "select":
 			// OpenPBS: [N:]chunk[+[N:]chunk...], chunk res=value:...;
 			// hora places one chunk per node.

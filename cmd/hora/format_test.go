@@ -213,7 +213,9 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.queries = append(f.queries, q.Encode())
 		var out []api.Job
 		for _, j := range f.jobs {
-			if ids := q["id"]; len(ids) > 0 && !slices.Contains(ids, strconv.FormatInt(j.ID, 10)) {
+			// As horad: an array's id names all its tasks.
+			if ids := q["id"]; len(ids) > 0 && !slices.Contains(ids, strconv.FormatInt(j.ID, 10)) &&
+				(j.ArrayJobID == 0 || !slices.Contains(ids, strconv.FormatInt(j.ArrayJobID, 10))) {
 				continue
 			}
 			if j.State.Finished() && q.Get("all") == "" && q.Get("history") == "" {

@@ -69,32 +69,6 @@ func pbsConnect(ctx context.Context, env *Env) (*pbsSession, int) {
 // jobID is the id PBS prints: <seq>.<server>.
 func (s *pbsSession) jobID(seq int64) string { return strconv.FormatInt(seq, 10) + "." + s.server }
 
-// parsePBSJobID reads a job id as the PBS clients accept it: "123",
-// "123.server[.domain]", "123[]", "123[4].server". The server part is not
-// checked: horad is the only server. ok is false for a malformed id.
-func parsePBSJobID(id string) (int64, bool) {
-	i := 0
-	for i < len(id) && id[i] >= '0' && id[i] <= '9' {
-		i++
-	}
-	if i == 0 || i > 18 {
-		return 0, false
-	}
-	rest := id[i:]
-	if rest != "" && rest[0] == '[' {
-		j := strings.IndexByte(rest, ']')
-		if j < 0 {
-			return 0, false
-		}
-		rest = rest[j+1:]
-	}
-	if rest != "" && (rest[0] != '.' || len(rest) == 1) {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(id[:i], 10, 64)
-	return n, err == nil && n > 0
-}
-
 // qsubMain submits a job as qsub does and prints its id, <seq>.<server>.
 func qsubMain(ctx context.Context, env *Env, args []string) int {
 	for _, a := range args {
@@ -153,7 +127,11 @@ func qsubMain(ctx context.Context, env *Env, args []string) int {
 		return sbatch.PBSExit(pbsErrno(err))
 	}
 	if !flags.NoID {
-		fmt.Fprintln(env.Stdout, s.jobID(resp.JobID))
+		if spec.Array != "" {
+			fmt.Fprintln(env.Stdout, s.arrayID(resp.JobID))
+		} else {
+			fmt.Fprintln(env.Stdout, s.jobID(resp.JobID))
+		}
 	}
 	if flags.Block {
 		// -W block=true: qsub exits with the job's exit status.
@@ -284,7 +262,7 @@ func pbsControl(ctx context.Context, env *Env, args []string, prog string) int {
 	ctx = ctxOrBackground(ctx)
 	status := 0
 	for _, id := range p.Args {
-		seq, ok := parsePBSJobID(id)
+		ref, ok := parsePBSRef(id)
 		if !ok {
 			fmt.Fprintf(env.Stderr, "%s: illegally formed job identifier: %s\n", prog, id)
 			if s.torque() || prog == "qdel" {
@@ -295,28 +273,51 @@ func pbsControl(ctx context.Context, env *Env, args []string, prog string) int {
 			status = 1
 			continue
 		}
+		seq := ref.seq
 		full := s.jobID(seq)
+		// <seq>[] and <seq> name the whole array (horad: an array's id
+		// names its tasks); <seq>[i] one subjob, as a task selector.
+		ctl := api.ControlRequest{IDs: []int64{seq}}
+		if ref.task >= 0 {
+			// The subjob's own job id, looked up: horad answers a task
+			// selector naming no task for the array's first task.
+			full = s.subjobID(seq, ref.task)
+			task, err := s.taskJob(ctx, seq, ref.task)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "%s: %s %s\n", prog, apiErrText(err), full)
+				status = sbatch.PBSExit(pbsErrno(err))
+				continue
+			}
+			if task == 0 {
+				fmt.Fprint(env.Stderr, pbsJobError(s, prog, sbatch.PBSEUnkJobID, id, full))
+				status = sbatch.PBSExit(sbatch.PBSEUnkJobID)
+				continue
+			}
+			seq = task
+			ctl.IDs = []int64{task}
+		} else if ref.array {
+			full = s.arrayID(seq)
+		}
 		var resp *api.CancelResponse
 		var err error
-		ids := []int64{seq}
 		switch {
 		case prog == "qdel":
-			resp, err = s.cl.Cancel(ctx, api.CancelRequest{IDs: ids, Filtered: true})
+			resp, err = s.cl.Cancel(ctx, api.CancelRequest{IDs: ctl.IDs, Tasks: ctl.Tasks, Filtered: true})
 		case prog == "qhold":
 			if holdTypes == "n" {
 				continue
 			}
-			resp, err = s.cl.Hold(ctx, ids)
+			resp, err = s.cl.Control(ctx, api.PathHold, ctl)
 		case prog == "qrls":
-			resp, err = s.cl.Release(ctx, ids)
+			resp, err = s.cl.Control(ctx, api.PathRelease, ctl)
 		case suspend:
-			resp, err = s.cl.Suspend(ctx, ids)
+			resp, err = s.cl.Control(ctx, api.PathSuspend, ctl)
 		case resume:
-			resp, err = s.cl.Resume(ctx, ids)
+			resp, err = s.cl.Control(ctx, api.PathResume, ctl)
 		case prog == "qsig":
-			resp, err = s.cl.Cancel(ctx, api.CancelRequest{IDs: ids, Signal: sig, Filtered: true})
+			resp, err = s.cl.Cancel(ctx, api.CancelRequest{IDs: ctl.IDs, Tasks: ctl.Tasks, Signal: sig, Filtered: true})
 		case prog == "qrerun":
-			resp, err = s.cl.Requeue(ctx, ids)
+			resp, err = s.cl.Control(ctx, api.PathRequeue, ctl)
 		}
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "%s: %s %s\n", prog, apiErrText(err), full)
@@ -339,6 +340,20 @@ func pbsControl(ctx context.Context, env *Env, args []string, prog string) int {
 		}
 	}
 	return status
+}
+
+// taskJob is the job id of task i of array seq, 0 when there is none.
+func (s *pbsSession) taskJob(ctx context.Context, seq, i int64) (int64, error) {
+	jobs, err := s.cl.Jobs(ctx, api.JobFilter{IDs: []int64{seq}, All: true})
+	if err != nil {
+		return 0, err
+	}
+	for _, j := range jobs {
+		if j.ArrayJobID == seq && j.ArrayTaskID == i {
+			return j.ID, nil
+		}
+	}
+	return 0, nil
 }
 
 // pbsJobError is the per-job refusal line: "<prog>: <PBS text> <id>"

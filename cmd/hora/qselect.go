@@ -159,7 +159,7 @@ func writeQselect(out io.Writer, s *pbsSession, jobs []api.Job, states string, l
 		if hasAcct && j.Spec.Account != acct {
 			continue
 		}
-		if !matchLimits(&pbsRow{j, s}, c, lims) {
+		if !matchLimits(&pbsRow{Job: j, s: s}, c, lims) {
 			continue
 		}
 		b = strconv.AppendInt(b, j.ID, 10)
