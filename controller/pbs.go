@@ -76,7 +76,11 @@ func (c *Controller) pbsEnv(env []string, j *job) []string {
 		oq = j.Spec.Partition
 	}
 	set("PBS_O_QUEUE", oq)
-	set("PBS_ENVIRONMENT", "PBS_BATCH")
+	if j.Spec.Alloc {
+		set("PBS_ENVIRONMENT", "PBS_INTERACTIVE") // qsub -I
+	} else {
+		set("PBS_ENVIRONMENT", "PBS_BATCH")
+	}
 	set("PBS_TASKNUM", "1")
 	set("PBS_NODENUM", "0")
 	set("PBS_MOMPORT", "15003")

@@ -2,6 +2,7 @@ package sbatch
 
 import (
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -287,6 +288,52 @@ func TestQsubArrayAndDependency(t *testing.T) {
 		}
 		if spec.Array != c.array || spec.Dependency != c.deps {
 			t.Errorf("%s %v: array %q dependency %q, want %q %q", c.fl, c.argv, spec.Array, spec.Dependency, c.array, c.deps)
+		}
+	}
+}
+
+// failReader fails the test's expectation when read: qsub -I must leave
+// stdin (the terminal) to the job.
+type failReader struct{ read *bool }
+
+func (f failReader) Read([]byte) (int, error) { *f.read = true; return 0, io.EOF }
+
+// qsub -I makes an allocation and reads no script from stdin; -X needs a
+// display and -I; -I with an array is refused (OP qsub.c texts).
+func TestQsubInteractive(t *testing.T) {
+	read := false
+	in := qsubIn(FlavourOpenPBS, "", "-I", "-X", "-N", "inter", "-l", "walltime=10:00")
+	in.Stdin = failReader{&read}
+	in.Env = append(in.Env, "DISPLAY=:0", "TERM=xterm")
+	sp, fl, err := BuildQsubSpec(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read || !fl.Interactive || !fl.X11 || !sp.Alloc || sp.Script != "" || sp.Name != "inter" || sp.TimeLimit != 600 {
+		t.Errorf("qsub -I: read stdin %v, flags %+v, spec %+v", read, fl, sp)
+	}
+	if v, _ := envOf(sp, "DISPLAY"); v != ":0" {
+		t.Errorf("DISPLAY %q", v)
+	}
+	if v, _ := envOf(sp, "TERM"); v != "xterm" {
+		t.Errorf("TERM %q", v)
+	}
+	for _, c := range []struct {
+		env  []string
+		argv []string
+		text string
+		exit int
+	}{
+		{nil, []string{"-I", "-X"}, "qsub: DISPLAY not set\nusage: qsub", 2},
+		{[]string{"DISPLAY=:0"}, []string{"-X", "job.sh"}, "qsub: X11 Forwarding possible only for interactive jobs\n", 1},
+		{nil, []string{"-I", "-J", "1-3"}, "qsub: interactive and array job submission cannot be used together\nusage: qsub", 2},
+	} {
+		in := qsubIn(FlavourOpenPBS, "#!/bin/sh\n", c.argv...)
+		in.Env = append(in.Env, c.env...)
+		_, _, err := BuildQsubSpec(in)
+		var pe *PBSError
+		if !errors.As(err, &pe) || !strings.HasPrefix(pe.Text, c.text) || pe.Exit != c.exit {
+			t.Errorf("%v: %v", c.argv, err)
 		}
 	}
 }

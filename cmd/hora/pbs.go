@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"os/user"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"hora/api"
@@ -121,6 +123,9 @@ func qsubMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "qsub: %v\n", err)
 		return 1
 	}
+	if flags.Interactive {
+		return qsubInteractive(ctx, env, s, spec)
+	}
 	resp, err := s.cl.Submit(ctxOrBackground(ctx), api.SubmitRequest{Spec: *spec})
 	if err != nil {
 		fmt.Fprint(env.Stderr, qsubSubmitError(s, err))
@@ -181,6 +186,52 @@ func qsubSubmitError(s *pbsSession, err error) string {
 		return "qsub: submit error (" + text + ")\n"
 	}
 	return "qsub: " + text + "\n"
+}
+
+// qsubInteractive is qsub -I: the job is an allocation; once it runs, the
+// user's shell runs in it as a step on its first node over a pty, with the
+// machinery of srun (runStep, pty.go), and the job ends with the shell.
+// The lines are OpenPBS's (OP:src/cmds/qsub_sup.c interactive()).
+func qsubInteractive(ctx context.Context, env *Env, s *pbsSession, spec *api.JobSpec) int {
+	ctx = ctxOrBackground(ctx)
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	resp, err := s.cl.Submit(ctx, api.SubmitRequest{Spec: *spec})
+	if err != nil {
+		fmt.Fprint(env.Stderr, qsubSubmitError(s, err))
+		return sbatch.PBSExit(pbsErrno(err))
+	}
+	full := s.jobID(resp.JobID)
+	fmt.Fprintf(env.Stdout, "qsub: waiting for job %s to start\n", full)
+	id, code, ok := awaitAllocation(ctx, env, s.cl, "qsub", resp.JobID, 0, sigs, false, true)
+	if !ok {
+		fmt.Fprintf(env.Stderr, "qsub: job %s was not started\n", full)
+		return max(code, 1)
+	}
+	fmt.Fprintf(env.Stdout, "qsub: job %s ready\n\n", full)
+	shell := ""
+	for _, kv := range spec.Env {
+		if v, ok := strings.CutPrefix(kv, "SHELL="); ok {
+			shell = v
+		}
+	}
+	if spec.PBS != nil && spec.PBS.Shell != "" {
+		shell = spec.PBS.Shell
+	}
+	if shell == "" {
+		shell = "/bin/sh"
+	}
+	o := &srunOpts{jobID: id, nodes: 1, nodesFromCmd: true, ntasks: 1, args: []string{shell}, spec: spec, chdir: spec.WorkDir,
+		jobName: spec.Name, pty: true, quiet: true}
+	rc := runStep(ctx, env, s.cl, o, true, sigs)
+	done := api.AllocDone{JobID: id, ExitCode: rc}
+	if o.stepSignal != 0 {
+		done = api.AllocDone{JobID: id, Signal: o.stepSignal}
+	}
+	_ = resend(ctx, s.cl, func(cl *api.Client) error { return cl.AllocDone(context.WithoutCancel(ctx), done) })
+	fmt.Fprintf(env.Stdout, "\nqsub: job %s completed\n", full)
+	return 0 // OP exit_qsub(0): the shell's status is the job's Exit_status
 }
 
 // pbsControl is qdel, qhold, qrls, qsig and qrerun: options, then job ids,
