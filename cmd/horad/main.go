@@ -132,7 +132,9 @@ func serve(cc *cli.Context) error {
 	if mixer != nil {
 		mixDone := make(chan struct{})
 		go func() { mixer.run(ctx); close(mixDone) }()
-		defer func() { stop(); <-mixDone }() // thaws both classes before horad exits
+		// After the controller stopped: both classes thawed, the groups of
+		// a class with no process left removed (cgmix.Groups.Release).
+		defer func() { stop(); <-mixDone; mixer.release() }()
 	}
 
 	// SIGHUP is caught from here on: one that arrives during recovery is

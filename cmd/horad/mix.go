@@ -168,6 +168,23 @@ func (m *mixEnforcer) runSSH(ctx context.Context) {
 	}
 }
 
+// release runs once horad has stopped scheduling: on local nodes the class
+// groups of a class with no process left are removed, so a stopped horad
+// leaves no hora-<cluster> groups behind; a class whose jobs keep running
+// keeps its groups, thawed, for the next horad to open again.
+func (m *mixEnforcer) release() {
+	if m.g == nil {
+		return
+	}
+	kept, err := m.g.Release()
+	if err != nil {
+		m.log.Warn("mix: removing the class groups", "err", err)
+	}
+	for _, c := range kept {
+		m.log.Info("mix: class group kept for its running jobs", "class", c.String())
+	}
+}
+
 // eachNode applies the division owned by owner on every node at once.
 func (m *mixEnforcer) eachNode(ctx context.Context, owner string) {
 	var wg sync.WaitGroup

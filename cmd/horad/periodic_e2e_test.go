@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hora/nodes/cgmix"
 )
 
 // Periodic real-time jobs through the real sbatch: at 2:1 a node gives RT
@@ -27,6 +29,7 @@ func TestPeriodicRealTimeEndToEnd(t *testing.T) {
 ratio = "2:1"
 mode = "ps"
 `)
+	g := openMixGroups(t, name)
 	work := c.workDir()
 	out := filepath.Join(work, "per.out")
 	id := c.submit(work, "--rt-frame=100ms", "--rt-buffer=10", "--rt-work=40ms", "-n", "4", "-o", out,
@@ -105,4 +108,11 @@ mode = "ps"
 	}
 	again := c.submit(work, "--rt-frame=100ms", "--rt-buffer=10", "--rt-work=40ms", "--wrap", "true")
 	c.waitState(again, "COMPLETED")
+
+	// With every job gone, a stopped horad leaves no class group behind.
+	waitMixEmpty(t, g)
+	c.stop()
+	if left := cgmix.Leftover(cgmix.DefaultRoot, "hora-"+name); len(left) > 0 {
+		t.Fatalf("horad stopped with no job left hora-%s groups under %v", name, left)
+	}
 }

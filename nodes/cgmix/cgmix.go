@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -197,6 +198,64 @@ func (g *Groups) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Release is what horad does when it stops: it thaws both classes (jobs
+// keep running while horad is down, and none may stay stopped) and removes
+// the groups of a class that has no process left, then the cluster's group
+// once both are gone, so that no stopped horad leaves hora-<cluster> groups
+// behind. A class that still has processes keeps its groups, thawed, with
+// its weight: the next horad of the cluster opens them again (Open reuses).
+// kept lists those classes.
+func (g *Groups) Release() (kept []mix.Class, err error) {
+	var errs []error
+	for _, c := range classes {
+		if e := g.Freeze(c, false); e != nil && !errors.Is(e, os.ErrNotExist) {
+			errs = append(errs, e)
+		}
+	}
+	for _, c := range classes {
+		busy := false
+		for _, ctrl := range g.ctrls {
+			s, e := read(filepath.Join(g.dir(ctrl, c), "cgroup.procs"))
+			if e == nil && s != "" {
+				busy = true
+			}
+		}
+		if busy {
+			kept = append(kept, c)
+			continue
+		}
+		for _, ctrl := range g.ctrls {
+			// rmdir fails with EBUSY if a process joined since the check:
+			// the group then stays, as it should.
+			if e := os.Remove(g.dir(ctrl, c)); e != nil && !errors.Is(e, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("cgmix: %w", e))
+				kept = append(kept, c)
+			}
+		}
+	}
+	if len(kept) == 0 {
+		for _, ctrl := range g.ctrls {
+			if e := os.Remove(filepath.Join(g.root, ctrl, g.name)); e != nil && !errors.Is(e, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("cgmix: %w", e))
+			}
+		}
+	}
+	return slices.Compact(kept), errors.Join(errs...)
+}
+
+// Leftover lists the controllers under root that still hold a group named
+// name (what Release or Close should have removed).
+func Leftover(root, name string) []string {
+	var out []string
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		if _, err := os.Stat(filepath.Join(root, e.Name(), name)); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // TDM drives tdm mode on one node: at each Step the division in force

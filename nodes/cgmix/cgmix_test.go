@@ -119,6 +119,67 @@ func TestFreezeStopsClass(t *testing.T) {
 	waitFor(t, "BE running again after thaw", func() bool { return cpuTicks(t, be) > before })
 }
 
+// Release (horad stopping) thaws both classes, keeps the groups of a class
+// that still runs processes and removes the rest; once that class is empty
+// too, a second Release leaves no group of the name in any controller.
+func TestReleaseRemovesEmptyGroups(t *testing.T) {
+	name := fmt.Sprintf("hora-test-%d-%d", os.Getpid(), rand.Uint32())
+	g, err := Open(DefaultRoot, name)
+	if err != nil {
+		t.Fatalf("%v (this test needs root and the cgroup v1 cpu and freezer controllers, as CI has)", err)
+	}
+	t.Cleanup(func() {
+		if left := Leftover(DefaultRoot, name); len(left) > 0 {
+			g.Close()
+		}
+	})
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if err := g.Add(mix.BE, cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Freeze(mix.BE, true); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := g.Release()
+	if err != nil || len(kept) != 1 || kept[0] != mix.BE {
+		t.Fatalf("Release with a BE process: kept %v, err %v; want [be]", kept, err)
+	}
+	if s, err := g.FreezerState(mix.BE); err != nil || s != "THAWED" {
+		t.Fatalf("kept BE group: freezer %q (%v), want THAWED", s, err)
+	}
+	for _, ctrl := range g.ctrls {
+		if _, err := os.Stat(g.Dir(ctrl, mix.RT)); !os.IsNotExist(err) {
+			t.Errorf("empty RT group under %s not removed (%v)", ctrl, err)
+		}
+	}
+	if left := Leftover(DefaultRoot, name); len(left) != len(g.ctrls) {
+		t.Errorf("cluster group left under %v, want under every controller %v while BE runs", left, g.ctrls)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	kept, err = g.Release()
+	if err != nil || len(kept) != 0 {
+		t.Fatalf("Release once empty: kept %v, err %v", kept, err)
+	}
+	if left := Leftover(DefaultRoot, name); len(left) > 0 {
+		t.Fatalf("groups %s left under %v", name, left)
+	}
+	// The next horad of the cluster makes them again.
+	if g, err = Open(DefaultRoot, name); err != nil {
+		t.Fatal(err)
+	}
+	if left := Leftover(DefaultRoot, name); len(left) != len(g.ctrls) {
+		t.Fatalf("reopened under %v, want %v", left, g.ctrls)
+	}
+	if kept, err := g.Release(); err != nil || len(kept) != 0 || len(Leftover(DefaultRoot, name)) > 0 {
+		t.Fatalf("Release of the reopened groups: kept %v, err %v, left %v", kept, err, Leftover(DefaultRoot, name))
+	}
+}
+
 // The TDM driver stops the non-owner only while the owner has processes:
 // with no RT process, BE is never frozen, in any division.
 func TestTDMLendsWhenOwnerHasNothing(t *testing.T) {
