@@ -112,3 +112,93 @@ func waitMixEmpty(t *testing.T, g *cgmix.Groups) {
 		return len(rt)+len(be) == 0
 	})
 }
+
+// A reload (SIGHUP) changes [mix] under running jobs: from ps 2:1 to tdm
+// 1:3 the class weights are rewritten and the driver starts stopping each
+// class in the other's division; a bad ratio or mode is refused naming
+// file:line and the configuration in force stays; back to ps, both classes
+// are thawed. The jobs run throughout, never restarted.
+func TestMixReload(t *testing.T) {
+	requireRoot(t)
+	name := fmt.Sprintf("e2emixr%d", rand.Uint32())
+	head := "cluster_name = \"" + name + "\"\n" + localBatch + `
+[[partition]]
+name = "res"
+nodes = "local[1-4]"
+policy = "reserve"
+`
+	c := newClusterWith(t, head+"\n[mix]\nratio = \"2:1\"\nmode = \"ps\"\n")
+	g := openMixGroups(t, name)
+	weights := func(wantRT, wantBE int) {
+		t.Helper()
+		if rt, be, err := g.Weights(); err != nil || rt != wantRT || be != wantBE {
+			t.Fatalf("weights %d:%d (%v), want %d:%d", rt, be, err, wantRT, wantBE)
+		}
+	}
+	weights(1365, 683)
+	work := c.workDir()
+	be := c.submit(work, "--wrap", "sleep 300")
+	rt := c.submit(work, "-p", "res", "-N", "1", "-t", "10", "--begin=now", "--deadline=now+3600", "--wrap", "sleep 300")
+	started := map[string]string{}
+	for _, id := range []string{be, rt} {
+		c.waitState(id, "RUNNING")
+		started[id] = c.run(0, work, "squeue", "-h", "-j", id, "-o", "%S").stdout
+	}
+	waitMix(t, "both classes with a process", func() bool {
+		r, _ := g.Pids(mix.RT)
+		b, _ := g.Pids(mix.BE)
+		return len(r) > 0 && len(b) > 0
+	})
+	frozenOnce := func(cl mix.Class) {
+		t.Helper()
+		waitMix(t, cl.String()+" stopped in the other's division", func() bool { s, _ := g.FreezerState(cl); return s != "THAWED" })
+	}
+
+	mark := c.reload(head + "\n[mix]\nratio = \"1:3\"\nmode = \"tdm\"\nperiod = 1\n")
+	c.waitLog(mark, "mix reloaded", "ratio=1:3", "mode=tdm")
+	weights(512, 1536)
+	frozenOnce(mix.BE)
+	frozenOnce(mix.RT)
+
+	for _, bad := range []struct{ mix, key string }{
+		{"ratio = \"0:0\"\nmode = \"ps\"\n", "ratio"},
+		{"ratio = \"-1:2\"\nmode = \"ps\"\n", "ratio"},
+		{"ratio = \"2:1:3\"\nmode = \"ps\"\n", "ratio"},
+		{"ratio = \"2:1\"\nmode = \"fifo\"\n", "mode"},
+	} {
+		text := head + "\n[mix]\n" + bad.mix
+		line := strings.Count(text[:strings.Index(text, bad.key+" = ")], "\n") + 1
+		mark := c.reload(text)
+		l := c.waitLog(mark, "reload refused")
+		if at := fmt.Sprintf("%s:%d", c.config, line); !strings.Contains(l, at) || !strings.Contains(l, "mix."+bad.key) {
+			t.Errorf("[mix] %q: the refusal does not name %s and mix.%s:\n%s", bad.mix, at, bad.key, l)
+		}
+		if strings.Contains(l, "mix reloaded") {
+			t.Errorf("[mix] %q was applied:\n%s", bad.mix, l)
+		}
+		weights(512, 1536)
+	}
+	frozenOnce(mix.BE) // tdm still in force
+
+	mark = c.reload(head + "\n[mix]\nratio = \"2:1\"\nmode = \"ps\"\n")
+	c.waitLog(mark, "mix reloaded", "ratio=2:1", "mode=ps")
+	weights(1365, 683)
+	waitMix(t, "both classes thawed in ps", func() bool {
+		r, _ := g.FreezerState(mix.RT)
+		b, _ := g.FreezerState(mix.BE)
+		return r == "THAWED" && b == "THAWED"
+	})
+	for _, id := range []string{be, rt} {
+		if st, s := c.state(id), c.run(0, work, "squeue", "-h", "-j", id, "-o", "%S").stdout; st != "RUNNING" || s != started[id] {
+			t.Errorf("job %s after the reloads: %s started %q, want RUNNING started %q", id, st, s, started[id])
+		}
+	}
+	c.run(0, work, "scancel", be, rt)
+	c.waitState(be, "CANCELLED")
+	c.waitState(rt, "CANCELLED")
+	waitMixEmpty(t, g)
+	c.stop()
+	if left := cgmix.Leftover(cgmix.DefaultRoot, "hora-"+name); len(left) > 0 {
+		t.Fatalf("hora-%s groups left under %v", name, left)
+	}
+}

@@ -51,6 +51,19 @@ func TestMixSlicesOnSystemdNode(t *testing.T) {
 			t.Errorf("%s: %q, %v; want CPUWeight=%s", slice, out, err, w)
 		}
 	}
+	// A reloaded ratio (1:3) is set on the node at once.
+	if err := e.SetMixWeights(t.Context(), "n1", 2500, 7500); err != nil {
+		t.Fatal(err)
+	}
+	for slice, w := range map[string]string{"hora-rt.slice": "2500", "hora-be.slice": "7500"} {
+		out, err := h.Systemctl("show", "--property=CPUWeight", slice)
+		if err != nil || strings.TrimSpace(out) != "CPUWeight="+w {
+			t.Errorf("after SetMixWeights, %s: %q, %v; want CPUWeight=%s", slice, out, err, w)
+		}
+	}
+	if err := e.SetMixWeights(t.Context(), "n1", 0, 7500); err == nil || !strings.Contains(err.Error(), "0:7500") {
+		t.Errorf("SetMixWeights 0:7500: %v, want an error naming the weights", err)
+	}
 }
 
 // Without systemd (launcher setsid) a step under [mix] is refused, naming

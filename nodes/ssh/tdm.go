@@ -3,6 +3,7 @@ package ssh
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -53,4 +54,36 @@ func (e *Executor) TDMDivision(ctx context.Context, node, owner string) (frozen 
 		return frozen, fmt.Errorf("tdm division on node %s: %s", node, strings.TrimPrefix(out, "error: "))
 	}
 	return [2]bool{rt == 1, be == 1}, nil
+}
+
+// shWeights sets the CPUWeight of the class slices ([mix] ps, a reloaded
+// ratio) at once, under the steps already running in them. Args: RTW BEW.
+const shWeights = `
+systemctl set-property --runtime hora-rt.slice "CPUWeight=$1" &&
+	systemctl set-property --runtime hora-be.slice "CPUWeight=$2" ||
+	{ echo "error: cannot set the CPUWeight of hora-rt.slice and hora-be.slice"; exit 1; }
+echo ok
+`
+
+// SetMixWeights sets the class slices' CPUWeight on node to rt and be
+// (cgroup v2 cpu.weight, 1..10000): a changed ratio reaches the steps that
+// already run, not only the next ones.
+func (e *Executor) SetMixWeights(ctx context.Context, node string, rt, be int) error {
+	if rt < 1 || rt > 10000 || be < 1 || be > 10000 {
+		return fmt.Errorf("mix weights %d:%d: want 1..10000 each", rt, be)
+	}
+	h, err := e.host(node)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := e.opCtx(ctx)
+	defer cancel()
+	r, err := h.run(ctx, h.ops, false, shWeights, nil, strconv.Itoa(rt), strconv.Itoa(be))
+	if err != nil {
+		return fmt.Errorf("mix weights on node %s: %w", node, err)
+	}
+	if out := lastLine(strings.TrimSpace(string(r.out))); r.code != 0 || out != "ok" {
+		return fmt.Errorf("mix weights on node %s: %s", node, strings.TrimPrefix(out, "error: "))
+	}
+	return nil
 }
