@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,7 @@ type mixEnforcer struct {
 	sshMix *hssh.Mix
 	nodes  []string
 	wake   chan struct{} // a reload changed the mode or its settings
+	stepMu sync.Mutex    // orders making a step group (place) and removing empty ones
 
 	mu    sync.Mutex
 	cfg   *config.Config // the configuration in force (classes of partitions)
@@ -43,8 +46,8 @@ type mixEnforcer struct {
 func mixSupported(cfg *config.Config) error {
 	mode, _ := mix.ParseMode(cfg.Mix.Mode) // validated by config
 	switch {
-	case mode == mix.GangMode:
-		return config.Problems{cfg.Problem("mix.mode", "mode \"gang\": enforcement on nodes is not implemented yet (replay only); use ps or tdm")}
+	case mode == mix.GangMode && cfg.Executor != "local":
+		return config.Problems{cfg.Problem("mix.mode", "mode \"gang\" is enforced on local nodes only (not yet on %s nodes); use ps or tdm", cfg.Executor)}
 	case cfg.Executor == "ssh" && cfg.SSH.Launcher == "setsid":
 		return config.Problems{cfg.Problem("mix", "[mix] on ssh nodes needs systemd on the nodes (systemd slices); [ssh] launcher = \"setsid\" cannot enforce it")}
 	case cfg.Executor != "ssh" && cfg.Executor != "local":
@@ -160,12 +163,128 @@ func (m *mixEnforcer) current() (*config.Config, *mix.TDM) {
 }
 
 // place is local.Config.Place: the shepherd, and so the job, joins its
-// partition's class group.
+// partition's class group, and under the freezer the group of its job on
+// its node (stepGroup), which gang mode stops and continues.
 func (m *mixEnforcer) place() func(nodes.LaunchSpec, int) error {
 	return func(s nodes.LaunchSpec, pid int) error {
 		cfg, _ := m.current()
-		return m.g.Add(classOf(cfg, s), pid)
+		m.stepMu.Lock()
+		defer m.stepMu.Unlock()
+		return m.g.AddStep(classOf(cfg, s), stepGroup(s.Key.Job, s.Node), pid)
 	}
+}
+
+// stepGroup names the freezer group of job on node: "<job>_<node>", with
+// any '/' or '.' of the node name as '_'.
+func stepGroup(job int64, node string) string {
+	return strconv.FormatInt(job, 10) + "_" + plainName(node)
+}
+
+func plainName(s string) string { return strings.NewReplacer("/", "_", ".", "_").Replace(s) }
+
+// parseStepGroup reads a stepGroup name back.
+func parseStepGroup(name string) (job int64, node string, ok bool) {
+	id, node, ok := strings.Cut(name, "_")
+	if !ok {
+		return 0, "", false
+	}
+	job, err := strconv.ParseInt(id, 10, 64)
+	return job, node, err == nil && job > 0
+}
+
+// gcSteps removes the step groups whose processes are all gone.
+func (m *mixEnforcer) gcSteps() {
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	steps, _ := m.g.Steps()
+	for _, s := range steps {
+		if s.Procs == 0 {
+			_ = m.g.RemoveStep(s.Class, s.Name)
+		}
+	}
+}
+
+// gangStep applies 1GS (be-rt-mix-2001 §4.1) on the local nodes for the
+// quantum in force: the matrix of the running jobs (mix.NewGang, each job
+// on the nodes it runs on, overflow rows for jobs with no free row) and
+// the row of this quantum (mix.GangRow, rows rotate every Q on the
+// Unix-time axis); every step group not in the row
+// is stopped, the others continued — stops first, so two jobs of one node
+// never run in the same instant. frozen holds what was last written and
+// is updated. It returns the time to the next quantum.
+func (m *mixEnforcer) gangStep(cfg *config.Config, r mix.Ratio, frozen map[cgmix.Step]bool) time.Duration {
+	m.stepMu.Lock()
+	steps, err := m.g.Steps()
+	m.stepMu.Unlock()
+	if err != nil {
+		m.log.Error("mix: gang: listing the step groups", "err", err)
+	}
+	col := map[string]int{}
+	for i, n := range cfg.NodeNames() {
+		col[plainName(n)] = i
+	}
+	type ref struct {
+		step cgmix.Step
+		job  int64
+		col  int
+	}
+	var refs []ref
+	byJob := map[int64]*mix.GangJob{}
+	for _, s := range steps {
+		if s.Procs == 0 {
+			continue
+		}
+		job, node, ok := parseStepGroup(s.Name)
+		c, known := col[node]
+		if !ok || !known {
+			continue // not a step of this cluster's nodes: left running
+		}
+		s.Procs = 0 // the key of frozen
+		refs = append(refs, ref{s, job, c})
+		j := byJob[job]
+		if j == nil {
+			j = &mix.GangJob{ID: job, Class: s.Class}
+			byJob[job] = j
+		}
+		if !slices.Contains(j.Cols, c) {
+			j.Cols = append(j.Cols, c)
+		}
+	}
+	jobs := make([]mix.GangJob, 0, len(byJob))
+	for _, j := range byJob {
+		jobs = append(jobs, *j)
+	}
+	x, err := mix.NewGang(len(col), cfg.Mix.Rows, r, jobs)
+	if err != nil {
+		m.log.Error("mix: gang plan", "err", err)
+		return time.Second
+	}
+	now := unixNow()
+	row, next := mix.GangRow(now, cfg.Mix.Quantum, x.Rows())
+	seen := map[cgmix.Step]bool{}
+	for _, stop := range []bool{true, false} {
+		for _, f := range refs {
+			seen[f.step] = true
+			want := !x.Runs(row, f.col, f.job)
+			if want != stop {
+				continue
+			}
+			if was, ok := frozen[f.step]; ok && was == want {
+				continue
+			}
+			if err := m.g.FreezeStep(f.step.Class, f.step.Name, want); err != nil {
+				m.log.Debug("mix: gang: freezer", "step", f.step.Name, "err", err)
+				continue
+			}
+			frozen[f.step] = want
+		}
+	}
+	for s := range frozen {
+		if !seen[s] {
+			delete(frozen, s)
+		}
+	}
+	return time.Duration((next - now) * float64(time.Second))
 }
 
 // sshMixFor is the SSH executor's [mix]: ps through the nodes' systemd slices.
@@ -201,22 +320,43 @@ func (m *mixEnforcer) run(ctx context.Context) {
 		m.runSSH(ctx)
 		return
 	}
+	// thaw continues both classes and every step group gang stopped.
 	thaw := func() {
 		for _, c := range []mix.Class{mix.RT, mix.BE} {
 			if err := m.g.Freeze(c, false); err != nil {
 				m.log.Error("mix: thaw", "class", c.String(), "err", err)
 			}
 		}
+		steps, _ := m.g.Steps()
+		for _, s := range steps {
+			_ = m.g.FreezeStep(s.Class, s.Name, false)
+		}
 	}
 	defer thaw()
 	var drv *cgmix.TDM
+	var gang map[cgmix.Step]bool // nil unless gang is driving
+	var lastGC time.Time
 	for {
-		_, plan := m.current()
-		var wait time.Duration = -1
+		cfg, plan := m.current()
+		m.mu.Lock()
+		mode, ratio := m.mode, m.ratio
+		m.mu.Unlock()
+		if time.Since(lastGC) >= time.Second {
+			m.gcSteps()
+			lastGC = time.Now()
+		}
+		wait := 10 * time.Second // ps: only the step groups to collect
+		if (gang != nil && mode != mix.GangMode) || (drv != nil && plan == nil) {
+			thaw() // left gang or tdm: nobody stays stopped
+			gang, drv = nil, nil
+		}
 		switch {
-		case plan == nil && drv != nil: // left tdm: nobody stays stopped
-			thaw()
-			drv = nil
+		case mode == mix.GangMode:
+			if gang == nil {
+				thaw()
+				gang = map[cgmix.Step]bool{}
+			}
+			wait = m.gangStep(cfg, ratio, gang)
 		case plan != nil:
 			if drv == nil || drv.Plan != *plan {
 				drv = &cgmix.TDM{G: m.g, Plan: *plan}

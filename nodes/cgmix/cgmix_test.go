@@ -180,6 +180,60 @@ func TestReleaseRemovesEmptyGroups(t *testing.T) {
 	}
 }
 
+// Step groups (gang mode): each job on a node has its own freezer group
+// under its class; one is stopped while its sibling runs, the class counts
+// the processes of both, an empty step group is removed, and Release
+// removes what is left once the processes are gone.
+func TestStepGroups(t *testing.T) {
+	g := open(t)
+	sleep := func(step string) *exec.Cmd {
+		cmd := exec.Command("sleep", "300")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.FreezeStep(mix.BE, step, false); cmd.Process.Kill(); cmd.Wait() })
+		if err := g.AddStep(mix.BE, step, cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	a, b := sleep("5_local1"), sleep("6_local1")
+	if err := g.AddStep(mix.BE, "x/y", a.Process.Pid); err == nil {
+		t.Error("AddStep accepted the step name x/y")
+	}
+	if err := g.FreezeStep(mix.BE, "5_local1", true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "step 5 frozen", func() bool { s, _ := g.StepState(mix.BE, "5_local1"); return s == "FROZEN" })
+	if st, _ := g.StepState(mix.BE, "6_local1"); st != "THAWED" {
+		t.Errorf("sibling step 6: %s, want THAWED", st)
+	}
+	if pids, _ := g.Pids(mix.BE); len(pids) != 2 {
+		t.Errorf("BE class processes %v, want the 2 of its steps", pids)
+	}
+	steps, err := g.Steps()
+	if err != nil || len(steps) != 2 || steps[0].Name != "5_local1" || steps[0].Procs != 1 || steps[1].Class != mix.BE {
+		t.Fatalf("Steps: %+v, %v", steps, err)
+	}
+	if err := g.RemoveStep(mix.BE, "6_local1"); err == nil {
+		t.Error("RemoveStep removed a group with a process")
+	}
+	b.Process.Kill()
+	b.Wait()
+	if err := g.RemoveStep(mix.BE, "6_local1"); err != nil {
+		t.Fatal(err)
+	}
+	g.FreezeStep(mix.BE, "5_local1", false)
+	a.Process.Kill()
+	a.Wait()
+	if kept, err := g.Release(); err != nil || len(kept) > 0 {
+		t.Fatalf("Release: kept %v, %v", kept, err)
+	}
+	if left := Leftover(DefaultRoot, g.name); len(left) > 0 {
+		t.Fatalf("left under %v", left)
+	}
+}
+
 // The TDM driver stops the non-owner only while the owner has processes:
 // with no RT process, BE is never frozen, in any division.
 func TestTDMLendsWhenOwnerHasNothing(t *testing.T) {
