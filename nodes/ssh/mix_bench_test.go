@@ -76,7 +76,18 @@ func BenchmarkTDMSwitchMany(b *testing.B) {
 		opts = append(opts, sshtest.WithSystemd(i))
 	}
 	c := sshtest.StartCluster(b, n, opts...)
-	cfg := fastConfig(c, b.TempDir())
+	// Not b.TempDir: the hosts' remote shells may still write their state
+	// under it just after Close, which fails b.TempDir's removal.
+	state, err := os.MkdirTemp("", "hora-bench-state-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		for end := time.Now().Add(10 * time.Second); os.RemoveAll(state) != nil && time.Now().Before(end); {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	cfg := fastConfig(c, state)
 	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	e, err := hssh.New(cfg)

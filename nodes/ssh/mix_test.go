@@ -162,4 +162,17 @@ func TestMixTDMFreezeOnSystemdNode(t *testing.T) {
 	if got, err := e.TDMDivision(ctx, "n1", "rt"); err != nil || got != [2]bool{} {
 		t.Fatalf("RT division with no RT process: %v, %v; want nothing frozen", got, err)
 	}
+	// The divisions go through one long-lived loop per node; when sshd
+	// restarts, its session ends, and the next divisions still apply (the
+	// failed one again in a session of its own, the next on a new loop).
+	h.StopSSHD()
+	h.StartSSHD()
+	for i, owner := range []string{"be", "none", "rt"} {
+		if got, err := e.TDMDivision(ctx, "n1", owner); err != nil || got != [2]bool{} {
+			t.Fatalf("division %d (%s) after sshd restarted: %v, %v", i, owner, got, err)
+		}
+	}
+	if _, err := e.TDMDivision(ctx, "n1", "all"); err == nil {
+		t.Error("division owner \"all\" accepted")
+	}
 }

@@ -118,6 +118,9 @@ type Executor struct {
 	wg     sync.WaitGroup
 
 	closeOnce sync.Once
+
+	divMu sync.Mutex
+	divs  map[string]*divLoop // [mix] tdm: each node's division loop (tdm.go)
 }
 
 var _ nodes.Executor = (*Executor)(nil)
