@@ -34,19 +34,7 @@ func BenchmarkTDMSwitch4(b *testing.B) {
 	defer e.Close()
 	owners := []string{"rt", "be"}
 	var worst time.Duration
-	switchAll := func(owner string) {
-		var wg sync.WaitGroup
-		for _, h := range c.Hosts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if _, err := e.TDMDivision(b.Context(), h.Name, owner); err != nil {
-					b.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
-	}
+	switchAll := func(owner string) { divideAll(b, e, c, owner, nil) }
 	switchAll("none") // connections made
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -96,20 +84,7 @@ func BenchmarkTDMSwitchMany(b *testing.B) {
 	}
 	defer e.Close()
 	done := make([]time.Time, n)
-	switchAll := func(owner string) {
-		var wg sync.WaitGroup
-		for i, h := range c.Hosts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if _, err := e.TDMDivision(b.Context(), h.Name, owner); err != nil {
-					b.Error(err)
-				}
-				done[i] = time.Now()
-			}()
-		}
-		wg.Wait()
-	}
+	switchAll := func(owner string) { divideAll(b, e, c, owner, done) }
 	switchAll("none") // connections made
 	const every = 250 * time.Millisecond
 	var lags, skews []float64
@@ -161,4 +136,24 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// divideAll applies the division owned by owner on every host at once, as
+// horad's driver does, and waits for all; done[i], if given, is when host
+// i had applied it.
+func divideAll(b *testing.B, e *hssh.Executor, c *sshtest.Cluster, owner string, done []time.Time) {
+	var wg sync.WaitGroup
+	for i, h := range c.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.TDMDivision(b.Context(), h.Name, owner); err != nil {
+				b.Error(err)
+			}
+			if done != nil {
+				done[i] = time.Now()
+			}
+		}()
+	}
+	wg.Wait()
 }

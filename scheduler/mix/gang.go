@@ -1,6 +1,7 @@
 package mix
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -193,7 +194,7 @@ func GangPlan(p, m int, r Ratio, jobs []GangJob) (x *Matrix, waiting []int64, er
 		return nil, nil, err
 	}
 	jobs = slices.Clone(jobs)
-	slices.SortFunc(jobs, func(a, b GangJob) int { return cmpInt64(a.ID, b.ID) })
+	slices.SortFunc(jobs, func(a, b GangJob) int { return cmp.Compare(a.ID, b.ID) })
 	for _, j := range jobs {
 		if !x.PlaceOn(j.ID, j.Class, j.Cols, 1) {
 			waiting = append(waiting, j.ID)
@@ -262,16 +263,6 @@ func (g Gang) Runs(row, col int, id int64) bool {
 	}
 	row -= g.X.M
 	return row < len(g.Overflow) && col >= 0 && col < len(g.Overflow[row]) && g.Overflow[row][col] == id
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // GangRow is the row of an M-row matrix in force at time now when rows
