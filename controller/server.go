@@ -269,8 +269,9 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, id := range c.ids {
-			if keep(&c.jobs[id].Job) {
+			if j := &c.jobs[id].Job; keep(j) {
 				out.IDs = append(out.IDs, id)
+				out.AddTask(j)
 			}
 		}
 		return out, nil
@@ -298,6 +299,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			ids := &api.JobIDsResponse{IDs: make([]int64, 0, len(out.Jobs))}
 			for i := range out.Jobs {
 				ids.IDs = append(ids.IDs, out.Jobs[i].ID)
+				ids.AddTask(&out.Jobs[i])
 			}
 			return ids, nil
 		}

@@ -239,11 +239,12 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			out = append(out, j)
 		}
 		if q.Get("ids_only") == "1" {
-			ids := []int64{}
-			for _, j := range out {
-				ids = append(ids, j.ID)
+			resp := api.JobIDsResponse{IDs: []int64{}}
+			for i := range out {
+				resp.IDs = append(resp.IDs, out[i].ID)
+				resp.AddTask(&out[i])
 			}
-			reply(api.JobIDsResponse{IDs: ids})
+			reply(resp)
 			return
 		}
 		reply(api.JobsResponse{Jobs: out})

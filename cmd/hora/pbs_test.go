@@ -249,6 +249,10 @@ func TestPBSArrayGolden(t *testing.T) {
 		{"array_full", qstatMain, "qstat", []string{"-f", "110[]"}},
 		{"array_subjob_full", qstatMain, "qstat", []string{"-f", "110[3].srv"}},
 		{"array_subjob_unknown", qstatMain, "qstat", []string{"110[9]"}},
+		{"array_qselect", qselectMain, "qselect", []string{"-s", "QR"}},
+		{"array_qselect_J", qselectMain, "qselect", []string{"-J"}},
+		{"array_qselect_T", qselectMain, "qselect", []string{"-T", "-s", "QR"}},
+		{"array_qselect_T_brief", qselectMain, "qselect", []string{"-T", "-A", ""}},
 		{"array_qdel_subjob", commands["qdel"], "qdel", []string{"110[3]"}},
 		{"array_qdel_unknown_subjob", commands["qdel"], "qdel", []string{"110[9]"}},
 	}

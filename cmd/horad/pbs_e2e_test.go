@@ -132,6 +132,14 @@ func pbsEndToEnd(t *testing.T, flavour string) {
 			t.Errorf("qstat -J:\n%s", r.stdout)
 		}
 	}
+	// qselect names the array once (OpenPBS) or its subjobs (Torque, -T).
+	wantSel := aseq + "[].headnode\n"
+	if flavour == "torque" {
+		wantSel = aseq + "[1].headnode\n" + aseq + "[2].headnode\n" + aseq + "[3].headnode\n"
+	}
+	if r = c.run(0, work, "qselect", "-s", "H", "-N", "arr"); r.stdout != wantSel {
+		t.Errorf("qselect -s H -N arr: %+v, want %q", r, wantSel)
+	}
 	if r = c.run(0, work, "qrls", aseq+"[]"); r.code != 0 {
 		t.Errorf("qrls %s[]: %+v", aseq, r)
 	}
