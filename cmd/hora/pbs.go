@@ -230,6 +230,12 @@ func qsubInteractive(ctx context.Context, env *Env, s *pbsSession, spec *api.Job
 		done = api.AllocDone{JobID: id, Signal: o.stepSignal}
 	}
 	_ = resend(ctx, s.cl, func(cl *api.Client) error { return cl.AllocDone(context.WithoutCancel(ctx), done) })
+	if !o.launched {
+		// No shell ran (the step was refused, or no pty on the node):
+		// runStep said why; the job is released.
+		fmt.Fprintf(env.Stderr, "qsub: job %s: the interactive shell could not be started\n", full)
+		return max(rc, 1)
+	}
 	fmt.Fprintf(env.Stdout, "\nqsub: job %s completed\n", full)
 	return 0 // OP exit_qsub(0): the shell's status is the job's Exit_status
 }

@@ -39,8 +39,9 @@ type srunOpts struct {
 	spec                                         *api.JobSpec // the job options, as an allocation
 	stepSignal                                   int          // the step ended by this signal (Slurm's rule)
 	// pty runs task 0 on a pseudo-terminal (pty.go); quiet leaves a
-	// task's exit code unprinted (qsub -I prints its own lines).
-	pty, quiet bool
+	// task's exit code unprinted (qsub -I prints its own lines); launched
+	// is set once the step's tasks are being started.
+	pty, quiet, launched bool
 }
 
 // srunFail is a command-line or request error: the lines to print after
@@ -433,6 +434,7 @@ func runStep(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, created
 		_, _ = cl.EndStep(context.WithoutCancel(ctx), api.StepEnd{JobID: grant.JobID, StepID: grant.StepID, ExitCode: 1})
 		return 1
 	}
+	o.launched = true
 	return l.run(ctx, cl, sigs)
 }
 
