@@ -589,7 +589,7 @@ const MsgSocketTimeout = "Socket timed out on send/recv operation"
 func BriefJob(j *Job) Job {
 	return Job{ID: j.ID, UID: j.UID, GID: j.GID, User: j.User, State: j.State, Reason: j.Reason,
 		SubmitTime: j.SubmitTime, EligibleTime: j.EligibleTime, StartTime: j.StartTime, EndTime: j.EndTime,
-		CancelledBy: j.CancelledBy, Nodes: j.Nodes,
+		CancelledBy: j.CancelledBy, Nodes: j.Nodes, ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID,
 		Spec: JobSpec{Name: j.Spec.Name, Partition: j.Spec.Partition, Account: j.Spec.Account, TimeLimit: j.Spec.TimeLimit,
 			Begin: j.Spec.Begin, Nodes: j.Spec.Nodes, NTasks: j.Spec.NTasks, CPUsPerTask: j.Spec.CPUsPerTask, MemMB: j.Spec.MemMB}}
 }

@@ -560,10 +560,10 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 	}
 	script := []byte(j.Spec.Script)
 	switch {
+	case j.Spec.Alloc: // also qsub -I: its shell runs as a step
+		script = []byte(allocHoldScript)
 	case j.Spec.PBS != nil:
 		script = pbsScript(j)
-	case j.Spec.Alloc:
-		script = []byte(allocHoldScript)
 	}
 	ls := nodes.LaunchSpec{
 		Key: stepKey(j, step), Node: node,

@@ -45,6 +45,7 @@ type launch struct {
 	pgid     int
 	readers  sync.WaitGroup
 	stdinFor []io.WriteCloser
+	restore  func() // puts the caller's terminal back after a pty step (pty.go)
 }
 
 // stepID is Slurm's "StepId=J.S" spelling.
@@ -138,6 +139,12 @@ func newLaunch(env *Env, o *srunOpts, g *api.StepGrant, getenv func(string) stri
 	// streams or the -o/-e files.
 	for _, t := range l.tasks {
 		if t.cmd == nil {
+			continue
+		}
+		if o.pty && t.id == 0 {
+			if err := l.attachPty(t); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		var outDst, errDst io.Writer = env.Stdout, env.Stderr
@@ -380,7 +387,9 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 				}
 				worstSig = max(worstSig, int(e.status.Signal()))
 			case e.status.ExitStatus() != 0:
-				fmt.Fprintf(l.env.Stderr, "srun: error: %s: task %d: Exited with exit code %d\n", node, e.t.id, e.status.ExitStatus())
+				if !l.o.quiet {
+					fmt.Fprintf(l.env.Stderr, "srun: error: %s: task %d: Exited with exit code %d\n", node, e.t.id, e.status.ExitStatus())
+				}
 				worstExit = max(worstExit, e.status.ExitStatus())
 			}
 			if l.o.killBadExit && (e.status.Signaled() || e.status.ExitStatus() != 0) && running > 0 {
@@ -427,6 +436,9 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 		}
 	}
 	l.readers.Wait()
+	if l.restore != nil {
+		l.restore()
+	}
 	for _, f := range l.files {
 		_ = f.Close()
 	}
