@@ -47,9 +47,21 @@ func cgroupsUsable() bool {
 // horads on one machine (tests) never share a cgroup, and a restarted
 // horad finds its steps' cgroups again.
 func (e *Executor) cgroupName(node string, key nodes.StepKey) string {
-	h := sha256.Sum256([]byte(e.stateDir))
-	return filepath.Join("hora-"+hex.EncodeToString(h[:4]), node, key.Name())
+	return filepath.Join(e.cgroupBase(), node, key.Name())
 }
+
+// cgroupBase is this Executor's top group below each controller's root.
+func (e *Executor) cgroupBase() string {
+	h := sha256.Sum256([]byte(e.stateDir))
+	return "hora-" + hex.EncodeToString(h[:4])
+}
+
+// controllers are the v1 hierarchies in which a step may have groups:
+// cpuset and memory for its CPUs and memory, devices for its gres, and
+// freezer and cpu, where other code may place a step (the [mix] classes
+// live in their own groups, never below ours; listed so that a group of
+// ours found there is still removed).
+var controllers = []string{"cpuset", "memory", "devices", "freezer", "cpu"}
 
 func writeCg(dir, file, val string) error {
 	if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0o644); err != nil {
@@ -102,8 +114,6 @@ func parseCPUList(s string) ([]int, error) {
 // machine's CPUs modulo their number: local nodes are slices of one
 // machine, and a node may declare more CPUs than it has.
 func (e *Executor) stepCgroups(spec nodes.LaunchSpec) (string, string, error) {
-	e.cgMu.Lock()
-	defer e.cgMu.Unlock()
 	name := e.cgroupName(spec.Node, spec.Key)
 	cpuDir := filepath.Join(cgroupRoot, "cpuset", name)
 	memDir := filepath.Join(cgroupRoot, "memory", name)
@@ -161,6 +171,21 @@ func (e *Executor) stepCgroups(spec nodes.LaunchSpec) (string, string, error) {
 	return cpuDir, memDir, nil
 }
 
+// enterStepCgroups creates the step's groups and moves pid (its shepherd)
+// into them, returning the memory group ("" without a memory limit). Both
+// happen under cgMu: a group is never empty between its mkdir and the
+// shepherd's arrival, so a sweep or another step's Forget removing empty
+// groups cannot take it away in between.
+func (e *Executor) enterStepCgroups(spec nodes.LaunchSpec, pid int) (string, error) {
+	e.cgMu.Lock()
+	defer e.cgMu.Unlock()
+	cpuDir, memDir, err := e.stepCgroups(spec)
+	if err == nil {
+		err = enterCgroups(pid, cpuDir, memDir)
+	}
+	return memDir, err
+}
+
 // enterCgroups moves pid into the given cgroup directories.
 func enterCgroups(pid int, dirs ...string) error {
 	for _, d := range dirs {
@@ -185,7 +210,7 @@ func enterCgroups(pid int, dirs ...string) error {
 // reaps them, so that no empty group is left behind.
 func (e *Executor) removeCgroups(node string, key nodes.StepKey) {
 	name := e.cgroupName(node, key)
-	for _, c := range []string{"cpuset", "memory"} {
+	for _, c := range controllers {
 		step := filepath.Join(cgroupRoot, c, name)
 		for try := 0; try < 50; try++ {
 			killCgroupProcs(step)
@@ -202,6 +227,36 @@ func (e *Executor) removeCgroups(node string, key nodes.StepKey) {
 		}
 		e.cgMu.Unlock()
 	}
+}
+
+// sweepCgroups removes every empty group of this Executor, deepest first,
+// on every controller: the groups of steps that ended but were not
+// forgotten yet, and the node and top groups they leave empty. Groups with
+// processes (steps running on across a restart of horad) stay, and so do
+// their parents; a new Executor finds and removes them at their Forget.
+// Nothing is killed. Called by Close.
+func (e *Executor) sweepCgroups() {
+	e.cgMu.Lock()
+	defer e.cgMu.Unlock()
+	for _, c := range controllers {
+		removeEmptyTree(filepath.Join(cgroupRoot, c, e.cgroupBase()))
+	}
+}
+
+// removeEmptyTree removes dir and its subgroups that are empty, children
+// first. rmdir fails on a group with processes or children, so a busy
+// group and its ancestors stay.
+func removeEmptyTree(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		if ent.IsDir() {
+			removeEmptyTree(filepath.Join(dir, ent.Name()))
+		}
+	}
+	_ = os.Remove(dir)
 }
 
 // killCgroupProcs sends SIGKILL to every process still in a cgroup.

@@ -1,8 +1,13 @@
 package local
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"hora/nodes"
 )
@@ -19,5 +24,119 @@ func TestCgroupHelpers(t *testing.T) {
 	}
 	if got := oomMessage(3, nodes.StepKey{Job: 7, Step: 0}); got != "slurmstepd: error: Detected 3 oom_kill events in StepId=7.0. Some of the step tasks have been OOM Killed.\n" {
 		t.Fatalf("oomMessage %q", got)
+	}
+}
+
+// groupsOf lists the groups of this Executor that exist, per controller
+// ("cpuset:hora-1234abcd/local1"), deepest last.
+func groupsOf(e *Executor) []string {
+	var out []string
+	for _, c := range controllers {
+		root := filepath.Join(cgroupRoot, c)
+		_ = filepath.WalkDir(filepath.Join(root, e.cgroupBase()), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				rel, _ := filepath.Rel(root, p)
+				out = append(out, c+":"+rel)
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+func hasGroup(e *Executor, c, rel string) bool {
+	return slices.Contains(groupsOf(e), c+":"+filepath.Join(e.cgroupBase(), rel))
+}
+
+// No group of an Executor outlives its steps: a step's groups go at its
+// Forget, the node's group with its last step, and Close removes the
+// groups of ended steps not yet forgotten and every parent left empty, on
+// every controller. A step running across Close keeps its groups (it runs
+// on), and the next Executor removes them at its Forget.
+func TestCgroupsRemovedAtForgetAndClose(t *testing.T) {
+	if !cgroupsUsable() {
+		t.Fatal("needs root and the cgroup v1 cpuset and memory hierarchies, as CI has")
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	e, err := New(Config{StateDir: state, ShepherdArgv: shepherdArgv, ShepherdEnv: []string{shepherdEnv + "=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	limited := func(node, work, script string) nodes.LaunchSpec {
+		s := spec(work, script)
+		s.Node, s.CPUs, s.MemMB = node, []int{0}, 64
+		return s
+	}
+	quick := limited("local1", dir, "#!/bin/sh\ntrue\n")
+	unforgotten := limited("local2", dir, "#!/bin/sh\ntrue\n")
+	gated := t.TempDir()
+	longer := limited("local1", gated, waitScript)
+	survivor := t.TempDir()
+	across := limited("local3", survivor, waitScript)
+	for _, s := range []nodes.LaunchSpec{longer, across, quick, unforgotten} {
+		launch(t, e, s)
+	}
+	ended := map[nodes.StepKey]bool{}
+	for len(ended) < 2 {
+		select {
+		case st := <-e.Exits():
+			ended[st.Key] = true
+		case <-time.After(60 * time.Second):
+			t.Fatalf("steps ended: %v, want the two quick ones", ended)
+		}
+	}
+	if !ended[quick.Key] || !ended[unforgotten.Key] {
+		t.Fatalf("steps ended: %v", ended)
+	}
+	if err := e.Forget(t.Context(), quick.Node, quick.Key); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"cpuset", "memory"} {
+		if hasGroup(e, c, "local1/"+quick.Key.Name()) || !hasGroup(e, c, "local1/"+longer.Key.Name()) {
+			t.Fatalf("after the first Forget: %v", groupsOf(e))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(gated, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, e, longer.Key)
+	if err := e.Forget(t.Context(), longer.Node, longer.Key); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"cpuset", "memory"} {
+		if hasGroup(e, c, "local1") || !hasGroup(e, c, "local2/"+unforgotten.Key.Name()) {
+			t.Fatalf("after the node's last Forget: %v", groupsOf(e))
+		}
+	}
+
+	e.Close()
+	want := []string{}
+	for _, c := range []string{"cpuset", "memory"} {
+		want = append(want, c+":"+e.cgroupBase(), c+":"+filepath.Join(e.cgroupBase(), "local3"),
+			c+":"+filepath.Join(e.cgroupBase(), "local3", across.Key.Name()))
+	}
+	if got := groupsOf(e); !slices.Equal(got, want) {
+		t.Fatalf("after Close: %v, want only the running step's %v", got, want)
+	}
+
+	e2, err := New(Config{StateDir: state, ShepherdArgv: shepherdArgv, ShepherdEnv: []string{shepherdEnv + "=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	if _, err := e2.Reattach(t.Context(), []string{"local1", "local2", "local3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(survivor, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, e2, across.Key)
+	if err := e2.Forget(t.Context(), across.Node, across.Key); err != nil {
+		t.Fatal(err)
+	}
+	if got := groupsOf(e2); len(got) != 0 {
+		t.Fatalf("after the survivor's Forget: %v left", got)
 	}
 }
