@@ -572,6 +572,13 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 		// What the Engine gave the job here, for the node to enforce.
 		ls.CPUs, ls.MemMB = a.CPUs, a.MemMB
 	}
+	if cb := c.callbackEnv(j, node); cb != nil {
+		// The node's callback socket, not the submit host's HORA_SOCKET.
+		ls.Env = slices.DeleteFunc(ls.Env, func(kv string) bool {
+			return strings.HasPrefix(kv, "HORA_SOCKET=") || strings.HasPrefix(kv, "HORA_STEP_KEY=")
+		})
+		ls.Env = append(ls.Env, cb...)
+	}
 	return ls
 }
 

@@ -106,7 +106,7 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	switch {
 	case j == nil:
 		return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
-	case who.UID != j.UID && who.UID != 0:
+	case !who.mayUse(j):
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	case j.State.Finished() || j.State == api.StateCompleting:
 		return nil, stepErr(api.CodeAlreadyDone, "Job/step already completing or completed")
@@ -274,7 +274,7 @@ func (c *Controller) runningStep(who *Caller, jobID int64, stepID int) (*job, *s
 	if j == nil {
 		return nil, nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
 	}
-	if who.UID != j.UID && who.UID != 0 {
+	if !who.mayUse(j) {
 		return nil, nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	}
 	s := j.srun[stepID]
@@ -539,7 +539,7 @@ func (c *Controller) allocEnv(who *Caller, id int64) (*api.AllocEnv, error) {
 	switch {
 	case j == nil:
 		return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
-	case who.UID != j.UID && who.UID != 0:
+	case !who.mayUse(j):
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	case j.State != api.StateRunning && j.State != api.StateSuspended:
 		return nil, stepErr(api.CodePending, "Job is pending execution")

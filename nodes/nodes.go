@@ -11,6 +11,7 @@ package nodes
 import (
 	"context"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -144,6 +145,19 @@ type TaskExit struct {
 // steps whose srun cannot fork on the step's nodes.
 type TaskRunner interface {
 	RunTask(ctx context.Context, spec TaskSpec, stdout, stderr io.Writer) (TaskExit, error)
+}
+
+// Callbacker is an executor whose nodes cannot reach horad's socket
+// directly (nodes/ssh): it keeps a socket on each node forwarded to horad
+// and hands over the connections made to it. Such connections carry no
+// peer credentials; horad authenticates their requests itself.
+type Callbacker interface {
+	// CallbackPath is the socket's path on node ("" for an unknown node).
+	CallbackPath(node string) string
+	// ServeCallbacks starts forwarding every node's socket until the
+	// executor closes; accept is called in a goroutine of its own for
+	// each connection.
+	ServeCallbacks(accept func(node string, c net.Conn)) error
 }
 
 // Signum is a POSIX signal number (syscall.Signal values on Linux).

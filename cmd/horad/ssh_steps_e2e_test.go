@@ -58,3 +58,59 @@ func TestSrunOnSSHNodesEndToEnd(t *testing.T) {
 		t.Errorf("sacct after the two sruns:\n%s", r.stdout)
 	}
 }
+
+// srun inside a batch script running on an SSH node: the script reaches
+// horad through the node's callback socket, which sshd forwards over
+// horad's pooled connection, authenticated by the job's step key; the
+// step's tasks run on both nodes with their per-task environment and
+// labels. A forged key is refused and changes nothing.
+func TestSrunInsideBatchJobOnSSHNodeEndToEnd(t *testing.T) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3)
+	c := newClusterWith(t, sshConfig(cl, "", ""))
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+	srun := filepath.Join(c.bin, "srun")
+	script := "#!/bin/sh\n" +
+		`echo "socket $HORA_SOCKET"` + "\n" +
+		srun + ` -N2 -n4 -l sh -c 'echo "$SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME $SLURM_STEP_ID $SLURM_STEP_NUM_TASKS $(id -u)"; exit $SLURM_PROCID'` + "\n" +
+		`echo "srun exit $?"` + "\n" +
+		`HORA_STEP_KEY="$SLURM_JOB_ID.0000" ` + srun + ` -n1 true 2>&1 | sed 's/^/forged: /'` + "\n"
+	r := c.run(65534, dir, "sbatch", "-N2", "-o", filepath.Join(dir, "out"), "--wrap", script)
+	m := submitted.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("sbatch: %+v", r)
+	}
+	id := m[1]
+	if st := c.waitState(id, "COMPLETED", "FAILED"); st != "COMPLETED" {
+		t.Errorf("job ended %s", st)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "out"))
+	out := string(b)
+	var labelled, rest []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if len(l) > 2 && l[1] == ':' {
+			labelled = append(labelled, l)
+		} else {
+			rest = append(rest, l)
+		}
+	}
+	slices.Sort(labelled)
+	want := []string{"0: 0 0 0 n1 0 4 65534", "1: 1 1 0 n1 0 4 65534", "2: 2 0 1 n2 0 4 65534", "3: 3 1 1 n2 0 4 65534"}
+	if !slices.Equal(labelled, want) {
+		t.Errorf("the step's labelled output:\n%s\nwant (sorted):\n%s\nwhole output:\n%s", strings.Join(labelled, "\n"), strings.Join(want, "\n"), out)
+	}
+	wantSock := "socket " + filepath.Join(cl.Dir, "node-state", "n1", "horad.sock")
+	if !slices.Contains(rest, wantSock) || !slices.Contains(rest, "srun exit 3") {
+		t.Errorf("output lacks %q or %q:\n%s", wantSock, "srun exit 3", out)
+	}
+	if !strings.Contains(out, "forged: srun: error: ") || !strings.Contains(out, "Access/permission denied") {
+		t.Errorf("a forged step key was not refused:\n%s", out)
+	}
+	// One step recorded (the forged request created none).
+	r = c.run(65534, dir, "sacct", "-j", id, "-n", "-P", "-o", "JobID,State,ExitCode")
+	if !strings.Contains(r.stdout, id+".0|FAILED|3:0") || strings.Contains(r.stdout, id+".1|") {
+		t.Errorf("sacct:\n%s", r.stdout)
+	}
+}
