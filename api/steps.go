@@ -8,6 +8,8 @@ const (
 	PathStepStarted = "/v1/steps/started" // POST StepStarted → StepEndResponse
 	PathStepEnd     = "/v1/steps/end"     // POST StepEnd → StepEndResponse
 	PathStepRun     = "/v1/steps/run"     // POST StepRun → a stream of StepFrame (SSH nodes)
+	PathStepInput   = "/v1/steps/input"   // POST StepInput → StepEndResponse (SSH nodes)
+	PathStepSignal  = "/v1/steps/signal"  // POST StepSignal → StepEndResponse (SSH nodes)
 	PathAllocDone   = "/v1/jobs/complete" // POST AllocDone → CancelResponse
 	PathAllocEnv    = "/v1/jobs/env"      // GET ?id= → AllocEnv
 )
@@ -82,6 +84,25 @@ type StepTask struct {
 	Argv    []string `json:"argv"`
 	Env     []string `json:"env"`
 	WorkDir string   `json:"workdir"`
+	// Stdin: the task reads what srun sends with StepInput; without it
+	// the task's stdin is /dev/null.
+	Stdin bool `json:"stdin,omitempty"`
+}
+
+// StepInput is a piece of a remote task's stdin, in order; EOF ends it.
+type StepInput struct {
+	JobID  int64  `json:"job_id"`
+	StepID int    `json:"step_id"`
+	Task   int    `json:"task"`
+	Data   []byte `json:"data,omitempty"`
+	EOF    bool   `json:"eof,omitempty"`
+}
+
+// StepSignal forwards a signal to every task of a remote step.
+type StepSignal struct {
+	JobID  int64 `json:"job_id"`
+	StepID int   `json:"step_id"`
+	Signal int   `json:"signal"`
 }
 
 // StepFrame is one line of a StepRun's answer: output of a task (Stream 1

@@ -34,7 +34,7 @@ import (
 // launch session's stdin and lives in the job's environment and its 0700
 // step directory, which only the job's user and root can read. A keyed
 // request acts as the job's owner for that job only, and reaches only the
-// step endpoints (create, run, end): the same as the owner's srun could
+// step endpoints (create, run, input, signal, end): the same as the owner's srun could
 // do, on the same job.
 
 // stepKeyHeader carries the step key on a callback connection.
@@ -117,7 +117,8 @@ func (c *Controller) serveCallbacks(ctx context.Context) {
 	mux := http.NewServeMux()
 	c.routeSteps(mux)
 	c.routeRemoteSteps(mux)
-	allowed := map[string]bool{api.PathStepCreate: true, api.PathStepRun: true, api.PathStepEnd: true}
+	allowed := map[string]bool{api.PathStepCreate: true, api.PathStepRun: true, api.PathStepEnd: true,
+		api.PathStepInput: true, api.PathStepSignal: true}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, ok := c.jobOfStepKey(r.Header.Get(stepKeyHeader))

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"hora/api"
+	"hora/nodes"
 	"hora/sbatch"
 	"hora/scheduler"
 	"hora/store"
@@ -40,6 +42,8 @@ type srunStep struct {
 	remote  bool
 	ran     bool
 	stopRun context.CancelFunc
+	inputs  map[int]*io.PipeWriter // stdin of the tasks that read it, by task id
+	signals []chan nodes.Signum    // one per task, to RunTask
 }
 
 // allocHoldScript holds the nodes of an salloc/srun allocation: the
@@ -406,10 +410,14 @@ func (c *Controller) watchSrun(jobID int64, s *srunStep) {
 // user, so a stale group id never aims root at someone else's processes.
 // Every process is looked at (a group's leader may have exited).
 func (c *Controller) killStepTasks(s *srunStep, uid uint32, sig syscall.Signal) {
-	if s.stopRun != nil && sig == syscall.SIGKILL {
-		// A remote step: its tasks' scopes are killed on their nodes.
-		// Other signals do not reach remote tasks yet (docs/steps.md).
-		s.stopRun()
+	if s.stopRun != nil {
+		// A remote step: KILL stops its tasks' scopes on their nodes,
+		// other signals go to every task's process.
+		if sig == syscall.SIGKILL {
+			s.stopRun()
+		} else {
+			s.signalRemote(nodes.Signum(sig))
+		}
 		return
 	}
 	if s.pgid <= 1 {

@@ -132,6 +132,12 @@ type TaskSpec struct {
 	Argv     []string
 	CPUs     []int // AllowedCPUs of the task's scope; none: not restricted
 	MemMB    int64 // MemoryMax of the task's scope; 0: not restricted
+	// Stdin is the task's standard input; nil gives it /dev/null.
+	Stdin io.Reader
+	// Signals are delivered to the task's process while it runs (HUP,
+	// INT, QUIT, TERM, USR1, USR2, ALRM, CONT, STOP, TSTP; others are
+	// dropped: KILL is cancelling RunTask's context). nil: none.
+	Signals <-chan Signum
 }
 
 // TaskExit is how a task ended: its exit code, or the signal that killed it.

@@ -353,9 +353,16 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 	killed := false
 	var signalled []string
 	kill := func(sig syscall.Signal) {
-		if stopRemote != nil && (sig == syscall.SIGKILL || sig == syscall.SIGTERM) {
-			// Remote tasks are only killed (docs/steps.md).
-			stopRemote()
+		if stopRemote != nil {
+			// Remote tasks: KILL stops them on their nodes (the stream
+			// ends), other signals are forwarded through horad.
+			if sig == syscall.SIGKILL {
+				stopRemote()
+			} else {
+				go func() {
+					_ = cl.SignalStep(context.WithoutCancel(ctx), api.StepSignal{JobID: g.JobID, StepID: g.StepID, Signal: int(sig)})
+				}()
+			}
 			return
 		}
 		if l.pgid != 0 {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"hora/nodes/ssh/sshtest"
 )
@@ -112,5 +115,77 @@ func TestSrunInsideBatchJobOnSSHNodeEndToEnd(t *testing.T) {
 	r = c.run(65534, dir, "sacct", "-j", id, "-n", "-P", "-o", "JobID,State,ExitCode")
 	if !strings.Contains(r.stdout, id+".0|FAILED|3:0") || strings.Contains(r.stdout, id+".1|") {
 		t.Errorf("sacct:\n%s", r.stdout)
+	}
+}
+
+// Remote tasks get srun's stdin and its signals, as local ones do: the
+// stdin is broadcast to every task (Slurm's default) and its end seen;
+// USR1 sent to srun reaches every task's trap; a first ^C prints the
+// tasks' status, a second one within a second ends the step.
+func TestSrunStdinAndSignalsOnSSHNodesEndToEnd(t *testing.T) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3)
+	c := newClusterWith(t, sshConfig(cl, "", ""))
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+
+	srun := func(stdin string, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+		cmd := exec.Command(filepath.Join(c.bin, "srun"), args...)
+		cmd.Env = append(os.Environ(), "HORA_SOCKET="+c.sock, "TZ=UTC")
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, errb := &lockedBuffer{}, &lockedBuffer{}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), out, errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, out, errb
+	}
+	wait := func(cmd *exec.Cmd) int {
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(90 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("srun %q did not end", cmd.Args)
+		}
+		return cmd.ProcessState.ExitCode()
+	}
+
+	cmd, out, errb := srun("line one\nline two\n", "-N2", "-n2", "-l", "sh", "-c", `while read l; do echo "got $l"; done; echo eof`)
+	if code := wait(cmd); code != 0 {
+		t.Errorf("srun with stdin: exit %d, stderr %s", code, errb)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	slices.Sort(lines)
+	want := []string{"0: eof", "0: got line one", "0: got line two", "1: eof", "1: got line one", "1: got line two"}
+	if !slices.Equal(lines, want) {
+		t.Errorf("stdin broadcast to two remote tasks:\n%s\nwant (sorted) %q", out, want)
+	}
+
+	ready := func(out *lockedBuffer, n int) {
+		t.Helper()
+		waitFor(t, "the tasks to start", func() bool { return strings.Count(out.String(), "ready") >= n })
+	}
+	cmd, out, errb = srun("", "-N2", "-n2", "-l", "sh", "-c", `trap 'echo "got USR1"; exit 4' USR1; echo ready; while :; do sleep 0.05; done`)
+	ready(out, 2)
+	cmd.Process.Signal(syscall.SIGUSR1)
+	if code := wait(cmd); code != 4 || strings.Count(out.String(), "got USR1") != 2 {
+		t.Errorf("USR1 forwarded: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+
+	cmd, out, errb = srun("", "-N2", "-n2", "sh", "-c", `echo ready; exec sleep 600`)
+	ready(out, 2)
+	cmd.Process.Signal(syscall.SIGINT)
+	waitFor(t, "the status after one ^C", func() bool { return strings.Contains(errb.String(), "tasks 0-1: running") })
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Process.Signal(syscall.SIGINT)
+	code := wait(cmd)
+	e := errb.String()
+	if !strings.Contains(e, "srun: interrupt (one more within 1 sec to abort)\n") || !strings.Contains(e, "srun: forcing job termination\n") || code == 0 {
+		t.Errorf("two ^C: exit %d, stderr:\n%s", code, e)
 	}
 }
