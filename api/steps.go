@@ -49,6 +49,9 @@ type StepRequest struct {
 	Exact         bool     `json:"exact,omitempty"`    // only the CPUs the tasks need
 	Overlap       bool     `json:"overlap,omitempty"`  // share CPUs with other steps
 	Overcommit    bool     `json:"overcommit,omitempty"`
+	// TimeLimit (seconds, srun -t): horad ends the step TIMEOUT when it
+	// runs longer (the job's own limit still applies).
+	TimeLimit int64 `json:"time_limit,omitempty"`
 }
 
 // StepGrant is a created step and its task layout.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -44,6 +45,10 @@ type srunStep struct {
 	stopRun context.CancelFunc
 	inputs  map[int]*io.PipeWriter // stdin of the tasks that read it, by task id
 	signals []chan nodes.Signum    // one per task, to RunTask
+	// limit fires at the step's own time limit (srun -t); timedOut once
+	// it has, so the step's end is recorded TIMEOUT.
+	limit    *time.Timer
+	timedOut bool
 }
 
 // allocHoldScript holds the nodes of an salloc/srun allocation: the
@@ -164,6 +169,10 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 		j.srun = map[int]*srunStep{}
 	}
 	j.srun[id] = ss
+	if req.TimeLimit > 0 {
+		jobID := j.ID
+		ss.limit = time.AfterFunc(time.Duration(req.TimeLimit)*time.Second, func() { c.stepTimeLimit(jobID, ss) })
+	}
 	// srun is blocked on this answer, so its pid is still its own.
 	if fd, err := unix.PidfdOpen(int(who.PID), unix.PIDFD_NONBLOCK); err == nil {
 		ss.pidfd = os.NewFile(uintptr(fd), "pidfd:srun")
@@ -302,9 +311,13 @@ func (c *Controller) stepStarted(who *Caller, req api.StepStarted) (*api.StepEnd
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	}
 	s.pgid = req.Pgid
-	if s.cancelled {
+	switch {
+	case s.cancelled:
 		// scancel came between the grant and the launch.
 		c.killStepTasks(s, j.UID, syscall.SIGKILL)
+	case s.timedOut:
+		// So did the step's time limit.
+		c.killStepTasks(s, j.UID, syscall.SIGTERM)
 	}
 	return &api.StepEndResponse{State: api.StateRunning}, nil
 }
@@ -334,6 +347,8 @@ func (c *Controller) endStep(ctx context.Context, who *Caller, req api.StepEnd) 
 	}
 	st := api.StateCompleted
 	switch {
+	case s.timedOut:
+		st = api.StateTimeout
 	case s.cancelled:
 		st = api.StateCancelled
 	case req.Signal != 0 || req.ExitCode != 0:
@@ -357,6 +372,9 @@ func (c *Controller) recordSrunEndLocked(ctx context.Context, j *job, s *srunSte
 		j.Steps[i] = step
 	}
 	delete(j.srun, s.id)
+	if s.limit != nil {
+		s.limit.Stop()
+	}
 	if s.stopRun != nil {
 		s.stopRun() // a remote step's tasks end with it
 	}
@@ -397,7 +415,10 @@ func (c *Controller) watchSrun(jobID int64, s *srunStep) {
 		c.killStepTasks(s, j.UID, syscall.SIGKILL)
 	}
 	st := api.StateCancelled
-	if !s.cancelled {
+	switch {
+	case s.timedOut:
+		st = api.StateTimeout
+	case !s.cancelled:
 		st = api.StateFailed
 	}
 	if err := c.recordSrunEndLocked(context.Background(), j, s, st, 0, int(syscall.SIGKILL)); err != nil {
@@ -484,6 +505,9 @@ func (c *Controller) endSrunStepsLocked(j *job) {
 		st = api.StateCancelled
 	}
 	for id, s := range j.srun {
+		if s.limit != nil {
+			s.limit.Stop()
+		}
 		c.killStepTasks(s, j.UID, syscall.SIGKILL)
 		if s.pidfd != nil {
 			_ = s.pidfd.Close()
@@ -572,4 +596,26 @@ func (c *Controller) allocEnvLocked(j *job) []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// stepTimeLimit ends a step at its own time limit (srun -t), as
+// slurmstepd does: TERM to its tasks, KILL after KillWait; srun reports
+// the tasks' end, recorded TIMEOUT, and prints Slurm's lines.
+func (c *Controller) stepTimeLimit(jobID int64, s *srunStep) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := c.jobs[jobID]
+	if j == nil || j.srun[s.id] != s {
+		return // ended meanwhile
+	}
+	s.timedOut = true
+	c.log.Info("step time limit", "job", jobID, "step", s.id)
+	c.killStepTasks(s, j.UID, syscall.SIGTERM)
+	time.AfterFunc(max(c.killWait(), time.Second), func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if j := c.jobs[jobID]; j != nil && j.srun[s.id] == s {
+			c.killStepTasks(s, j.UID, syscall.SIGKILL)
+		}
+	})
 }

@@ -442,7 +442,18 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 		end.ExitCode = 0
 	}
 	res, err := endStep(ctx, cl, end)
-	if err == nil && res.State == api.StateCancelled && !killed {
+	if err == nil && res.State == api.StateTimeout {
+		// slurmstepd's lines for a step past its -t; the tasks' own
+		// lines (Terminated) follow, as Slurm's srun prints them.
+		fmt.Fprintf(l.env.Stderr, "srun: Job step aborted: Waiting up to %d seconds for job step to finish.\n", 32)
+		at := time.Now().Format("2006-01-02T15:04:05")
+		for _, n := range g.Nodes {
+			fmt.Fprintf(l.env.Stderr, "slurmstepd: error: *** STEP %d.%d ON %s CANCELLED AT %s DUE TO TIME LIMIT ***\n", g.JobID, g.StepID, n, at)
+		}
+		for _, line := range signalled {
+			fmt.Fprint(l.env.Stderr, line)
+		}
+	} else if err == nil && res.State == api.StateCancelled && !killed {
 		// What Slurm's srun and slurmstepd print for a cancelled step
 		// (step_launch.c, slurmstepd's "*** STEP ... CANCELLED ***").
 		fmt.Fprintf(l.env.Stderr, "srun: Job step aborted: Waiting up to %d seconds for job step to finish.\n", 32)
