@@ -63,6 +63,11 @@ type LaunchSpec struct {
 	// holds its nodes whole.
 	CPUs  []int `json:"cpus,omitempty"`
 	MemMB int64 `json:"mem_mb,omitempty"`
+	// GPUs are the indices of the node's GPUs given to the step, of the
+	// node's NodeGPUs: the local executor denies the others' device nodes
+	// (NVIDIA's major 195, minor = index) with the devices cgroup.
+	GPUs     []int `json:"gpus,omitempty"`
+	NodeGPUs int   `json:"node_gpus,omitempty"`
 	// MemCgroup is set by the local executor for its shepherd: the memory
 	// cgroup whose oom_kill count tells an OOM end.
 	MemCgroup string `json:"mem_cgroup,omitempty"`

@@ -171,6 +171,36 @@ func (e *Executor) stepCgroups(spec nodes.LaunchSpec) (string, string, error) {
 	return cpuDir, memDir, nil
 }
 
+// nvidiaMajor is the character device major of NVIDIA's GPUs
+// (/dev/nvidiaN is 195:N; nvidiactl, 195:255, stays open to all).
+const nvidiaMajor = 195
+
+// stepDevices creates the step's devices group, in which the device nodes
+// of the node's GPUs not given to the step cannot be opened, and returns
+// it ("" when the node has no GPUs). The group starts as its parent (all
+// devices) and gets one deny entry per GPU withheld.
+func (e *Executor) stepDevices(spec nodes.LaunchSpec) (string, error) {
+	if spec.NodeGPUs <= 0 {
+		return "", nil
+	}
+	if _, err := os.Stat(filepath.Join(cgroupRoot, "devices", "devices.deny")); err != nil {
+		return "", fmt.Errorf("the step has GPUs to isolate, and the devices cgroup is not mounted: %w", err)
+	}
+	dir := filepath.Join(cgroupRoot, "devices", e.cgroupName(spec.Node, spec.Key))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for id := 0; id < spec.NodeGPUs; id++ {
+		if containsInt(spec.GPUs, id) {
+			continue
+		}
+		if err := writeCg(dir, "devices.deny", fmt.Sprintf("c %d:%d rwm", nvidiaMajor, id)); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
 // enterStepCgroups creates the step's groups and moves pid (its shepherd)
 // into them, returning the memory group ("" without a memory limit). Both
 // happen under cgMu: a group is never empty between its mkdir and the
@@ -180,8 +210,12 @@ func (e *Executor) enterStepCgroups(spec nodes.LaunchSpec, pid int) (string, err
 	e.cgMu.Lock()
 	defer e.cgMu.Unlock()
 	cpuDir, memDir, err := e.stepCgroups(spec)
+	devDir := ""
 	if err == nil {
-		err = enterCgroups(pid, cpuDir, memDir)
+		devDir, err = e.stepDevices(spec)
+	}
+	if err == nil {
+		err = enterCgroups(pid, cpuDir, memDir, devDir)
 	}
 	return memDir, err
 }

@@ -1,6 +1,10 @@
 package local
 
 import (
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -138,5 +142,51 @@ func TestCgroupsRemovedAtForgetAndClose(t *testing.T) {
 	}
 	if got := groupsOf(e2); len(got) != 0 {
 		t.Fatalf("after the survivor's Forget: %v left", got)
+	}
+}
+
+// GPU isolation with the devices cgroup, proved on fake device nodes: no
+// GPU (and no NVIDIA driver) is needed, since the devices cgroup decides
+// by major:minor before any driver is asked. Two character nodes 195:0
+// and 195:1 are made; a step given GPU 1 of 2 gets EPERM opening 195:0
+// (the cgroup refused) and ENXIO opening 195:1 (allowed through, and no
+// driver answers). This proves the cgroup entries, not CUDA behaviour.
+func TestGPUDevicesIsolated(t *testing.T) {
+	if !cgroupsUsable() {
+		t.Fatal("needs root and the cgroup v1 cpuset and memory hierarchies, as CI has")
+	}
+	if _, err := os.Stat(filepath.Join(cgroupRoot, "devices", "devices.deny")); err != nil {
+		t.Fatalf("needs the cgroup v1 devices hierarchy, as CI has: %v", err)
+	}
+	// devtmpfs, where device nodes always work (a temporary directory may
+	// be on a nodev mount).
+	devDir, err := os.MkdirTemp("/dev", "hora-gpu-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(devDir) })
+	for minor := 0; minor < 2; minor++ {
+		p := filepath.Join(devDir, "nvidia"+strconv.Itoa(minor))
+		if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(nvidiaMajor, uint32(minor)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	e := newExecutor(t, filepath.Join(dir, "state"))
+	s := spec(dir, "#!/bin/sh\nfor d in "+devDir+"/nvidia0 "+devDir+"/nvidia1; do (exec 3<\"$d\") 2>&1 | sed 's/.*: //'; done\n")
+	s.GPUs, s.NodeGPUs = []int{1}, 2
+	launch(t, e, s)
+	if st := waitExit(t, e, s.Key); st.ExitCode != 0 {
+		t.Fatalf("step ended %+v", st)
+	}
+	got := strings.Split(strings.TrimSpace(readFile(t, s.Stdout)), "\n")
+	if len(got) != 2 || !strings.Contains(got[0], "Operation not permitted") || !strings.Contains(got[1], "No such device or address") {
+		t.Fatalf("opening the withheld GPU and the given one: %q, want EPERM then ENXIO", got)
+	}
+	if err := e.Forget(t.Context(), s.Node, s.Key); err != nil {
+		t.Fatal(err)
+	}
+	if hasGroup(e, "devices", s.Node) {
+		t.Errorf("devices group left after Forget: %v", groupsOf(e))
 	}
 }

@@ -336,7 +336,7 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 	}
 	// The shepherd waits for its spec: it joins the step's cgroups first,
 	// and the job inherits them.
-	if e.cgroups && (len(spec.CPUs) > 0 || spec.MemMB > 0) {
+	if e.cgroups && (len(spec.CPUs) > 0 || spec.MemMB > 0 || spec.NodeGPUs > 0) {
 		memDir, err := e.enterStepCgroups(spec, pid)
 		if err != nil {
 			e.removeCgroups(spec.Node, spec.Key)
