@@ -52,6 +52,9 @@ type StepRequest struct {
 	// TimeLimit (seconds, srun -t): horad ends the step TIMEOUT when it
 	// runs longer (the job's own limit still applies).
 	TimeLimit int64 `json:"time_limit,omitempty"`
+	// MemMB (srun --mem inside an allocation): the step's memory per
+	// node, enforced by its own memory cgroup on local nodes.
+	MemMB int64 `json:"mem_mb,omitempty"`
 }
 
 // StepGrant is a created step and its task layout.
@@ -70,6 +73,10 @@ type StepGrant struct {
 	// Remote: the step's nodes are SSH hosts; srun does not fork the
 	// tasks but asks horad to run them (PathStepRun, docs/steps.md).
 	Remote bool `json:"remote,omitempty"`
+	// MemGate: the step has its own memory limit; srun holds its tasks
+	// before their program until StepStarted, with their pids per node,
+	// has put them in the step's memory cgroup.
+	MemGate bool `json:"mem_gate,omitempty"`
 }
 
 // StepRun asks horad to run the tasks of a granted remote step on its
@@ -127,6 +134,8 @@ type StepStarted struct {
 	JobID  int64 `json:"job_id"`
 	StepID int   `json:"step_id"`
 	Pgid   int   `json:"pgid"`
+	// NodePids: the tasks' pids by node, for a MemGate step.
+	NodePids map[string][]int `json:"node_pids,omitempty"`
 }
 
 // StepEnd reports how a step's tasks ended: Slurm's rule already applied
@@ -142,6 +151,9 @@ type StepEnd struct {
 // ended it first).
 type StepEndResponse struct {
 	State JobState `json:"state"`
+	// OOMKills counts the tasks the kernel killed for the step's --mem
+	// (its memory cgroup's oom_kill), for srun's slurmstepd line.
+	OOMKills int `json:"oom_kills,omitempty"`
 }
 
 // AllocDone releases an allocation made by salloc or srun (Slurm's

@@ -49,6 +49,11 @@ type srunStep struct {
 	// it has, so the step's end is recorded TIMEOUT.
 	limit    *time.Timer
 	timedOut bool
+	// memMB is the step's own --mem (local nodes): its tasks are put in a
+	// memory group of their own (StepCgrouper); memNodes are the nodes
+	// where they were, whose groups are read and removed at the end.
+	memMB    int64
+	memNodes []string
 }
 
 // allocHoldScript holds the nodes of an salloc/srun allocation: the
@@ -164,6 +169,9 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	}
 	if req.Overlap {
 		ss.cpus = make([]int, len(grant.Nodes))
+	}
+	if _, ok := c.exec.(nodes.StepCgrouper); ok && req.MemMB > 0 && !ss.remote {
+		ss.memMB, grant.MemGate = req.MemMB, true
 	}
 	if j.srun == nil {
 		j.srun = map[int]*srunStep{}
@@ -311,6 +319,11 @@ func (c *Controller) stepStarted(who *Caller, req api.StepStarted) (*api.StepEnd
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	}
 	s.pgid = req.Pgid
+	if s.memMB > 0 && len(s.memNodes) == 0 {
+		if err := c.enterStepMemory(j, s, req); err != nil {
+			return nil, stepErr(api.CodeInternal, "Unable to enforce the step's memory: "+err.Error())
+		}
+	}
 	switch {
 	case s.cancelled:
 		// scancel came between the grant and the launch.
@@ -345,8 +358,11 @@ func (c *Controller) endStep(ctx context.Context, who *Caller, req api.StepEnd) 
 	if who.PID != s.srunPID && who.UID != 0 {
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	}
+	ooms := c.endStepMemory(j, s)
 	st := api.StateCompleted
 	switch {
+	case ooms > 0:
+		st = api.StateOOM
 	case s.timedOut:
 		st = api.StateTimeout
 	case s.cancelled:
@@ -357,7 +373,7 @@ func (c *Controller) endStep(ctx context.Context, who *Caller, req api.StepEnd) 
 	if err := c.recordSrunEndLocked(ctx, j, s, st, req.ExitCode, req.Signal); err != nil {
 		return nil, stepErr(api.CodeInternal, err.Error())
 	}
-	return &api.StepEndResponse{State: st}, nil
+	return &api.StepEndResponse{State: st, OOMKills: ooms}, nil
 }
 
 // recordSrunEndLocked writes step_end and forgets the live step.
@@ -372,6 +388,7 @@ func (c *Controller) recordSrunEndLocked(ctx context.Context, j *job, s *srunSte
 		j.Steps[i] = step
 	}
 	delete(j.srun, s.id)
+	c.endStepMemory(j, s)
 	if s.limit != nil {
 		s.limit.Stop()
 	}
@@ -508,6 +525,7 @@ func (c *Controller) endSrunStepsLocked(j *job) {
 		if s.limit != nil {
 			s.limit.Stop()
 		}
+		c.endStepMemory(j, s)
 		c.killStepTasks(s, j.UID, syscall.SIGKILL)
 		if s.pidfd != nil {
 			_ = s.pidfd.Close()
@@ -618,4 +636,51 @@ func (c *Controller) stepTimeLimit(jobID int64, s *srunStep) {
 			c.killStepTasks(s, j.UID, syscall.SIGKILL)
 		}
 	})
+}
+
+// enterStepMemory puts the tasks of a step with its own --mem in the
+// step's memory group on each node, after checking in /proc that each pid
+// runs as the job's user in the step's process group (srun reports them;
+// root acts on them only when they are what srun says).
+func (c *Controller) enterStepMemory(j *job, s *srunStep, req api.StepStarted) error {
+	sc := c.exec.(nodes.StepCgrouper)
+	nodeNames := make([]string, 0, len(req.NodePids))
+	for n := range req.NodePids {
+		nodeNames = append(nodeNames, n)
+	}
+	slices.Sort(nodeNames)
+	for _, n := range nodeNames {
+		if !slices.Contains(s.nodes, n) {
+			return fmt.Errorf("node %s is not the step's", n)
+		}
+		for _, pid := range req.NodePids[n] {
+			if pg, err := unix.Getpgid(pid); err != nil || pg != req.Pgid {
+				return fmt.Errorf("task pid %d is not in the step's process group", pid)
+			}
+			var st unix.Stat_t
+			if err := unix.Stat("/proc/"+strconv.Itoa(pid), &st); err != nil || st.Uid != j.UID {
+				return fmt.Errorf("task pid %d does not run as the job's user", pid)
+			}
+		}
+		s.memNodes = append(s.memNodes, n)
+		if err := sc.EnterStepMemory(n, stepKey(j, s.id), s.memMB, req.NodePids[n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endStepMemory reads and removes the memory groups of a step with its own
+// --mem, once: the number of tasks the kernel killed for it.
+func (c *Controller) endStepMemory(j *job, s *srunStep) int {
+	sc, ok := c.exec.(nodes.StepCgrouper)
+	if !ok || len(s.memNodes) == 0 {
+		return 0
+	}
+	n := 0
+	for _, node := range s.memNodes {
+		n += sc.EndStepMemory(node, stepKey(j, s.id))
+	}
+	s.memNodes = nil
+	return n
 }

@@ -158,6 +158,18 @@ type TaskRunner interface {
 	RunTask(ctx context.Context, spec TaskSpec, stdout, stderr io.Writer) (TaskExit, error)
 }
 
+// StepCgrouper is an executor that gives a step started outside it (an
+// srun step's tasks, forked by srun) a memory limit of its own: a memory
+// cgroup below the job's batch step's, so both limits hold (nodes/local).
+type StepCgrouper interface {
+	// EnterStepMemory puts pids in the step's memory group on node,
+	// created with a limit of memMB (no swap beyond it).
+	EnterStepMemory(node string, key StepKey, memMB int64, pids []int) error
+	// EndStepMemory returns the group's oom_kill count and removes it
+	// (what is left in it is killed first).
+	EndStepMemory(node string, key StepKey) int
+}
+
 // Callbacker is an executor whose nodes cannot reach horad's socket
 // directly (nodes/ssh): it keeps a socket on each node forwarded to horad
 // and hands over the connections made to it. Such connections carry no

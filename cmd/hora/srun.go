@@ -400,6 +400,9 @@ func runStep(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, created
 	if o.spec != nil && o.spec.TimeLimit > 0 && o.spec.TimeLimit != api.NoLimit {
 		req.TimeLimit = o.spec.TimeLimit
 	}
+	if o.spec != nil && o.spec.MemMB > 0 {
+		req.MemMB = o.spec.MemMB
+	}
 	grant, code, ok := createStep(ctx, env, cl, o, req, sigs)
 	if !ok {
 		return code

@@ -352,3 +352,71 @@ func containsInt(s []int, v int) bool {
 	}
 	return false
 }
+
+var _ nodes.StepCgrouper = (*Executor)(nil)
+
+// stepMemDir is the memory group of an srun step: below its job's batch
+// step group (hierarchical: the job's limit holds over the step's), named
+// "step<id>".
+func (e *Executor) stepMemDir(node string, key nodes.StepKey) string {
+	batch := nodes.StepKey{Job: key.Job, Step: -1, Run: key.Run}
+	return filepath.Join(cgroupRoot, "memory", e.cgroupName(node, batch), "step"+strconv.Itoa(key.Step))
+}
+
+// EnterStepMemory implements nodes.StepCgrouper.
+func (e *Executor) EnterStepMemory(node string, key nodes.StepKey, memMB int64, pids []int) error {
+	if err := validNode(node); err != nil {
+		return err
+	}
+	if !e.cgroups {
+		return errors.New("cgroup enforcement is not available (horad is not root, or the v1 memory hierarchy is missing)")
+	}
+	if memMB <= 0 || key.Step < 0 {
+		return fmt.Errorf("step memory: bad limit %d MB for step %s", memMB, key.Name())
+	}
+	e.cgMu.Lock()
+	defer e.cgMu.Unlock()
+	dir := e.stepMemDir(node, key)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	limit := strconv.FormatInt(memMB<<20, 10)
+	if err := writeCg(dir, "memory.limit_in_bytes", limit); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "memory.memsw.limit_in_bytes")); err == nil {
+		if err := writeCg(dir, "memory.memsw.limit_in_bytes", limit); err != nil {
+			return err
+		}
+	}
+	return enterCgroupsAll(dir, pids)
+}
+
+func enterCgroupsAll(dir string, pids []int) error {
+	for _, pid := range pids {
+		if err := enterCgroups(pid, dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EndStepMemory implements nodes.StepCgrouper. The group is removed in
+// the background (its last processes may take a moment to go).
+func (e *Executor) EndStepMemory(node string, key nodes.StepKey) int {
+	if validNode(node) != nil || !e.cgroups {
+		return 0
+	}
+	dir := e.stepMemDir(node, key)
+	n := oomKills(dir)
+	go func() {
+		for try := 0; try < 50; try++ {
+			killCgroupProcs(dir)
+			if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return n
+}
