@@ -189,3 +189,49 @@ func TestSrunStdinAndSignalsOnSSHNodesEndToEnd(t *testing.T) {
 		t.Errorf("two ^C: exit %d, stderr:\n%s", code, e)
 	}
 }
+
+// OOM detection on an SSH node without systemd: the launcher puts the
+// step in a cgroup v1 memory group with the job's --mem (no swap), the
+// wrapper reads its oom_kill count at the end, and a job that touches
+// more ends OUT_OF_MEMORY (sacct 0:125) with slurmstepd's line in its error
+// file; the group is gone once the job is forgotten.
+func TestSSHNodeOOMEndToEnd(t *testing.T) {
+	requireRoot(t)
+	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err != nil {
+		t.Fatalf("this test needs the cgroup v1 memory hierarchy at /sys/fs/cgroup/memory (CI mounts it): %v", err)
+	}
+	cl := sshtest.StartCluster(t, 3)
+	c := newClusterWith(t, sshConfig(cl, "", ""))
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+	r := c.run(65534, dir, "sbatch", "--mem=40M", "-o", filepath.Join(dir, "oom.out"), "-e", filepath.Join(dir, "oom.err"),
+		"--wrap", "grep -c ':memory:/hora-node-' /proc/self/cgroup; head -c 400M /dev/zero | tail > /dev/null; echo survived")
+	m := submitted.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("sbatch: %+v", r)
+	}
+	id := m[1]
+	if st := c.waitState(id, "OUT_OF_MEMORY", "COMPLETED", "FAILED"); st != "OUT_OF_MEMORY" {
+		out, _ := os.ReadFile(filepath.Join(dir, "oom.out"))
+		errb, _ := os.ReadFile(filepath.Join(dir, "oom.err"))
+		t.Fatalf("job ended %s; stdout %q stderr %q", st, out, errb)
+	}
+	if got := strings.TrimSpace(c.run(0, dir, "sacct", "-j", id, "-X", "-P", "-n", "-o", "State,ExitCode").stdout); got != "OUT_OF_MEMORY|0:125" {
+		t.Errorf("sacct %q", got)
+	}
+	errb, _ := os.ReadFile(filepath.Join(dir, "oom.err"))
+	want := "slurmstepd: error: Detected 1 oom_kill event in StepId=" + id + ".batch. Some of the step tasks have been OOM Killed.\n"
+	if !strings.HasSuffix(string(errb), want) {
+		t.Errorf("error file %q lacks %q", errb, want)
+	}
+	if out, _ := os.ReadFile(filepath.Join(dir, "oom.out")); !strings.HasPrefix(string(out), "1\n") {
+		t.Errorf("the job was not in a hora-node memory group: %q", out)
+	}
+	waitFor(t, "the step's memory group removed", func() bool {
+		// Only this cluster's node directories (job ids repeat across
+		// clusters): their memcg files name the groups.
+		left, _ := filepath.Glob(filepath.Join(cl.Dir, "node-state", "*", id+".batch.r0", "memcg"))
+		return len(left) == 0
+	})
+}
