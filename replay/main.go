@@ -22,7 +22,7 @@ var valueFlags = map[string]bool{
 	"out": true, "out-swf": true, "engine": true, "synthetic": true, "load": true, "jobs": true,
 	"param": true, "deadline-factor": true, "advance-fraction": true, "config": true, "admission": true,
 	"strategy": true, "chunk-scale": true, "chunk-jitter": true, "policies": true, "loads": true,
-	"coalloc": true, "dt": true, "quantum": true, "horizon": true,
+	"coalloc": true, "dt": true, "quantum": true, "horizon": true, "rt-class": true,
 }
 
 // normalize moves flags in front of positional arguments (urfave/cli v2 stops
@@ -55,7 +55,17 @@ func normalize(args []string) []string {
 // Main is `hora replay [flags] [LOG.swf[.gz]]`; it returns the exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	status := 0
-	app := &cli.App{
+	app := replayApp(ctx, stdout, stderr, &status)
+	if err := app.RunContext(ctx, append([]string{"hora replay"}, normalize(args)...)); err != nil {
+		fmt.Fprintf(stderr, "hora replay: %v\n", err)
+		return 2
+	}
+	return status
+}
+
+// replayApp is the command's cli.App; its man page is built from it too.
+func replayApp(ctx context.Context, stdout, stderr io.Writer, status *int) *cli.App {
+	return &cli.App{
 		Name:      "hora replay",
 		Usage:     "replay an SWF workload log through hora's scheduler in simulated time",
 		UsageText: "hora replay [flags] [LOG.swf[.gz]]   (no LOG or - reads standard input)",
@@ -94,19 +104,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			switch {
 			case errors.As(err, &ue):
 				fmt.Fprintf(stderr, "hora replay: %v\n", err)
-				status = 2
+				*status = 2
 			case err != nil:
 				fmt.Fprintf(stderr, "hora replay: %v\n", err)
-				status = 1
+				*status = 1
 			}
 			return nil
 		},
 	}
-	if err := app.RunContext(ctx, append([]string{"hora replay"}, normalize(args)...)); err != nil {
-		fmt.Fprintf(stderr, "hora replay: %v\n", err)
-		return 2
-	}
-	return status
 }
 
 type usageError struct{ error }
@@ -135,10 +140,18 @@ func run(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{fmt.Errorf("--ratio: %w", err)}
 		}
-		if opt.Params == nil {
-			opt.Params = map[string]string{}
+		switch {
+		case opt.RTShare > 0: // --rt-class: the RT partition plans with s
+			if r.X == 0 {
+				return usageError{fmt.Errorf("--ratio %s gives the RT class of --rt-class no share", r)}
+			}
+			opt.RTShare = r.Share(mix.RT)
+		default:
+			if opt.Params == nil {
+				opt.Params = map[string]string{}
+			}
+			opt.Params["share"] = strconv.FormatFloat(r.Share(mix.RT), 'g', -1, 64)
 		}
-		opt.Params["share"] = strconv.FormatFloat(r.Share(mix.RT), 'g', -1, 64)
 	}
 	opt.Engine = c.String("engine")
 	if c.Bool("as-recorded") && (c.String("synthetic") != "" || c.IsSet("deadline-factor") || c.IsSet("advance-fraction")) {

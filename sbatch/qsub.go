@@ -81,9 +81,17 @@ var qsubOptionLetters = map[string]string{
 	FlavourTorque:  "a:A:b:c:C:d:D:e:fhIj:J:k:K:l:m:M:nN:o:p:P:q:r:S:t:T:u:v:Vw:W:xXzF:L:",
 }
 
-func qsubOpts(flavour string) []Opt {
+// QsubOptions is qsub's getopt table in a flavour (its man page is built
+// from it).
+func QsubOptions(flavour string) []Opt { return qsubOpts(flavour) }
+
+func qsubOpts(flavour string) []Opt { return LetterOpts(qsubOptionLetters[flavour]) }
+
+// LetterOpts reads a getopt(3) option string ("ab:c": a letter followed by
+// ':' takes a value) into a table of short options keyed by their letter,
+// the form the PBS commands' tables are written in.
+func LetterOpts(spec string) []Opt {
 	var o []Opt
-	spec := qsubOptionLetters[flavour]
 	for i := 0; i < len(spec); i++ {
 		op := Opt{Short: rune(spec[i]), Arg: NoArg, Key: string(spec[i])}
 		if i+1 < len(spec) && spec[i+1] == ':' {
@@ -94,6 +102,9 @@ func qsubOpts(flavour string) []Opt {
 	}
 	return o
 }
+
+// QsubUsage is qsub's usage text in a flavour.
+func QsubUsage(flavour string) string { return qsubUsage(flavour) }
 
 // qsubUsage is the usage text each flavour prints after a bad option.
 func qsubUsage(flavour string) string {
