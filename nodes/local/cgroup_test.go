@@ -79,6 +79,13 @@ func TestCgroupsRemovedAtForgetAndClose(t *testing.T) {
 	longer := limited("local1", gated, waitScript)
 	survivor := t.TempDir()
 	across := limited("local3", survivor, waitScript)
+	t.Cleanup(func() {
+		// The waiting steps end whatever happens to the test (a failure
+		// half-way would leave them running).
+		for _, d := range []string{gated, survivor} {
+			_ = os.WriteFile(filepath.Join(d, "go"), nil, 0o644)
+		}
+	})
 	for _, s := range []nodes.LaunchSpec{longer, across, quick, unforgotten} {
 		launch(t, e, s)
 	}
