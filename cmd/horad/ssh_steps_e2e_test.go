@@ -177,6 +177,17 @@ func TestSrunStdinAndSignalsOnSSHNodesEndToEnd(t *testing.T) {
 		t.Errorf("USR1 forwarded: exit %d, stdout %q, stderr %q", code, out, errb)
 	}
 
+	// scancel -s SIG JOBID.STEP reaches the remote tasks too.
+	cmd, out, errb = srun("", "-N2", "-n2", "-l", "sh", "-c", `trap 'echo "got USR2"; exit 5' USR2; echo "ready $SLURM_JOB_ID.$SLURM_STEP_ID"; while :; do sleep 0.05; done`)
+	ready(out, 2)
+	step := strings.Fields(strings.SplitN(out.String(), "ready ", 2)[1])[0]
+	if r := c.run(65534, dir, "scancel", "-s", "USR2", step); r.code != 0 {
+		t.Errorf("scancel -s USR2 %s: %+v", step, r)
+	}
+	if code := wait(cmd); code != 5 || strings.Count(out.String(), "got USR2") != 2 {
+		t.Errorf("scancel -s USR2 on a remote step: exit %d, stdout %q, stderr %q", code, out, errb)
+	}
+
 	cmd, out, errb = srun("", "-N2", "-n2", "sh", "-c", `echo ready; exec sleep 600`)
 	ready(out, 2)
 	cmd.Process.Signal(syscall.SIGINT)
