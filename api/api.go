@@ -198,7 +198,7 @@ type JobSpec struct {
 func (s *JobSpec) WantsResources() bool {
 	return s.NTasks > 0 || s.CPUsPerTask > 0 || s.NTasksPerNode > 0 || s.MemMB > 0 || s.MemAll ||
 		s.MemPerCPU > 0 || s.MemPerGPU > 0 || s.Gres != "" || s.GPUs != "" || s.GPUsPerNode != "" ||
-		s.GPUsPerTask != "" || s.CPUsPerGPU > 0 || s.MinCPUs > 0 || s.NoMultithread
+		s.GPUsPerTask != "" || s.CPUsPerGPU > 0 || s.MinCPUs > 0 || s.NoMultithread || s.Exclusive == "user"
 }
 
 // NodeAlloc is what a job holds on one node: the CPU ids (0-based, the

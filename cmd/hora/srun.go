@@ -411,6 +411,12 @@ func runStep(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, created
 	req := api.StepRequest{JobID: o.jobID, Name: name, Nodes: nodes, NTasks: o.ntasks,
 		NTasksPerNode: o.ntpn, CPUsPerTask: o.cpt, NodeList: o.nodelist, Exclude: o.exclude,
 		Cyclic: o.cyclic, Exact: o.exact || o.cptFromCmd, Overlap: o.overlap, Overcommit: o.overcommit}
+	if o.spec != nil && o.spec.TimeLimit > 0 && o.spec.TimeLimit != api.NoLimit {
+		req.TimeLimit = o.spec.TimeLimit
+	}
+	if o.spec != nil && o.spec.MemMB > 0 {
+		req.MemMB = o.spec.MemMB
+	}
 	grant, code, ok := createStep(ctx, env, cl, o, req, sigs)
 	if !ok {
 		return code
