@@ -56,7 +56,7 @@ func (c *Controller) updateJobs(ctx context.Context, who *Caller, req api.JobUpd
 	for _, id := range ids {
 		res := api.JobResult{ID: id}
 		if msg := c.updateOneLocked(ctx, who, id, &req); msg != "" {
-			res.Error = msg
+			res.Error, res.Code = msg, updateCode(msg)
 		}
 		resp.Results = append(resp.Results, res)
 	}
@@ -182,6 +182,17 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 		}
 		return msgFeature // hora's nodes declare no features
 	}
+	if v := req.RTMisses; v != nil {
+		switch {
+		case ns.RTFrame <= 0:
+			return msgRTMissesNotPeriodic
+		case j.State != api.StateRunning && j.State != api.StateSuspended:
+			return msgRTMissesNotRunning
+		case *v < 0:
+			return msgRTMissesBad
+		}
+		ns.RTMisses = *v
+	}
 	throttle := -1
 	if v := req.ArrayThrottle; v != nil && j.ArrayJobID != 0 {
 		if *v < 0 {
@@ -236,6 +247,28 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 	return ""
 }
 
+// updateCode is the stable code beside an update refusal's text, which
+// qalter turns into PBS error numbers.
+func updateCode(msg string) string {
+	switch msg {
+	case msgInvalidJobIDTxt:
+		return api.CodeInvalidJobID
+	case msgFinished:
+		return api.CodeAlreadyDone
+	case msgUserID, msgDenied:
+		return api.CodeAccessDenied
+	case msgTimeLimitBad:
+		return api.CodeInvalidTimeLimit
+	case msgPartition:
+		return api.CodeInvalidPartition
+	case msgInvalidNodeCnt:
+		return api.CodeInvalidNodeCount
+	case msgNotPending, msgHeldPriority:
+		return "" // the job's state: PBS's "Request invalid for state of job"
+	}
+	return api.CodeBadRequest
+}
+
 func (c *Controller) partitionMaxTime(name string) int64 {
 	for _, p := range c.cfg.Partitions {
 		if p.Name == name && p.MaxTime != "" {
@@ -246,3 +279,11 @@ func (c *Controller) partitionMaxTime(name string) int64 {
 	}
 	return 0
 }
+
+// The answers to RTMisses= (a periodic job's count of missed frames, which
+// the job reports itself, docs/mix.md).
+const (
+	msgRTMissesNotPeriodic = "RTMisses applies to periodic real-time jobs (sbatch --rt-frame) only"
+	msgRTMissesNotRunning  = "RTMisses is reported by a running job"
+	msgRTMissesBad         = "Invalid RTMisses value: want a whole number of frames ≥ 0"
+)

@@ -104,7 +104,8 @@ func newClusterSeeded(t testing.TB, configText string, seed func(varDir string))
 		seed(c.varDir)
 	}
 	c.start()
-	t.Cleanup(c.cleanup)
+	t.Cleanup(c.removeCgroups) // after the cleanup below (cleanups run last first)
+	t.Cleanup(c.cleanup)       // ends the jobs, stops horad, sweeps the test's processes
 	return c
 }
 
