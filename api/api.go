@@ -353,6 +353,10 @@ type JobUpdateRequest struct {
 	Priority      *int64  `json:"priority,omitempty"`
 	Features      *string `json:"features,omitempty"`
 	ArrayThrottle *int    `json:"array_throttle,omitempty"`
+	Exclude       *string `json:"exclude,omitempty"` // ExcNodeList
+	// Top is scontrol top: IDs, in their order, take the highest
+	// priorities among their owner's pending jobs of their partition.
+	Top bool `json:"top,omitempty"`
 }
 
 // TaskSel names tasks of a job array by their task ids.

@@ -599,7 +599,7 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	for _, kv := range j.Spec.Env {
 		// the job's own SLURM_* values are set below; stale ones from the
 		// submit environment (a job submitted from inside a job) must not win
-		if !strings.HasPrefix(kv, "SLURM_JOB") {
+		if !strings.HasPrefix(kv, "SLURM_JOB") && !strings.HasPrefix(kv, "HORA_SOCKET=") {
 			env = append(env, kv)
 		}
 	}
@@ -679,6 +679,11 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	c.arrayEnv(j, set)
 	set("ENVIRONMENT", "BATCH")
 	set("HORA_JOB_ID", id)
+	// The job's commands (srun, scontrol) reach this horad, and
+	// scontrol listpids tells its processes from another horad's.
+	if sock, err := filepath.Abs(c.cfg.Socket); err == nil && c.cfg.Socket != "" {
+		set("HORA_SOCKET", sock)
+	}
 	if j.Spec.PBS != nil {
 		env = c.pbsEnv(env, j)
 	}

@@ -374,6 +374,10 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 		return scontrolSuspend(ctx, env, verb, words[1:])
 	case verb == "hold" || verb == "uhold" || verb == "release":
 		return scontrolHold(ctx, env, verb, words[1:])
+	case verb == "top":
+		return scontrolTop(ctx, env, words[1:])
+	case verb == "listpids":
+		return scontrolListPids(ctx, env, words[1:])
 	case verb == "version":
 		return printVersion(env)
 	case verb == "ping":

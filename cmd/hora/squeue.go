@@ -111,7 +111,7 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Letter: 'f', Names: []string{"feature"}, Header: "FEATURES", Value: sqConst("(null)")},
 	{Letter: 'B', Names: []string{"batchhost"}, Header: "EXEC_HOST", Value: sqBatchHost},
 	{Letter: 'Y', Names: []string{"schednodes"}, Header: "SCHEDNODES", Value: sqConst("(null)")},
-	{Letter: 'y', Names: []string{"nice"}, Header: "NICE", Value: sqConst("0")},
+	{Letter: 'y', Names: []string{"nice"}, Header: "NICE", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(j.Spec.Nice) }},
 	{Letter: 'h', Names: []string{"oversubscribe"}, Header: "OVER_SUBSCRIBE", Value: sqConst("OK")},
 	{Letter: 'x', Names: []string{"excnodes"}, Header: "EXC_NODES", Value: sqConst("")},
 	{Letter: 'n', Names: []string{"reqnodes"}, Header: "REQ_NODES", Value: sqConst("")},
