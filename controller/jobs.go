@@ -26,6 +26,16 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 	if err := c.checkSpec(who, &spec); err != nil {
 		return nil, err
 	}
+	// The defaults of a Slurm site with slurmdbd whose associations were
+	// never changed: root's jobs go to account root (created with the
+	// cluster), every job to QOS normal (SLURM_JOB_QOS says so too).
+	// Other users have no default account (AccountingStorageEnforce=none).
+	if spec.Account == "" && who.UID == 0 {
+		spec.Account = "root"
+	}
+	if spec.QOS == "" {
+		spec.QOS = "normal"
+	}
 	now := c.now()
 	j := &job{Job: api.Job{
 		Spec: spec, UID: who.UID, GID: who.GID, User: who.User, Group: groupName(who.GID),
@@ -484,8 +494,12 @@ func (c *Controller) holdAs(ctx context.Context, who *Caller, ids []int64, hold,
 	for _, id := range ids {
 		j := c.jobs[id]
 		switch {
-		case j == nil || j.State.Finished():
+		case j == nil:
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Invalid job id specified", Code: api.CodeInvalidJobID})
+			continue
+		case j.State.Finished():
+			// As 22.05.8: a job still in memory (MinJobAge) has finished.
+			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: msgFinished, Code: api.CodeAlreadyDone})
 			continue
 		case !c.mayTouch(who, j):
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Access/permission denied", Code: api.CodeAccessDenied})

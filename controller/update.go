@@ -26,6 +26,7 @@ const (
 	msgHeldPriority    = "Job is in held state, pending scheduler release"
 	msgInvalidNodeCnt  = "Node count specification invalid"
 	msgInvalidJobIDTxt = "Invalid job id specified"
+	msgNotSupported    = "Requested operation not supported on this system"
 )
 
 func (c *Controller) hUpdate(ctx context.Context, who *Caller, r *http.Request) (any, error) {
@@ -112,7 +113,9 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 	}
 	if v := req.Nodes; v != nil && *v != max(ns.Nodes, 1) {
 		if running {
-			return msgNotPending
+			// Slurm 22.05 may shrink a running job and answers this to
+			// a growth (measured); hora resizes no running job.
+			return msgNotSupported
 		}
 		if *v < 1 {
 			return msgInvalidNodeCnt
@@ -316,7 +319,7 @@ func (c *Controller) topJobs(ctx context.Context, who *Caller, ids []int64) *api
 		case store.Held(&j.Job):
 			return fail(id, msgHeldPriority)
 		case len(tops) > 0 && (j.UID != tops[0].UID || j.Spec.Partition != tops[0].Spec.Partition):
-			return fail(id, "Requested operation not supported on this system")
+			return fail(id, msgNotSupported)
 		}
 		if slices.Contains(tops, j) {
 			continue

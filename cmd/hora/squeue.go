@@ -710,6 +710,13 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 	}
 	keys, err := parseSort(sortSpec)
 	if err != nil {
+		// squeue 22.05 prints the header before it reads the sort.
+		if !has("noheader") {
+			if long {
+				fmt.Fprintln(env.Stdout, ctimeLine(nowFunc()))
+			}
+			writeSqueue(env.Stdout, nil, fields, true, nowFunc(), timeFormat(env))
+		}
 		fmt.Fprintf(env.Stderr, "%s: error: %v\n", env.Prog, err)
 		return 1
 	}

@@ -101,7 +101,7 @@ func TestCJSON(t *testing.T) {
 
 func TestAutoWidthOnlyWhereAllowed(t *testing.T) {
 	f, bad := testTable.ParsePercent("%#.5n")
-	if len(bad) != 1 || bad[0] != "#" || len(f) != 1 || f[0].Text != ".5n" {
+	if len(bad) != 1 || bad[0] != "#" || len(f) != 1 || f[0].Text != "%#.5n" {
 		t.Errorf("without AllowAuto: %v %v", f, bad)
 	}
 	at := NewTable(testTable.Fields)
