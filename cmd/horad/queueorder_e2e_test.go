@@ -86,9 +86,17 @@ func TestScontrolReordersPendingQueue(t *testing.T) {
 	if r := c.run(0, work, "scontrol", "update", "JobId="+d, "Priority=4294967000"); r.code != 0 {
 		t.Fatalf("Priority: %+v", r)
 	}
-	// Restart: the order is durable.
+	// Priority=0 holds a pending job (JobHeldAdmin), as Slurm 22.05 does.
+	e := job("e")
+	if r := c.run(0, work, "scontrol", "update", "JobId="+e, "Priority=0"); r.code != 0 {
+		t.Fatalf("Priority=0: %+v", r)
+	}
+	// Restart: the order and the hold are durable.
 	c.kill9()
 	c.start()
+	if r := c.run(0, work, "squeue", "-h", "-j", e, "-o", "%r %Q"); r.stdout != "JobHeldAdmin 0\n" {
+		t.Fatalf("after Priority=0 and a restart, job e shows %q", r.stdout)
+	}
 	if r := c.run(0, work, "scancel", blocker); r.code != 0 {
 		t.Fatalf("scancel: %+v", r)
 	}
@@ -97,8 +105,12 @@ func TestScontrolReordersPendingQueue(t *testing.T) {
 	}
 	got, _ := os.ReadFile(order)
 	if string(got) != "d\nc\nb\na\n" {
-		t.Fatalf("jobs started in the order\n%s, want d c b a", got)
+		t.Fatalf("jobs started in the order\n%s, want d c b a (e held)", got)
 	}
+	if st := c.state(e); st != "PENDING" {
+		t.Fatalf("the held job e is %s", st)
+	}
+	c.run(0, work, "scancel", e)
 }
 
 // TestScontrolUpdateExcNodeList: a pending job's excluded nodes change
