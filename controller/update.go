@@ -282,7 +282,8 @@ func (c *Controller) partitionMaxTime(name string) int64 {
 }
 
 // topJobs is scontrol top (Slurm 22.05's rules, measured): an operator's
-// request; the jobs named, pending and not held, take in the order given
+// request; the jobs named (those of the first one's owner and partition),
+// pending and not held, take in the order given
 // the highest priorities of the pool made of them and of their owner's
 // other pending jobs in their partition that rank above the lowest of
 // them; those others keep their order below. Each change is a change of
@@ -319,7 +320,9 @@ func (c *Controller) topJobs(ctx context.Context, who *Caller, ids []int64) *api
 		case store.Held(&j.Job):
 			return fail(id, msgHeldPriority)
 		case len(tops) > 0 && (j.UID != tops[0].UID || j.Spec.Partition != tops[0].Spec.Partition):
-			return fail(id, msgNotSupported)
+			// As 22.05.8 (measured) and its man page: a job of another
+			// user or partition than the first is left alone, silently.
+			continue
 		}
 		if slices.Contains(tops, j) {
 			continue
