@@ -26,6 +26,10 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 	if err := c.checkSpec(who, &spec); err != nil {
 		return nil, err
 	}
+	if spec.RTMisses != 0 {
+		// what the running job reports (scontrol update RTMisses=), not a request
+		return nil, &api.Error{Message: "rt_misses: a job reports its missed frames while it runs; it cannot be submitted with any", Code: api.CodeBadRequest}
+	}
 	// The defaults of a Slurm site with slurmdbd whose associations were
 	// never changed: root's jobs go to account root (created with the
 	// cluster), every job to QOS normal (SLURM_JOB_QOS says so too).
