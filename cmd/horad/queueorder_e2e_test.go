@@ -203,3 +203,34 @@ func TestToilReadsShowConfig(t *testing.T) {
 		t.Fatalf("toil's getWaitDuration: %v\n%s", err, out)
 	}
 }
+
+// TestScontrolListPidsSteps: the tasks of an srun step inside a batch job
+// are listed under their step id with their task ids, after the batch
+// step's processes.
+func TestScontrolListPidsSteps(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, localBatch)
+	work := c.workDir()
+	j := c.submit(work, "-n", "2", "-o", filepath.Join(work, "steps.out"), "--wrap", filepath.Join(c.bin, "srun")+" -n 2 sleep 300")
+	c.waitState(j, "RUNNING")
+	step := regexp.MustCompile(`(?m)^\d+ +` + j + ` +0 +([01]) +([01]) +$`)
+	var r result
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		r = c.run(0, work, "scontrol", "listpids", j+".0")
+		if len(step.FindAllString(r.stdout, -1)) == 2 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	m := step.FindAllStringSubmatch(r.stdout, -1)
+	if len(m) != 2 || m[0][1] != "0" || m[1][1] != "1" || m[0][2] != "0" || m[1][2] != "1" {
+		jo, _ := os.ReadFile(filepath.Join(work, "steps.out"))
+		t.Fatalf("listpids %s.0: the step's two tasks with ids 0 and 1:\n%s%s\njob %s, its output:\n%s", j, r.stdout, r.stderr, c.state(j), jo)
+	}
+	all := c.run(0, work, "scontrol", "listpids", j).stdout
+	if b, s := strings.Index(all, " batch "), strings.Index(all, " 0        0 "); b < 0 || s < b {
+		t.Fatalf("listpids %s: the batch step's rows come first, then step 0's:\n%s", j, all)
+	}
+	c.run(0, work, "scancel", j)
+}
