@@ -198,7 +198,7 @@ type JobSpec struct {
 func (s *JobSpec) WantsResources() bool {
 	return s.NTasks > 0 || s.CPUsPerTask > 0 || s.NTasksPerNode > 0 || s.MemMB > 0 || s.MemAll ||
 		s.MemPerCPU > 0 || s.MemPerGPU > 0 || s.Gres != "" || s.GPUs != "" || s.GPUsPerNode != "" ||
-		s.GPUsPerTask != "" || s.CPUsPerGPU > 0 || s.MinCPUs > 0 || s.NoMultithread
+		s.GPUsPerTask != "" || s.CPUsPerGPU > 0 || s.MinCPUs > 0 || s.NoMultithread || s.Exclusive == "user"
 }
 
 // NodeAlloc is what a job holds on one node: the CPU ids (0-based, the
@@ -593,7 +593,7 @@ const MsgSocketTimeout = "Socket timed out on send/recv operation"
 func BriefJob(j *Job) Job {
 	return Job{ID: j.ID, UID: j.UID, GID: j.GID, User: j.User, State: j.State, Reason: j.Reason,
 		SubmitTime: j.SubmitTime, EligibleTime: j.EligibleTime, StartTime: j.StartTime, EndTime: j.EndTime,
-		CancelledBy: j.CancelledBy, Nodes: j.Nodes,
+		CancelledBy: j.CancelledBy, Nodes: j.Nodes, ArrayJobID: j.ArrayJobID, ArrayTaskID: j.ArrayTaskID,
 		Spec: JobSpec{Name: j.Spec.Name, Partition: j.Spec.Partition, Account: j.Spec.Account, TimeLimit: j.Spec.TimeLimit,
 			Begin: j.Spec.Begin, Nodes: j.Spec.Nodes, NTasks: j.Spec.NTasks, CPUsPerTask: j.Spec.CPUsPerTask, MemMB: j.Spec.MemMB}}
 }

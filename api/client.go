@@ -424,6 +424,16 @@ func (c *Client) EndStep(ctx context.Context, r StepEnd) (*StepEndResponse, erro
 	return out, c.do(ctx, "POST", PathStepEnd, r, out)
 }
 
+// StepInput sends a piece of a remote task's stdin.
+func (c *Client) StepInput(ctx context.Context, r StepInput) error {
+	return c.do(ctx, "POST", PathStepInput, r, &StepEndResponse{})
+}
+
+// SignalStep forwards a signal to the tasks of a remote step.
+func (c *Client) SignalStep(ctx context.Context, r StepSignal) error {
+	return c.do(ctx, "POST", PathStepSignal, r, &StepEndResponse{})
+}
+
 // AllocDone releases an interactive allocation.
 func (c *Client) AllocDone(ctx context.Context, r AllocDone) error {
 	return c.do(ctx, "POST", PathAllocDone, r, &CancelResponse{})

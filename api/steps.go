@@ -8,6 +8,8 @@ const (
 	PathStepStarted = "/v1/steps/started" // POST StepStarted → StepEndResponse
 	PathStepEnd     = "/v1/steps/end"     // POST StepEnd → StepEndResponse
 	PathStepRun     = "/v1/steps/run"     // POST StepRun → a stream of StepFrame (SSH nodes)
+	PathStepInput   = "/v1/steps/input"   // POST StepInput → StepEndResponse (SSH nodes)
+	PathStepSignal  = "/v1/steps/signal"  // POST StepSignal → StepEndResponse (SSH nodes)
 	PathAllocDone   = "/v1/jobs/complete" // POST AllocDone → CancelResponse
 	PathAllocEnv    = "/v1/jobs/env"      // GET ?id= → AllocEnv
 )
@@ -47,6 +49,12 @@ type StepRequest struct {
 	Exact         bool     `json:"exact,omitempty"`    // only the CPUs the tasks need
 	Overlap       bool     `json:"overlap,omitempty"`  // share CPUs with other steps
 	Overcommit    bool     `json:"overcommit,omitempty"`
+	// TimeLimit (seconds, srun -t): horad ends the step TIMEOUT when it
+	// runs longer (the job's own limit still applies).
+	TimeLimit int64 `json:"time_limit,omitempty"`
+	// MemMB (srun --mem inside an allocation): the step's memory per
+	// node, enforced by its own memory cgroup on local nodes.
+	MemMB int64 `json:"mem_mb,omitempty"`
 }
 
 // StepGrant is a created step and its task layout.
@@ -65,6 +73,10 @@ type StepGrant struct {
 	// Remote: the step's nodes are SSH hosts; srun does not fork the
 	// tasks but asks horad to run them (PathStepRun, docs/steps.md).
 	Remote bool `json:"remote,omitempty"`
+	// MemGate: the step has its own memory limit; srun holds its tasks
+	// before their program until StepStarted, with their pids per node,
+	// has put them in the step's memory cgroup.
+	MemGate bool `json:"mem_gate,omitempty"`
 }
 
 // StepRun asks horad to run the tasks of a granted remote step on its
@@ -82,6 +94,25 @@ type StepTask struct {
 	Argv    []string `json:"argv"`
 	Env     []string `json:"env"`
 	WorkDir string   `json:"workdir"`
+	// Stdin: the task reads what srun sends with StepInput; without it
+	// the task's stdin is /dev/null.
+	Stdin bool `json:"stdin,omitempty"`
+}
+
+// StepInput is a piece of a remote task's stdin, in order; EOF ends it.
+type StepInput struct {
+	JobID  int64  `json:"job_id"`
+	StepID int    `json:"step_id"`
+	Task   int    `json:"task"`
+	Data   []byte `json:"data,omitempty"`
+	EOF    bool   `json:"eof,omitempty"`
+}
+
+// StepSignal forwards a signal to every task of a remote step.
+type StepSignal struct {
+	JobID  int64 `json:"job_id"`
+	StepID int   `json:"step_id"`
+	Signal int   `json:"signal"`
 }
 
 // StepFrame is one line of a StepRun's answer: output of a task (Stream 1
@@ -103,6 +134,8 @@ type StepStarted struct {
 	JobID  int64 `json:"job_id"`
 	StepID int   `json:"step_id"`
 	Pgid   int   `json:"pgid"`
+	// NodePids: the tasks' pids by node, for a MemGate step.
+	NodePids map[string][]int `json:"node_pids,omitempty"`
 }
 
 // StepEnd reports how a step's tasks ended: Slurm's rule already applied
@@ -118,6 +151,9 @@ type StepEnd struct {
 // ended it first).
 type StepEndResponse struct {
 	State JobState `json:"state"`
+	// OOMKills counts the tasks the kernel killed for the step's --mem
+	// (its memory cgroup's oom_kill), for srun's slurmstepd line.
+	OOMKills int `json:"oom_kills,omitempty"`
 }
 
 // AllocDone releases an allocation made by salloc or srun (Slurm's

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,9 @@ func (t *transport) put(tc *tconn) {
 // retried once on a new connection; a POST never is, since the daemon may
 // have acted on it.
 func (t *transport) roundTrip(ctx context.Context, method, path string, hdr [][2]string, body []byte) (*response, error) {
+	if k := stepKey(); k != "" {
+		hdr = append(hdr[:len(hdr):len(hdr)], [2]string{"Hora-Step-Key", k})
+	}
 	for attempt := 0; ; attempt++ {
 		tc, reused, err := t.get(ctx)
 		if err != nil {
@@ -419,3 +423,8 @@ func (b *bodyReader) Close() error {
 	}
 	return b.tc.c.Close()
 }
+
+// stepKey is $HORA_STEP_KEY: inside a job on an SSH node, $HORA_SOCKET is
+// a socket forwarded to horad, which authenticates requests by this key
+// (docs/steps.md); horad's own socket ignores it.
+var stepKey = sync.OnceValue(func() string { return os.Getenv("HORA_STEP_KEY") })

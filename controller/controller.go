@@ -70,6 +70,9 @@ type Controller struct {
 	wake      chan struct{}         // poke the tick loop after the Engine's wakeup time may have moved
 	booted    time.Time             // when this horad started (scontrol show config BOOT_TIME)
 	heartbeat func()
+	// stepSecret signs the step keys of jobs on nodes that reach horad
+	// through a callback socket (callbacks.go); nil without one.
+	stepSecret []byte
 
 	// Run's context and goroutines, for staging queues a reload adds.
 	runCtx context.Context
@@ -184,6 +187,9 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 			return nil, fmt.Errorf("config: operators: unknown user %q", op)
 		}
 	}
+	if err := c.loadStepSecret(); err != nil {
+		return nil, err
+	}
 	if err := c.recover(ctx); err != nil {
 		return nil, fmt.Errorf("recovery: %w", err)
 	}
@@ -200,6 +206,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if hr, ok := c.exec.(nodes.HealthReporter); ok {
 		nodeEvents = hr.NodeEvents()
 	}
+	c.serveCallbacks(ctx)
 	wg.Add(4)
 	go func() { defer wg.Done(); c.dispatch(ctx) }()
 	go func() {

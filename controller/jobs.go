@@ -311,6 +311,23 @@ func (c *Controller) nodeCPUs(name string) int {
 	return 1
 }
 
+// nodeGPUs is how many GPUs node declares (gres "gpu", any type).
+func (c *Controller) nodeGPUs(name string) int {
+	for _, n := range c.nodes {
+		if n.Name == name {
+			gs, _ := sbatch.ParseGres(n.Gres)
+			total := 0
+			for _, g := range gs {
+				if g.Name == "gpu" {
+					total += g.Count
+				}
+			}
+			return total
+		}
+	}
+	return 0
+}
+
 // mayTouch is invariant 4: a user changes only their own jobs; root and the
 // configured operators any.
 func (c *Controller) mayTouch(who *Caller, j *job) bool {
@@ -574,10 +591,10 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 	}
 	script := []byte(j.Spec.Script)
 	switch {
+	case j.Spec.Alloc: // also qsub -I: its shell runs as a step
+		script = []byte(allocHoldScript)
 	case j.Spec.PBS != nil:
 		script = pbsScript(j)
-	case j.Spec.Alloc:
-		script = []byte(allocHoldScript)
 	}
 	ls := nodes.LaunchSpec{
 		Key: stepKey(j, step), Node: node,
@@ -589,6 +606,16 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 	if a := allocOn(&j.Job, node); a != nil {
 		// What the Engine gave the job here, for the node to enforce.
 		ls.CPUs, ls.MemMB = a.CPUs, a.MemMB
+		if len(a.GPUs) > 0 || c.nodeGPUs(node) > 0 {
+			ls.GPUs, ls.NodeGPUs = a.GPUs, c.nodeGPUs(node)
+		}
+	}
+	if cb := c.callbackEnv(j, node); cb != nil {
+		// The node's callback socket, not the submit host's HORA_SOCKET.
+		ls.Env = slices.DeleteFunc(ls.Env, func(kv string) bool {
+			return strings.HasPrefix(kv, "HORA_SOCKET=") || strings.HasPrefix(kv, "HORA_STEP_KEY=")
+		})
+		ls.Env = append(ls.Env, cb...)
 	}
 	return ls
 }

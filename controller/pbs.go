@@ -50,15 +50,37 @@ func (c *Controller) pbsEnv(env []string, j *job) []string {
 	if server == "" {
 		server = c.pbsServer()
 	}
-	set("PBS_JOBID", strconv.FormatInt(j.ID, 10)+"."+server)
-	set("PBS_JOBNAME", j.Spec.Name)
+	// A task of an array is a subjob: <array>[<index>].server, with the
+	// array's id and its index (OP qsub.1B PBS_ARRAY_ID/PBS_ARRAY_INDEX;
+	// TQ job_clone PBS_ARRAYID).
+	if j.ArrayJobID != 0 {
+		array, index := strconv.FormatInt(j.ArrayJobID, 10), strconv.FormatInt(j.ArrayTaskID, 10)
+		set("PBS_JOBID", array+"["+index+"]."+server)
+		if p.Flavour == "torque" {
+			set("PBS_ARRAYID", index)
+		} else {
+			set("PBS_ARRAY_INDEX", index)
+			set("PBS_ARRAY_ID", array+"[]."+server)
+		}
+	} else {
+		set("PBS_JOBID", strconv.FormatInt(j.ID, 10)+"."+server)
+	}
+	name := j.Spec.Name
+	if j.ArrayJobID != 0 && p.Flavour == "torque" {
+		name += "-" + strconv.FormatInt(j.ArrayTaskID, 10) // TQ job_clone "%s-%d"
+	}
+	set("PBS_JOBNAME", name)
 	set("PBS_QUEUE", j.Spec.Partition)
 	oq := p.Queue
 	if oq == "" {
 		oq = j.Spec.Partition
 	}
 	set("PBS_O_QUEUE", oq)
-	set("PBS_ENVIRONMENT", "PBS_BATCH")
+	if j.Spec.Alloc {
+		set("PBS_ENVIRONMENT", "PBS_INTERACTIVE") // qsub -I
+	} else {
+		set("PBS_ENVIRONMENT", "PBS_BATCH")
+	}
 	set("PBS_TASKNUM", "1")
 	set("PBS_NODENUM", "0")
 	set("PBS_MOMPORT", "15003")

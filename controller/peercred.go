@@ -17,6 +17,19 @@ type Caller struct {
 	GID  uint32
 	PID  int32
 	User string
+	// Job is set for a caller authenticated by a step key on a node's
+	// callback socket (callbacks.go): it acts as the job's owner, for
+	// that job only, and has no pid here (PID 0).
+	Job int64
+}
+
+// mayUse reports whether the caller may create and run steps of j: its
+// owner or root, and a keyed caller only within its own job.
+func (who *Caller) mayUse(j *job) bool {
+	if who.Job != 0 && who.Job != j.ID {
+		return false
+	}
+	return who.UID == j.UID || who.UID == 0
 }
 
 type callerKey struct{}

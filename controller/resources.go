@@ -23,7 +23,8 @@ func requestOf(s *api.JobSpec) (*scheduler.Request, error) {
 		NTasks: s.NTasks, CPUsPerTask: max(s.CPUsPerTask, 1), TasksPerNode: s.NTasksPerNode,
 		NodesSet: s.Nodes > 0, NodesMax: s.NodesMax, MinCPUs: s.MinCPUs,
 		MemPerNode: s.MemMB, MemAll: s.MemAll, MemPerCPU: s.MemPerCPU, MemPerGPU: s.MemPerGPU,
-		CPUsPerGPU: s.CPUsPerGPU, Exclusive: s.Exclusive != "", NoMultithread: s.NoMultithread,
+		CPUsPerGPU: s.CPUsPerGPU, NoMultithread: s.NoMultithread,
+		Exclusive: s.Exclusive != "" && s.Exclusive != "user", ExclusiveUser: s.Exclusive == "user",
 	}
 	q.MemGiven = s.MemMB > 0 || s.MemAll || s.MemPerCPU > 0 || s.MemPerGPU > 0
 	if q.NTasks == 0 {

@@ -19,13 +19,17 @@ func TestRequestOf(t *testing.T) {
 	}
 	want := &scheduler.Request{NTasks: 2, CPUsPerTask: 2, NodesSet: true, NodesMax: 3, MinCPUs: 4, MemPerCPU: 500, MemGiven: true,
 		Gres:        []scheduler.GresReq{{Name: "gpu", Type: "a100", Count: 1}, {Name: "nvme", Count: 2}, {Name: "gpu", Type: "v100", Count: 1}},
-		GPUsPerTask: 1, GPUType: "a100", GPUs: 4, CPUsPerGPU: 3, Exclusive: true, NoMultithread: true,
+		GPUsPerTask: 1, GPUType: "a100", GPUs: 4, CPUsPerGPU: 3, ExclusiveUser: true, NoMultithread: true,
 		NodeList: []string{"n1", "n2"}, Exclude: []string{"n3"}, Features: []string{"ib", "avx"}, AnyFeature: true}
 	if !reflect.DeepEqual(q, want) {
 		t.Fatalf("request\n got %+v\nwant %+v", q, want)
 	}
 	if q, err := requestOf(&api.JobSpec{Nodes: 3, Exclusive: "node"}); q != nil || err != nil {
 		t.Fatalf("whole-node spec: %+v %v", q, err)
+	}
+	// --exclusive=user alone is a per-CPU request (one task, one CPU).
+	if q, err := requestOf(&api.JobSpec{Exclusive: "user"}); err != nil || q == nil || !q.ExclusiveUser || q.Exclusive || q.NTasks != 1 {
+		t.Fatalf("--exclusive=user spec: %+v %v", q, err)
 	}
 	for _, s := range []api.JobSpec{{Gres: "gpu:-1"}, {GPUs: "x"}, {GPUsPerTask: "a:0"}, {NTasks: 1, NodeList: "n[1-"}, {NTasks: 1, Constraint: "a&b|c"}} {
 		if _, err := requestOf(&s); err == nil {

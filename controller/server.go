@@ -55,7 +55,6 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("POST "+api.PathRelease, c.handle(c.hHold(false)))
 	mux.HandleFunc("POST "+api.PathUpdate, c.handle(c.hUpdate))
 	mux.HandleFunc("GET "+api.PathConfig, c.handle(c.hConfig))
-	mux.HandleFunc("POST "+api.PathAlter, c.handle(c.hAlter))
 	mux.HandleFunc("GET "+api.PathNodes, c.handle(c.hNodes))
 	mux.HandleFunc("GET "+api.PathPartitions, c.handle(c.hPartitions))
 	mux.HandleFunc("GET "+api.PathPing, c.handle(c.hPing))
@@ -270,8 +269,9 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, id := range c.ids {
-			if keep(&c.jobs[id].Job) {
+			if j := &c.jobs[id].Job; keep(j) {
 				out.IDs = append(out.IDs, id)
+				out.AddTask(j)
 			}
 		}
 		return out, nil
@@ -299,6 +299,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			ids := &api.JobIDsResponse{IDs: make([]int64, 0, len(out.Jobs))}
 			for i := range out.Jobs {
 				ids.IDs = append(ids.IDs, out.Jobs[i].ID)
+				ids.AddTask(&out.Jobs[i])
 			}
 			return ids, nil
 		}

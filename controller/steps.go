@@ -3,16 +3,19 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"hora/api"
+	"hora/nodes"
 	"hora/sbatch"
 	"hora/scheduler"
 	"hora/store"
@@ -40,6 +43,17 @@ type srunStep struct {
 	remote  bool
 	ran     bool
 	stopRun context.CancelFunc
+	inputs  map[int]*io.PipeWriter // stdin of the tasks that read it, by task id
+	signals []chan nodes.Signum    // one per task, to RunTask
+	// limit fires at the step's own time limit (srun -t); timedOut once
+	// it has, so the step's end is recorded TIMEOUT.
+	limit    *time.Timer
+	timedOut bool
+	// memMB is the step's own --mem (local nodes): its tasks are put in a
+	// memory group of their own (StepCgrouper); memNodes are the nodes
+	// where they were, whose groups are read and removed at the end.
+	memMB    int64
+	memNodes []string
 }
 
 // allocHoldScript holds the nodes of an salloc/srun allocation: the
@@ -106,7 +120,7 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	switch {
 	case j == nil:
 		return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
-	case who.UID != j.UID && who.UID != 0:
+	case !who.mayUse(j):
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	case j.State.Finished() || j.State == api.StateCompleting:
 		return nil, stepErr(api.CodeAlreadyDone, "Job/step already completing or completed")
@@ -156,10 +170,17 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	if req.Overlap {
 		ss.cpus = make([]int, len(grant.Nodes))
 	}
+	if _, ok := c.exec.(nodes.StepCgrouper); ok && req.MemMB > 0 && !ss.remote {
+		ss.memMB, grant.MemGate = req.MemMB, true
+	}
 	if j.srun == nil {
 		j.srun = map[int]*srunStep{}
 	}
 	j.srun[id] = ss
+	if req.TimeLimit > 0 {
+		jobID := j.ID
+		ss.limit = time.AfterFunc(time.Duration(req.TimeLimit)*time.Second, func() { c.stepTimeLimit(jobID, ss) })
+	}
 	// srun is blocked on this answer, so its pid is still its own.
 	if fd, err := unix.PidfdOpen(int(who.PID), unix.PIDFD_NONBLOCK); err == nil {
 		ss.pidfd = os.NewFile(uintptr(fd), "pidfd:srun")
@@ -274,7 +295,7 @@ func (c *Controller) runningStep(who *Caller, jobID int64, stepID int) (*job, *s
 	if j == nil {
 		return nil, nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
 	}
-	if who.UID != j.UID && who.UID != 0 {
+	if !who.mayUse(j) {
 		return nil, nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	}
 	s := j.srun[stepID]
@@ -298,9 +319,18 @@ func (c *Controller) stepStarted(who *Caller, req api.StepStarted) (*api.StepEnd
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	}
 	s.pgid = req.Pgid
-	if s.cancelled {
+	if s.memMB > 0 && len(s.memNodes) == 0 {
+		if err := c.enterStepMemory(j, s, req); err != nil {
+			return nil, stepErr(api.CodeInternal, "Unable to enforce the step's memory: "+err.Error())
+		}
+	}
+	switch {
+	case s.cancelled:
 		// scancel came between the grant and the launch.
 		c.killStepTasks(s, j.UID, syscall.SIGKILL)
+	case s.timedOut:
+		// So did the step's time limit.
+		c.killStepTasks(s, j.UID, syscall.SIGTERM)
 	}
 	return &api.StepEndResponse{State: api.StateRunning}, nil
 }
@@ -328,8 +358,13 @@ func (c *Controller) endStep(ctx context.Context, who *Caller, req api.StepEnd) 
 	if who.PID != s.srunPID && who.UID != 0 {
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	}
+	ooms := c.endStepMemory(j, s)
 	st := api.StateCompleted
 	switch {
+	case ooms > 0:
+		st = api.StateOOM
+	case s.timedOut:
+		st = api.StateTimeout
 	case s.cancelled:
 		st = api.StateCancelled
 	case req.Signal != 0 || req.ExitCode != 0:
@@ -338,7 +373,7 @@ func (c *Controller) endStep(ctx context.Context, who *Caller, req api.StepEnd) 
 	if err := c.recordSrunEndLocked(ctx, j, s, st, req.ExitCode, req.Signal); err != nil {
 		return nil, stepErr(api.CodeInternal, err.Error())
 	}
-	return &api.StepEndResponse{State: st}, nil
+	return &api.StepEndResponse{State: st, OOMKills: ooms}, nil
 }
 
 // recordSrunEndLocked writes step_end and forgets the live step.
@@ -353,6 +388,10 @@ func (c *Controller) recordSrunEndLocked(ctx context.Context, j *job, s *srunSte
 		j.Steps[i] = step
 	}
 	delete(j.srun, s.id)
+	c.endStepMemory(j, s)
+	if s.limit != nil {
+		s.limit.Stop()
+	}
 	if s.stopRun != nil {
 		s.stopRun() // a remote step's tasks end with it
 	}
@@ -393,7 +432,10 @@ func (c *Controller) watchSrun(jobID int64, s *srunStep) {
 		c.killStepTasks(s, j.UID, syscall.SIGKILL)
 	}
 	st := api.StateCancelled
-	if !s.cancelled {
+	switch {
+	case s.timedOut:
+		st = api.StateTimeout
+	case !s.cancelled:
 		st = api.StateFailed
 	}
 	if err := c.recordSrunEndLocked(context.Background(), j, s, st, 0, int(syscall.SIGKILL)); err != nil {
@@ -406,10 +448,14 @@ func (c *Controller) watchSrun(jobID int64, s *srunStep) {
 // user, so a stale group id never aims root at someone else's processes.
 // Every process is looked at (a group's leader may have exited).
 func (c *Controller) killStepTasks(s *srunStep, uid uint32, sig syscall.Signal) {
-	if s.stopRun != nil && sig == syscall.SIGKILL {
-		// A remote step: its tasks' scopes are killed on their nodes.
-		// Other signals do not reach remote tasks yet (docs/steps.md).
-		s.stopRun()
+	if s.stopRun != nil {
+		// A remote step: KILL stops its tasks' scopes on their nodes,
+		// other signals go to every task's process.
+		if sig == syscall.SIGKILL {
+			s.stopRun()
+		} else {
+			s.signalRemote(nodes.Signum(sig))
+		}
 		return
 	}
 	if s.pgid <= 1 {
@@ -476,6 +522,10 @@ func (c *Controller) endSrunStepsLocked(j *job) {
 		st = api.StateCancelled
 	}
 	for id, s := range j.srun {
+		if s.limit != nil {
+			s.limit.Stop()
+		}
+		c.endStepMemory(j, s)
 		c.killStepTasks(s, j.UID, syscall.SIGKILL)
 		if s.pidfd != nil {
 			_ = s.pidfd.Close()
@@ -539,7 +589,7 @@ func (c *Controller) allocEnv(who *Caller, id int64) (*api.AllocEnv, error) {
 	switch {
 	case j == nil:
 		return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
-	case who.UID != j.UID && who.UID != 0:
+	case !who.mayUse(j):
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	case j.State != api.StateRunning && j.State != api.StateSuspended:
 		return nil, stepErr(api.CodePending, "Job is pending execution")
@@ -564,4 +614,73 @@ func (c *Controller) allocEnvLocked(j *job) []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// stepTimeLimit ends a step at its own time limit (srun -t), as
+// slurmstepd does: TERM to its tasks, KILL after KillWait; srun reports
+// the tasks' end, recorded TIMEOUT, and prints Slurm's lines.
+func (c *Controller) stepTimeLimit(jobID int64, s *srunStep) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	j := c.jobs[jobID]
+	if j == nil || j.srun[s.id] != s {
+		return // ended meanwhile
+	}
+	s.timedOut = true
+	c.log.Info("step time limit", "job", jobID, "step", s.id)
+	c.killStepTasks(s, j.UID, syscall.SIGTERM)
+	time.AfterFunc(max(c.killWait(), time.Second), func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if j := c.jobs[jobID]; j != nil && j.srun[s.id] == s {
+			c.killStepTasks(s, j.UID, syscall.SIGKILL)
+		}
+	})
+}
+
+// enterStepMemory puts the tasks of a step with its own --mem in the
+// step's memory group on each node, after checking in /proc that each pid
+// runs as the job's user in the step's process group (srun reports them;
+// root acts on them only when they are what srun says).
+func (c *Controller) enterStepMemory(j *job, s *srunStep, req api.StepStarted) error {
+	sc := c.exec.(nodes.StepCgrouper)
+	nodeNames := make([]string, 0, len(req.NodePids))
+	for n := range req.NodePids {
+		nodeNames = append(nodeNames, n)
+	}
+	slices.Sort(nodeNames)
+	for _, n := range nodeNames {
+		if !slices.Contains(s.nodes, n) {
+			return fmt.Errorf("node %s is not the step's", n)
+		}
+		for _, pid := range req.NodePids[n] {
+			if pg, err := unix.Getpgid(pid); err != nil || pg != req.Pgid {
+				return fmt.Errorf("task pid %d is not in the step's process group", pid)
+			}
+			var st unix.Stat_t
+			if err := unix.Stat("/proc/"+strconv.Itoa(pid), &st); err != nil || st.Uid != j.UID {
+				return fmt.Errorf("task pid %d does not run as the job's user", pid)
+			}
+		}
+		s.memNodes = append(s.memNodes, n)
+		if err := sc.EnterStepMemory(n, stepKey(j, s.id), s.memMB, req.NodePids[n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endStepMemory reads and removes the memory groups of a step with its own
+// --mem, once: the number of tasks the kernel killed for it.
+func (c *Controller) endStepMemory(j *job, s *srunStep) int {
+	sc, ok := c.exec.(nodes.StepCgrouper)
+	if !ok || len(s.memNodes) == 0 {
+		return 0
+	}
+	n := 0
+	for _, node := range s.memNodes {
+		n += sc.EndStepMemory(node, stepKey(j, s.id))
+	}
+	s.memNodes = nil
+	return n
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -51,6 +52,100 @@ func (c *Controller) routeRemoteSteps(mux *http.ServeMux) {
 		}
 		c.streamTasks(ctx, w, specs)
 	})
+	mux.HandleFunc("POST "+api.PathStepInput, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		var req api.StepInput
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return c.stepInput(who, req)
+	}))
+	mux.HandleFunc("POST "+api.PathStepSignal, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		var req api.StepSignal
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return c.signalStep(who, req)
+	}))
+}
+
+// remoteStepOf finds a remote step whose tasks run, for the srun that was
+// granted it (or root).
+func (c *Controller) remoteStepOf(who *Caller, jobID int64, stepID int) (*srunStep, *api.Error) {
+	_, s, err := c.runningStep(who, jobID, stepID)
+	if err != nil {
+		if ae, ok := err.(*api.Error); ok {
+			return nil, ae
+		}
+		return nil, stepErr(api.CodeInternal, err.Error())
+	}
+	switch {
+	case s == nil || !s.remote || !s.ran:
+		return nil, stepErr(api.CodeInvalidJobID, "Invalid job id specified")
+	case who.PID != s.srunPID && who.UID != 0:
+		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
+	}
+	return s, nil
+}
+
+// stepInput writes a piece of a remote task's stdin; it waits (outside
+// the lock) until the task's session has taken it, so srun's pieces keep
+// their order and a task that reads slowly slows srun down, as a pipe does.
+func (c *Controller) stepInput(who *Caller, req api.StepInput) (*api.StepEndResponse, error) {
+	c.mu.Lock()
+	s, apiErr := c.remoteStepOf(who, req.JobID, req.StepID)
+	var pw *io.PipeWriter
+	if apiErr == nil {
+		pw = s.inputs[req.Task]
+	}
+	c.mu.Unlock()
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if pw == nil {
+		return nil, stepErr(api.CodeBadRequest, "task "+strconv.Itoa(req.Task)+" reads no stdin")
+	}
+	if len(req.Data) > 0 {
+		if _, err := pw.Write(req.Data); err != nil {
+			// The task has ended: what it did not read is dropped, as a
+			// closed pipe drops it.
+			return &api.StepEndResponse{State: api.StateCompleted}, nil
+		}
+	}
+	if req.EOF {
+		_ = pw.Close()
+	}
+	return &api.StepEndResponse{State: api.StateRunning}, nil
+}
+
+// signalStep forwards a signal to every task of a remote step (srun's
+// forwarding of TERM, USR1, ... and of ^C); KILL stops the tasks.
+func (c *Controller) signalStep(who *Caller, req api.StepSignal) (*api.StepEndResponse, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, apiErr := c.remoteStepOf(who, req.JobID, req.StepID)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if req.Signal <= 0 || req.Signal > 64 {
+		return nil, stepErr(api.CodeBadRequest, "Invalid signal "+strconv.Itoa(req.Signal))
+	}
+	if req.Signal == 9 {
+		s.stopRun()
+	} else {
+		s.signalRemote(nodes.Signum(req.Signal))
+	}
+	return &api.StepEndResponse{State: api.StateRunning}, nil
+}
+
+// signalRemote hands a signal to each task's runner; a runner whose queue
+// is full (a burst of signals) drops it, as a process may coalesce them.
+func (s *srunStep) signalRemote(sig nodes.Signum) {
+	for _, ch := range s.signals {
+		select {
+		case ch <- sig:
+		default:
+		}
+	}
 }
 
 // claimRemoteStep checks the request against the live step and the job's
@@ -91,8 +186,19 @@ func (c *Controller) claimRemoteStep(who *Caller, req api.StepRun, stop context.
 		if a := allocOn(&j.Job, t.Node); a != nil {
 			cpus, mem = a.CPUs, a.MemMB
 		}
-		specs = append(specs, nodes.TaskSpec{Node: t.Node, Key: stepKey(j, s.id),
-			Task: t.ID, UID: j.UID, GID: j.GID, WorkDir: t.WorkDir, Env: t.Env, Argv: t.Argv, CPUs: cpus, MemMB: mem})
+		sigs := make(chan nodes.Signum, 8)
+		s.signals = append(s.signals, sigs)
+		spec := nodes.TaskSpec{Node: t.Node, Key: stepKey(j, s.id),
+			Task: t.ID, UID: j.UID, GID: j.GID, WorkDir: t.WorkDir, Env: t.Env, Argv: t.Argv, CPUs: cpus, MemMB: mem,
+			Signals: sigs}
+		if t.Stdin {
+			pr, pw := io.Pipe()
+			if s.inputs == nil {
+				s.inputs = map[int]*io.PipeWriter{}
+			}
+			s.inputs[t.ID], spec.Stdin = pw, pr
+		}
+		specs = append(specs, spec)
 	}
 	s.ran, s.stopRun = true, stop
 	return specs, nil
@@ -114,6 +220,8 @@ func (c *Controller) streamTasks(ctx context.Context, w http.ResponseWriter, spe
 			fl.Flush()
 		}
 	}
+	// Task -1: the tasks are being started, their input is awaited.
+	send(api.StepFrame{Task: -1})
 	run := c.taskRunner()
 	var wg sync.WaitGroup
 	for _, sp := range specs {
@@ -121,6 +229,10 @@ func (c *Controller) streamTasks(ctx context.Context, w http.ResponseWriter, spe
 		go func() {
 			defer wg.Done()
 			ex, err := run.RunTask(ctx, sp, frameWriter{sp.Task, 1, send}, frameWriter{sp.Task, 2, send})
+			if pr, ok := sp.Stdin.(*io.PipeReader); ok {
+				// Input for a task that ended fails instead of waiting.
+				pr.CloseWithError(io.ErrClosedPipe)
+			}
 			f := api.StepFrame{Task: sp.Task, End: true, Exit: ex.Code, Signal: int(ex.Signal)}
 			if err != nil {
 				f.Error = err.Error()

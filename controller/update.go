@@ -62,7 +62,7 @@ func (c *Controller) updateJobs(ctx context.Context, who *Caller, req api.JobUpd
 	for _, id := range ids {
 		res := api.JobResult{ID: id}
 		if msg := c.updateOneLocked(ctx, who, id, &req); msg != "" {
-			res.Error = msg
+			res.Error, res.Code = msg, updateCode(msg)
 		}
 		resp.Results = append(resp.Results, res)
 	}
@@ -279,6 +279,28 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 		})
 	}
 	return ""
+}
+
+// updateCode is the stable code beside an update refusal's text, which
+// qalter turns into PBS error numbers.
+func updateCode(msg string) string {
+	switch msg {
+	case msgInvalidJobIDTxt:
+		return api.CodeInvalidJobID
+	case msgFinished:
+		return api.CodeAlreadyDone
+	case msgUserID, msgDenied:
+		return api.CodeAccessDenied
+	case msgTimeLimitBad:
+		return api.CodeInvalidTimeLimit
+	case msgPartition:
+		return api.CodeInvalidPartition
+	case msgInvalidNodeCnt:
+		return api.CodeInvalidNodeCount
+	case msgNotPending, msgHeldPriority:
+		return "" // the job's state: PBS's "Request invalid for state of job"
+	}
+	return api.CodeBadRequest
 }
 
 func (c *Controller) partitionMaxTime(name string) int64 {

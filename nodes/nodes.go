@@ -11,6 +11,7 @@ package nodes
 import (
 	"context"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +63,11 @@ type LaunchSpec struct {
 	// holds its nodes whole.
 	CPUs  []int `json:"cpus,omitempty"`
 	MemMB int64 `json:"mem_mb,omitempty"`
+	// GPUs are the indices of the node's GPUs given to the step, of the
+	// node's NodeGPUs: the local executor denies the others' device nodes
+	// (NVIDIA's major 195, minor = index) with the devices cgroup.
+	GPUs     []int `json:"gpus,omitempty"`
+	NodeGPUs int   `json:"node_gpus,omitempty"`
 	// MemCgroup is set by the local executor for its shepherd: the memory
 	// cgroup whose oom_kill count tells an OOM end.
 	MemCgroup string `json:"mem_cgroup,omitempty"`
@@ -131,6 +137,12 @@ type TaskSpec struct {
 	Argv     []string
 	CPUs     []int // AllowedCPUs of the task's scope; none: not restricted
 	MemMB    int64 // MemoryMax of the task's scope; 0: not restricted
+	// Stdin is the task's standard input; nil gives it /dev/null.
+	Stdin io.Reader
+	// Signals are delivered to the task's process while it runs (HUP,
+	// INT, QUIT, TERM, USR1, USR2, ALRM, CONT, STOP, TSTP; others are
+	// dropped: KILL is cancelling RunTask's context). nil: none.
+	Signals <-chan Signum
 }
 
 // TaskExit is how a task ended: its exit code, or the signal that killed it.
@@ -144,6 +156,31 @@ type TaskExit struct {
 // steps whose srun cannot fork on the step's nodes.
 type TaskRunner interface {
 	RunTask(ctx context.Context, spec TaskSpec, stdout, stderr io.Writer) (TaskExit, error)
+}
+
+// StepCgrouper is an executor that gives a step started outside it (an
+// srun step's tasks, forked by srun) a memory limit of its own: a memory
+// cgroup below the job's batch step's, so both limits hold (nodes/local).
+type StepCgrouper interface {
+	// EnterStepMemory puts pids in the step's memory group on node,
+	// created with a limit of memMB (no swap beyond it).
+	EnterStepMemory(node string, key StepKey, memMB int64, pids []int) error
+	// EndStepMemory returns the group's oom_kill count and removes it
+	// (what is left in it is killed first).
+	EndStepMemory(node string, key StepKey) int
+}
+
+// Callbacker is an executor whose nodes cannot reach horad's socket
+// directly (nodes/ssh): it keeps a socket on each node forwarded to horad
+// and hands over the connections made to it. Such connections carry no
+// peer credentials; horad authenticates their requests itself.
+type Callbacker interface {
+	// CallbackPath is the socket's path on node ("" for an unknown node).
+	CallbackPath(node string) string
+	// ServeCallbacks starts forwarding every node's socket until the
+	// executor closes; accept is called in a goroutine of its own for
+	// each connection.
+	ServeCallbacks(accept func(node string, c net.Conn)) error
 }
 
 // Signum is a POSIX signal number (syscall.Signal values on Linux).

@@ -161,7 +161,7 @@ var Options = []Option{
 		Env:    EnvNames{"SBATCH_EXCLUSIVE", "SLURM_EXCLUSIVE", "SALLOC_EXCLUSIVE"},
 		Values: []string{"user", "mcs"},
 		Help:   "do not share nodes with other jobs",
-		Man:    "Asks for nodes that no other job uses. hora gives such a job its nodes whole, as it does a job that asks for no CPUs, memory or generic resources. =user is taken as plain --exclusive (stricter than Slurm: jobs of the same user do not share the nodes either).",
+		Man:    "Asks for nodes that no other job uses. hora gives such a job its nodes whole, as it does a job that asks for no CPUs, memory or generic resources. =user shares the nodes with jobs of the same user only, and gives the job only the CPUs, memory and generic resources it asks for (one CPU by default).",
 		Set:    setExclusive},
 	{Long: "export", ArgName: "ALL|NONE|vars", Arg: RequiredArg, Cmds: Sbatch | Srun, PBS: "-v",
 		Env:    EnvNames{Sbatch: "SBATCH_EXPORT", Srun: "SLURM_EXPORT_ENV SRUN_EXPORT_ENV"},

@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,9 @@ type QsubInput struct {
 type QsubFlags struct {
 	NoID  bool // -z: print no job id
 	Block bool // -W block=true: wait, exit with the job's exit status
+	// Interactive is -I: the job is an allocation (api.JobSpec.Alloc) and
+	// qsub runs the user's shell in it over a pty; X11 is -X.
+	Interactive, X11 bool
 }
 
 // qsubOptionLetters are the options each flavour's getopt takes, and which
@@ -242,7 +246,9 @@ func BuildQsubSpec(in QsubInput) (*api.JobSpec, *QsubFlags, error) {
 		name = path.Base(file)
 		spec.Command = abs
 	default:
-		if in.Stdin != nil {
+		// -I without a script reads no script: stdin is the terminal
+		// the job will use (OP qsub.c get_script only when !Interact_opt).
+		if _, interactive := p.Last("I"); in.Stdin != nil && !interactive {
 			b, err := io.ReadAll(in.Stdin)
 			if err != nil {
 				return nil, nil, &PBSError{Text: "qsub: error reading script file\n", Exit: 5}
@@ -506,9 +512,11 @@ func (st *qsubState) apply(s qsubSetting) *PBSError {
 				return st.illegal("m")
 			}
 		}
-	case "M", "k", "c", "u", "R", "f", "X", "F", "L", "T", "K", "b", "D", "x", "n":
-		// Mail, keep, checkpoint, user list, remove files, foreground,
-		// X11 and Torque's extras: nothing of them changes how hora runs
+	case "X":
+		st.flags.X11 = true
+	case "M", "k", "c", "u", "R", "f", "F", "L", "T", "K", "b", "D", "x", "n":
+		// Mail, keep, checkpoint, user list, remove files, foreground
+		// and Torque's extras: nothing of them changes how hora runs
 		// the job (mail is not sent; output is written in place).
 	case "P":
 		if st.fl == FlavourTorque {
@@ -569,7 +577,7 @@ func (st *qsubState) apply(s qsubSetting) *PBSError {
 	case "J", "t":
 		st.array = "-" + s.key + " " + v
 	case "I":
-		return &PBSError{Text: "qsub: hora does not run interactive jobs (-I); use salloc or srun --pty\n", Exit: 2}
+		st.flags.Interactive = true
 	case "d":
 		st.initdir = v
 	case "w":
@@ -631,6 +639,35 @@ func pbsDependency(v string) (string, bool) {
 	return strings.Join(out, ","), true
 }
 
+// interactive checks -I and -X (OP qsub.c: INTER_ARRAY, "DISPLAY not
+// set", "X11 Forwarding possible only for interactive jobs") and makes an
+// interactive job an allocation: horad runs no script, qsub runs the shell
+// as a step of it. -X hands the job the caller's DISPLAY; hora forwards no
+// X11 connection, so this serves nodes that share the caller's display
+// (the local executor).
+func (st *qsubState) interactive() *PBSError {
+	fl, flags := st.fl, st.flags
+	if flags.X11 && st.env["DISPLAY"] == "" {
+		return usageErr(fl, "", "qsub: DISPLAY not set\n")
+	}
+	if flags.X11 && !flags.Interactive {
+		return &PBSError{Text: "qsub: X11 Forwarding possible only for interactive jobs\n", Exit: 1}
+	}
+	if !flags.Interactive {
+		return nil
+	}
+	if st.array != "" {
+		return usageErr(fl, "", "qsub: interactive and array job submission cannot be used together\n")
+	}
+	flags.Block = false // OP: "-I" sets block itself
+	sp := st.spec
+	sp.Alloc, sp.NoRequeue, sp.Script = true, true, ""
+	return nil
+}
+
+// PBSDependency is pbsDependency for qalter -W depend=.
+func PBSDependency(v string) (string, bool) { return pbsDependency(v) }
+
 // splitResources splits a -l or -W list on commas outside quotes.
 func splitResources(s string) []string {
 	var out []string
@@ -674,6 +711,9 @@ func splitVarList(s string) []string {
 // environment.
 func (st *qsubState) finish() *PBSError {
 	sp, fl := st.spec, st.fl
+	if err := st.interactive(); err != nil {
+		return err
+	}
 	// Arrays and dependencies go through the registry's --array and
 	// --dependency setters (PBS spellings -J and -W depend; Torque's -t
 	// has --array's syntax too); horad checks them as for sbatch.
@@ -694,7 +734,7 @@ func (st *qsubState) finish() *PBSError {
 	if err := st.resources(); err != nil {
 		return err
 	}
-	if len(bytes.TrimSpace([]byte(sp.Script))) == 0 && sp.Command == "" && !strings.HasPrefix(sp.Script, "#!") {
+	if len(bytes.TrimSpace([]byte(sp.Script))) == 0 && sp.Command == "" && !strings.HasPrefix(sp.Script, "#!") && !sp.Alloc {
 		// OpenPBS submits an empty stdin script; it would do nothing.
 		sp.Script = "#!/bin/sh\n"
 	}
@@ -716,9 +756,18 @@ func (st *qsubState) finish() *PBSError {
 	// Output: NAME.oSEQ / NAME.eSEQ in the submit directory, -o/-e a path
 	// or a directory (<seq>.<server>.OU/.ER), -j joins.
 	lit := func(s string) string { return strings.ReplaceAll(s, "%", "%%") }
+	// A subjob's own files: OpenPBS NAME.oSEQ.INDEX, Torque
+	// NAME.oSEQ-INDEX (TQ job_clone appends "-%d" to the paths).
+	seq := "%j"
+	if st.array != "" {
+		seq = "%A.%a"
+		if fl == FlavourTorque {
+			seq = "%A-%a"
+		}
+	}
 	std := func(given, suffix, dirSuffix string) string {
 		if given == "" {
-			return path.Join(lit(cwd), lit(sp.Name)+"."+suffix+"%j")
+			return path.Join(lit(cwd), lit(sp.Name)+"."+suffix+seq)
 		}
 		p := pbsOutPath(given, fl, sp.Name, sp.PBS.Server)
 		if !path.IsAbs(p) {
@@ -782,6 +831,15 @@ func (st *qsubState) finish() *PBSError {
 			out = append(out, v)
 		} else if val, ok := env[v]; ok {
 			out = append(out, v+"="+val)
+		}
+	}
+	if st.flags.Interactive {
+		// The terminal's type for the shell; the display for -X.
+		if v, ok := env["TERM"]; ok {
+			out = append(out, "TERM="+v)
+		}
+		if st.flags.X11 {
+			out = append(out, "DISPLAY="+env["DISPLAY"])
 		}
 	}
 	sp.Env = out
@@ -873,22 +931,48 @@ func (st *qsubState) resources() *PBSError {
 				}
 			}
 		case "nodes":
-			// Torque: N[:ppn=P][:property] or host[+host...].
-			parts := strings.Split(v, ":")
-			n, ok := count(parts[0])
-			if !ok || n == 0 {
-				return bad(name, true)
-			}
-			sp.Nodes = n
-			ppn := 1
-			for _, q := range parts[1:] {
-				if pv, isPPN := strings.CutPrefix(q, "ppn="); isPPN {
-					if ppn, ok = count(pv); !ok || ppn == 0 {
+			// Torque: spec[+spec...], spec = {N | host}[:ppn=P][:property]
+			// (TQ qsub.1 "-l nodes"): counts add up, hosts become the
+			// job's node list (sbatch -w), one ppn for the whole job.
+			nodes, ppn := 0, 0
+			var hosts []string
+			for _, spec := range strings.Split(v, "+") {
+				parts := strings.Split(spec, ":")
+				n, isCount := count(parts[0])
+				switch {
+				case isCount && n == 0, parts[0] == "":
+					return bad(name, true)
+				case isCount:
+					nodes += n
+				default:
+					h, err := ExpandHostlist(parts[0])
+					if err != nil || len(h) != 1 || h[0] != parts[0] {
 						return bad(name, true)
 					}
+					if slices.Contains(hosts, parts[0]) {
+						return &PBSError{Text: "qsub: hora: -l nodes=" + v + ": host " + parts[0] + " named twice\n", Exit: 2}
+					}
+					hosts = append(hosts, parts[0])
+					nodes++
 				}
+				p := 1
+				for _, q := range parts[1:] {
+					if pv, isPPN := strings.CutPrefix(q, "ppn="); isPPN {
+						if p, isCount = count(pv); !isCount || p == 0 {
+							return bad(name, true)
+						}
+					}
+				}
+				if ppn != 0 && p != ppn {
+					return &PBSError{Text: "qsub: hora: -l nodes=" + v + ": every part must ask for the same ppn\n", Exit: 2}
+				}
+				ppn = p
 			}
-			sp.NTasks, sp.CPUsPerTask, sp.PBS.PPN = n*ppn, 1, ppn
+			sp.Nodes = nodes
+			if len(hosts) > 0 {
+				sp.NodeList = CompressHostlist(hosts)
+			}
+			sp.NTasks, sp.CPUsPerTask, sp.PBS.PPN = nodes*ppn, 1, ppn
 		case "select":
 			// OpenPBS: [N:]chunk[+[N:]chunk...], chunk res=value:...;
 			// hora places one chunk per node.

@@ -2,6 +2,7 @@ package sbatch
 
 import (
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -103,6 +104,24 @@ func TestQsubForms(t *testing.T) {
 	if sp.Name != "STDIN" || sp.Script != "#!/bin/sh\nexec '/bin/echo' 'it'\\''s'\n" || sp.Nodes != 2 || sp.NTasks != 6 || sp.PBS.PPN != 3 {
 		t.Errorf("-- form: %+v", sp)
 	}
+	// Torque host lists: hosts become the node list, counts add up.
+	for _, c := range []struct {
+		nodes, list string
+		n, tasks    int
+	}{
+		{"n1:ppn=2+n2:ppn=2", "n[1-2]", 2, 4},
+		{"node7", "node7", 1, 1},
+		{"2:ppn=3+gpu01:ppn=3", "gpu01", 3, 9},
+	} {
+		sp, _, err = BuildQsubSpec(qsubIn(FlavourTorque, "#!/bin/sh\n", "-l", "nodes="+c.nodes, "job.sh"))
+		if err != nil {
+			t.Errorf("nodes=%s: %v", c.nodes, err)
+			continue
+		}
+		if sp.NodeList != c.list || sp.Nodes != c.n || sp.NTasks != c.tasks || sp.PBS.PPN != c.tasks/c.n {
+			t.Errorf("nodes=%s: nodelist %q nodes %d tasks %d", c.nodes, sp.NodeList, sp.Nodes, sp.NTasks)
+		}
+	}
 	// -a: eligible time; hhmm in the past is tomorrow.
 	sp, _, _ = BuildQsubSpec(qsubIn(FlavourOpenPBS, "#!/bin/sh\n", "-a", "1130", "job.sh"))
 	if time.Unix(sp.Begin, 0).UTC() != time.Date(2026, 11, 23, 11, 30, 0, 0, time.UTC) {
@@ -156,6 +175,11 @@ func TestQsubBadInput(t *testing.T) {
 		{FlavourTorque, "#!/bin/sh\n#PBS -Y\n", []string{"job.sh"}, "qsub: invalid option -- 'Y'\n[exiting]\n\nusage: qsub", 2},
 		{FlavourTorque, "#!/bin/sh\n", []string{"-l", "walltime=banana", "job.sh"}, "qsub: submit error (Illegal attribute or resource value for Resource_List.walltime)\n", 166},
 		{FlavourTorque, "#!/bin/sh\n", []string{"-l", "bogus=1", "job.sh"}, "qsub: submit error (Unknown resource type  Resource_List.bogus)\n", 187},
+		{FlavourTorque, "#!/bin/sh\n", []string{"-l", "nodes=n1+", "job.sh"}, "qsub: submit error (Illegal attribute or resource value for Resource_List.nodes)\n", 166},
+		{FlavourTorque, "#!/bin/sh\n", []string{"-l", "nodes=n1:ppn=x", "job.sh"}, "qsub: submit error (Illegal attribute or resource value for Resource_List.nodes)\n", 166},
+		{FlavourTorque, "#!/bin/sh\n", []string{"-l", "nodes=n[1-2]", "job.sh"}, "qsub: submit error (Illegal attribute or resource value for Resource_List.nodes)\n", 166},
+		{FlavourTorque, "#!/bin/sh\n", []string{"-l", "nodes=n1+n1", "job.sh"}, "qsub: hora: -l nodes=n1+n1: host n1 named twice\n", 2},
+		{FlavourTorque, "#!/bin/sh\n", []string{"-l", "nodes=n1:ppn=2+n2:ppn=4", "job.sh"}, "qsub: hora: -l nodes=n1:ppn=2+n2:ppn=4: every part must ask for the same ppn\n", 2},
 		{FlavourTorque, "#!/bin/sh\n", []string{"-r", "x", "job.sh"}, "[qsub: illegal -r value]\n\nusage: qsub", 2},
 		{FlavourTorque, "#!/bin/sh\n", []string{"nothere.sh"}, "qsub: script file 'nothere.sh' cannot be loaded - No such file or directory\n", 1},
 	}
@@ -264,6 +288,52 @@ func TestQsubArrayAndDependency(t *testing.T) {
 		}
 		if spec.Array != c.array || spec.Dependency != c.deps {
 			t.Errorf("%s %v: array %q dependency %q, want %q %q", c.fl, c.argv, spec.Array, spec.Dependency, c.array, c.deps)
+		}
+	}
+}
+
+// failReader fails the test's expectation when read: qsub -I must leave
+// stdin (the terminal) to the job.
+type failReader struct{ read *bool }
+
+func (f failReader) Read([]byte) (int, error) { *f.read = true; return 0, io.EOF }
+
+// qsub -I makes an allocation and reads no script from stdin; -X needs a
+// display and -I; -I with an array is refused (OP qsub.c texts).
+func TestQsubInteractive(t *testing.T) {
+	read := false
+	in := qsubIn(FlavourOpenPBS, "", "-I", "-X", "-N", "inter", "-l", "walltime=10:00")
+	in.Stdin = failReader{&read}
+	in.Env = append(in.Env, "DISPLAY=:0", "TERM=xterm")
+	sp, fl, err := BuildQsubSpec(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read || !fl.Interactive || !fl.X11 || !sp.Alloc || sp.Script != "" || sp.Name != "inter" || sp.TimeLimit != 600 {
+		t.Errorf("qsub -I: read stdin %v, flags %+v, spec %+v", read, fl, sp)
+	}
+	if v, _ := envOf(sp, "DISPLAY"); v != ":0" {
+		t.Errorf("DISPLAY %q", v)
+	}
+	if v, _ := envOf(sp, "TERM"); v != "xterm" {
+		t.Errorf("TERM %q", v)
+	}
+	for _, c := range []struct {
+		env  []string
+		argv []string
+		text string
+		exit int
+	}{
+		{nil, []string{"-I", "-X"}, "qsub: DISPLAY not set\nusage: qsub", 2},
+		{[]string{"DISPLAY=:0"}, []string{"-X", "job.sh"}, "qsub: X11 Forwarding possible only for interactive jobs\n", 1},
+		{nil, []string{"-I", "-J", "1-3"}, "qsub: interactive and array job submission cannot be used together\nusage: qsub", 2},
+	} {
+		in := qsubIn(FlavourOpenPBS, "#!/bin/sh\n", c.argv...)
+		in.Env = append(in.Env, c.env...)
+		_, _, err := BuildQsubSpec(in)
+		var pe *PBSError
+		if !errors.As(err, &pe) || !strings.HasPrefix(pe.Text, c.text) || pe.Exit != c.exit {
+			t.Errorf("%v: %v", c.argv, err)
 		}
 	}
 }

@@ -38,6 +38,9 @@ type Engine struct {
 	// resTick counts changes of what nodes hold (starts, ends, expected
 	// ends, nodes down or up): Partition.Reserve's cache key.
 	resTick uint64
+	// exclUserShares counts the shares of --exclusive=user jobs: while
+	// there are none, placements skip the users check.
+	exclUserShares int
 	// rt admits periodic real-time jobs (periodic.go).
 	rt rtAdmitter
 }
@@ -635,6 +638,7 @@ func (e *Engine) restore(now float64, ev Restore) {
 			}
 			sh := n.res.restoreShare(&n.spec, a)
 			sh.job, sh.step, sh.expect = j.ID, BatchStep, expect
+			sh.user, sh.exclUser = j.User, j.Req.ExclusiveUser
 			e.addShare(g, sh)
 			s.nodes = append(s.nodes, g)
 		}

@@ -51,10 +51,13 @@ type Request struct {
 	GPUs        int // --gpus: the whole job's count, spread over its minimum node count
 	CPUsPerGPU  int
 	Exclusive   bool // the nodes are the job's alone (--exclusive, OverSubscribe=EXCLUSIVE)
-	NodeList    []string
-	Exclude     []string
-	Features    []string
-	AnyFeature  bool // Features joined by |, else &
+	// ExclusiveUser (--exclusive=user): the job shares its nodes only with
+	// jobs of the same user (Job.User), and it takes only what it asks.
+	ExclusiveUser bool
+	NodeList      []string
+	Exclude       []string
+	Features      []string
+	AnyFeature    bool // Features joined by |, else &
 	// NoMultithread: --hint=nomultithread, one task's CPU per core (a
 	// task's CPUs count ThreadsPerCore times).
 	NoMultithread bool
@@ -406,6 +409,10 @@ type share struct {
 	step   int
 	expect float64
 	a      NodeAlloc
+	// The job's user, and whether it shares its nodes with that user's
+	// jobs only (--exclusive=user).
+	user     uint32
+	exclUser bool
 	// gres amounts per node entry, to give back exactly what was taken
 	ent []int
 }

@@ -15,8 +15,13 @@ import (
 // placeAt lays the request out on the nodes of p as view says they are.
 // It returns the slots (partition indices and tasks), or nil. ok(i)
 // filters nodes (bookings ahead); nil accepts all.
-func (p *Partition) placeAt(j *Job, q *Request, view func(i int) *avail, ok func(i int) bool, among []int, buf []layoutCand, dst []slot) ([]slot, []layoutCand) {
+//
+// future is set when view is a later instant (Reserve): a node is then
+// usable by an --exclusive=user job only when nothing at all is held on
+// it there, since which users' shares are left by then is not tracked.
+func (p *Partition) placeAt(j *Job, q *Request, view func(i int) *avail, ok func(i int) bool, among []int, buf []layoutCand, dst []slot, future bool) ([]slot, []layoutCand) {
 	e := p.eng
+	users := q.ExclusiveUser || e.exclUserShares > 0
 	lo, hi := q.nodeRange(j.Nodes)
 	buf = buf[:0]
 	// The fewest CPUs one task needs anywhere: nodes with fewer free are
@@ -39,6 +44,9 @@ func (p *Partition) placeAt(j *Job, q *Request, view func(i int) *avail, ok func
 		}
 		s := &e.nodes[g].spec
 		if !plain && !q.matches(s) || ok != nil && !ok(i) {
+			continue
+		}
+		if users && (future && q.ExclusiveUser && !a.idle || !e.usersMayShare(g, j.User, q.ExclusiveUser)) {
 			continue
 		}
 		c := q.maxTasks(s, a, q.NTasks)
@@ -125,7 +133,7 @@ func (p *Partition) PlaceNow(j *Job, extra *TresExtra, ok func(i int) bool, amon
 		}
 		return a
 	}
-	slots, buf := p.placeAt(j, q, view, ok, among, p.tbuf, nil)
+	slots, buf := p.placeAt(j, q, view, ok, among, p.tbuf, nil, false)
 	p.tbuf = buf
 	if slots == nil {
 		return nil
@@ -171,6 +179,7 @@ func (p *Partition) StartPlan(id JobID, step int, pl *TresPlan, expect float64, 
 			return fmt.Errorf("scheduler: partition %q: job %d: node %s has not enough free", p.spec.Name, id, n.spec.Name)
 		}
 		sh.job, sh.step, sh.expect = id, step, expect
+		sh.user, sh.exclUser = r.job.User, pl.req.ExclusiveUser
 		shares = append(shares, sh)
 	}
 	st := runStep{step: step, expect: expect}
@@ -267,7 +276,7 @@ func (p *Partition) reserve(j *Job, now float64, ok func(i int) bool) (float64, 
 	h.init()
 	get := func(i int) *avail { return &view[i] }
 	try := func(t float64) (float64, *TresExtra) {
-		slots, _ := p.placeAt(j, q, get, ok, nil, nil, nil)
+		slots, _ := p.placeAt(j, q, get, ok, nil, nil, nil, true)
 		if slots == nil {
 			return Inf, nil
 		}
@@ -291,7 +300,9 @@ func (p *Partition) reserve(j *Job, now float64, ok func(i int) bool) (float64, 
 			if u.gpus > 0 && q.gpuEntry() < 0 {
 				chargeGres(spec, a.gres, "gpu", q.GPUType, u.gpus)
 			}
-			if q.Exclusive {
+			if q.Exclusive || q.ExclusiveUser {
+				// --exclusive=user: other users' jobs may not backfill
+				// there; the same user's are not told apart (conservative).
 				*a = avail{gres: make([]int, len(spec.Gres))}
 			}
 		}
@@ -464,6 +475,9 @@ func TaskCPUs(j *Job) int {
 // latest of their expected ends.
 func (e *Engine) addShare(g int, sh share) {
 	e.resTick++
+	if sh.exclUser {
+		e.exclUserShares++
+	}
 	n := &e.nodes[g]
 	n.res.shares = append(n.res.shares, sh)
 	if !n.busy {
@@ -491,6 +505,9 @@ func (e *Engine) removeShare(g int, id JobID, step int) {
 		return
 	}
 	n.res.give(&n.spec, &n.res.shares[k])
+	if n.res.shares[k].exclUser {
+		e.exclUserShares--
+	}
 	n.res.shares = slices.Delete(n.res.shares, k, k+1)
 	for _, ref := range n.parts {
 		ref.p.dirty = true
@@ -627,3 +644,17 @@ func (pl *TresPlan) CPUs() int {
 
 // Nodes lists the partition indices of the reserved job's nodes.
 func (x *TresExtra) Nodes() []int { return x.nodes }
+
+// usersMayShare reports whether a job of user may take a share of node g
+// as the users of its shares stand: not beside another user's job when it
+// asks --exclusive=user (excl), nor beside another user's job that asked
+// it.
+func (e *Engine) usersMayShare(g int, user uint32, excl bool) bool {
+	for k := range e.nodes[g].res.shares {
+		sh := &e.nodes[g].res.shares[k]
+		if sh.user != user && (excl || sh.exclUser) {
+			return false
+		}
+	}
+	return true
+}

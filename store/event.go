@@ -28,7 +28,7 @@ const (
 	KindSuspend   Kind = "suspend"    // Time is when the job was stopped (RUNNING → SUSPENDED)
 	KindResume    Kind = "resume"     // Time is when it was continued (SUSPENDED → RUNNING)
 	KindUpdate    Kind = "update"     // Job: the new Spec and Priority (scontrol update)
-	KindAlter     Kind = "alter"      // Job: the pending job's new Spec and EligibleTime (qalter)
+	KindAlter     Kind = "alter"      // Job: the pending job's new Spec and EligibleTime; written by qalter before it moved onto update, folded still so that older databases recover
 
 	// Marks on the current run, written before the controller answers so
 	// that a restart ends the run as asked (DESIGN §5.3). The job's row does

@@ -213,7 +213,9 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.queries = append(f.queries, q.Encode())
 		var out []api.Job
 		for _, j := range f.jobs {
-			if ids := q["id"]; len(ids) > 0 && !slices.Contains(ids, strconv.FormatInt(j.ID, 10)) {
+			// As horad: an array's id names all its tasks.
+			if ids := q["id"]; len(ids) > 0 && !slices.Contains(ids, strconv.FormatInt(j.ID, 10)) &&
+				(j.ArrayJobID == 0 || !slices.Contains(ids, strconv.FormatInt(j.ArrayJobID, 10))) {
 				continue
 			}
 			if j.State.Finished() && q.Get("all") == "" && q.Get("history") == "" {
@@ -237,11 +239,12 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			out = append(out, j)
 		}
 		if q.Get("ids_only") == "1" {
-			ids := []int64{}
-			for _, j := range out {
-				ids = append(ids, j.ID)
+			resp := api.JobIDsResponse{IDs: []int64{}}
+			for i := range out {
+				resp.IDs = append(resp.IDs, out[i].ID)
+				resp.AddTask(&out[i])
 			}
-			reply(api.JobIDsResponse{IDs: ids})
+			reply(resp)
 			return
 		}
 		reply(api.JobsResponse{Jobs: out})
@@ -265,11 +268,15 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		reply(api.CancelResponse{Results: res})
-	case api.PathAlter:
-		var req api.AlterRequest
+	case api.PathUpdate:
+		var req api.JobUpdateRequest
 		json.NewDecoder(r.Body).Decode(&req)
-		f.controls = append(f.controls, fmt.Sprintf("%s %d", r.URL.Path, req.ID))
-		reply(api.CancelResponse{Results: []api.JobResult{f.result(req.ID)}})
+		f.controls = append(f.controls, fmt.Sprint(r.URL.Path, req.IDs))
+		var res []api.JobResult
+		for _, id := range req.IDs {
+			res = append(res, f.result(id))
+		}
+		reply(api.CancelResponse{Results: res})
 	case api.PathHold, api.PathRelease:
 		var req api.ControlRequest
 		json.NewDecoder(r.Body).Decode(&req)

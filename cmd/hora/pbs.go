@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"os/user"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"hora/api"
@@ -69,32 +71,6 @@ func pbsConnect(ctx context.Context, env *Env) (*pbsSession, int) {
 // jobID is the id PBS prints: <seq>.<server>.
 func (s *pbsSession) jobID(seq int64) string { return strconv.FormatInt(seq, 10) + "." + s.server }
 
-// parsePBSJobID reads a job id as the PBS clients accept it: "123",
-// "123.server[.domain]", "123[]", "123[4].server". The server part is not
-// checked: horad is the only server. ok is false for a malformed id.
-func parsePBSJobID(id string) (int64, bool) {
-	i := 0
-	for i < len(id) && id[i] >= '0' && id[i] <= '9' {
-		i++
-	}
-	if i == 0 || i > 18 {
-		return 0, false
-	}
-	rest := id[i:]
-	if rest != "" && rest[0] == '[' {
-		j := strings.IndexByte(rest, ']')
-		if j < 0 {
-			return 0, false
-		}
-		rest = rest[j+1:]
-	}
-	if rest != "" && (rest[0] != '.' || len(rest) == 1) {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(id[:i], 10, 64)
-	return n, err == nil && n > 0
-}
-
 // qsubMain submits a job as qsub does and prints its id, <seq>.<server>.
 func qsubMain(ctx context.Context, env *Env, args []string) int {
 	for _, a := range args {
@@ -147,13 +123,20 @@ func qsubMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "qsub: %v\n", err)
 		return 1
 	}
+	if flags.Interactive {
+		return qsubInteractive(ctx, env, s, spec)
+	}
 	resp, err := s.cl.Submit(ctxOrBackground(ctx), api.SubmitRequest{Spec: *spec})
 	if err != nil {
 		fmt.Fprint(env.Stderr, qsubSubmitError(s, err))
 		return sbatch.PBSExit(pbsErrno(err))
 	}
 	if !flags.NoID {
-		fmt.Fprintln(env.Stdout, s.jobID(resp.JobID))
+		if spec.Array != "" {
+			fmt.Fprintln(env.Stdout, s.arrayID(resp.JobID))
+		} else {
+			fmt.Fprintln(env.Stdout, s.jobID(resp.JobID))
+		}
 	}
 	if flags.Block {
 		// -W block=true: qsub exits with the job's exit status.
@@ -203,6 +186,58 @@ func qsubSubmitError(s *pbsSession, err error) string {
 		return "qsub: submit error (" + text + ")\n"
 	}
 	return "qsub: " + text + "\n"
+}
+
+// qsubInteractive is qsub -I: the job is an allocation; once it runs, the
+// user's shell runs in it as a step on its first node over a pty, with the
+// machinery of srun (runStep, pty.go), and the job ends with the shell.
+// The lines are OpenPBS's (OP:src/cmds/qsub_sup.c interactive()).
+func qsubInteractive(ctx context.Context, env *Env, s *pbsSession, spec *api.JobSpec) int {
+	ctx = ctxOrBackground(ctx)
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	resp, err := s.cl.Submit(ctx, api.SubmitRequest{Spec: *spec})
+	if err != nil {
+		fmt.Fprint(env.Stderr, qsubSubmitError(s, err))
+		return sbatch.PBSExit(pbsErrno(err))
+	}
+	full := s.jobID(resp.JobID)
+	fmt.Fprintf(env.Stdout, "qsub: waiting for job %s to start\n", full)
+	id, code, ok := awaitAllocation(ctx, env, s.cl, "qsub", resp.JobID, 0, sigs, false, true)
+	if !ok {
+		fmt.Fprintf(env.Stderr, "qsub: job %s was not started\n", full)
+		return max(code, 1)
+	}
+	fmt.Fprintf(env.Stdout, "qsub: job %s ready\n\n", full)
+	shell := ""
+	for _, kv := range spec.Env {
+		if v, ok := strings.CutPrefix(kv, "SHELL="); ok {
+			shell = v
+		}
+	}
+	if spec.PBS != nil && spec.PBS.Shell != "" {
+		shell = spec.PBS.Shell
+	}
+	if shell == "" {
+		shell = "/bin/sh"
+	}
+	o := &srunOpts{jobID: id, nodes: 1, nodesFromCmd: true, ntasks: 1, args: []string{shell}, spec: spec, chdir: spec.WorkDir,
+		jobName: spec.Name, pty: true, quiet: true}
+	rc := runStep(ctx, env, s.cl, o, true, sigs)
+	done := api.AllocDone{JobID: id, ExitCode: rc}
+	if o.stepSignal != 0 {
+		done = api.AllocDone{JobID: id, Signal: o.stepSignal}
+	}
+	_ = resend(ctx, s.cl, func(cl *api.Client) error { return cl.AllocDone(context.WithoutCancel(ctx), done) })
+	if !o.launched {
+		// No shell ran (the step was refused, or no pty on the node):
+		// runStep said why; the job is released.
+		fmt.Fprintf(env.Stderr, "qsub: job %s: the interactive shell could not be started\n", full)
+		return max(rc, 1)
+	}
+	fmt.Fprintf(env.Stdout, "\nqsub: job %s completed\n", full)
+	return 0 // OP exit_qsub(0): the shell's status is the job's Exit_status
 }
 
 // pbsControl is qdel, qhold, qrls, qsig and qrerun: options, then job ids,
@@ -273,7 +308,7 @@ func pbsControl(ctx context.Context, env *Env, args []string, prog string) int {
 	ctx = ctxOrBackground(ctx)
 	status := 0
 	for _, id := range p.Args {
-		seq, ok := parsePBSJobID(id)
+		ref, ok := parsePBSRef(id)
 		if !ok {
 			fmt.Fprintf(env.Stderr, "%s: illegally formed job identifier: %s\n", prog, id)
 			if s.torque() || prog == "qdel" {
@@ -284,28 +319,51 @@ func pbsControl(ctx context.Context, env *Env, args []string, prog string) int {
 			status = 1
 			continue
 		}
+		seq := ref.seq
 		full := s.jobID(seq)
+		// <seq>[] and <seq> name the whole array (horad: an array's id
+		// names its tasks); <seq>[i] one subjob, as a task selector.
+		ctl := api.ControlRequest{IDs: []int64{seq}}
+		if ref.task >= 0 {
+			// The subjob's own job id, looked up: horad answers a task
+			// selector naming no task for the array's first task.
+			full = s.subjobID(seq, ref.task)
+			task, err := s.taskJob(ctx, seq, ref.task)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "%s: %s %s\n", prog, apiErrText(err), full)
+				status = sbatch.PBSExit(pbsErrno(err))
+				continue
+			}
+			if task == 0 {
+				fmt.Fprint(env.Stderr, pbsJobError(s, prog, sbatch.PBSEUnkJobID, id, full))
+				status = sbatch.PBSExit(sbatch.PBSEUnkJobID)
+				continue
+			}
+			seq = task
+			ctl.IDs = []int64{task}
+		} else if ref.array {
+			full = s.arrayID(seq)
+		}
 		var resp *api.CancelResponse
 		var err error
-		ids := []int64{seq}
 		switch {
 		case prog == "qdel":
-			resp, err = s.cl.Cancel(ctx, api.CancelRequest{IDs: ids, Filtered: true})
+			resp, err = s.cl.Cancel(ctx, api.CancelRequest{IDs: ctl.IDs, Tasks: ctl.Tasks, Filtered: true})
 		case prog == "qhold":
 			if holdTypes == "n" {
 				continue
 			}
-			resp, err = s.cl.Hold(ctx, ids)
+			resp, err = s.cl.Control(ctx, api.PathHold, ctl)
 		case prog == "qrls":
-			resp, err = s.cl.Release(ctx, ids)
+			resp, err = s.cl.Control(ctx, api.PathRelease, ctl)
 		case suspend:
-			resp, err = s.cl.Suspend(ctx, ids)
+			resp, err = s.cl.Control(ctx, api.PathSuspend, ctl)
 		case resume:
-			resp, err = s.cl.Resume(ctx, ids)
+			resp, err = s.cl.Control(ctx, api.PathResume, ctl)
 		case prog == "qsig":
-			resp, err = s.cl.Cancel(ctx, api.CancelRequest{IDs: ids, Signal: sig, Filtered: true})
+			resp, err = s.cl.Cancel(ctx, api.CancelRequest{IDs: ctl.IDs, Tasks: ctl.Tasks, Signal: sig, Filtered: true})
 		case prog == "qrerun":
-			resp, err = s.cl.Requeue(ctx, ids)
+			resp, err = s.cl.Control(ctx, api.PathRequeue, ctl)
 		}
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "%s: %s %s\n", prog, apiErrText(err), full)
@@ -328,6 +386,20 @@ func pbsControl(ctx context.Context, env *Env, args []string, prog string) int {
 		}
 	}
 	return status
+}
+
+// taskJob is the job id of task i of array seq, 0 when there is none.
+func (s *pbsSession) taskJob(ctx context.Context, seq, i int64) (int64, error) {
+	jobs, err := s.cl.Jobs(ctx, api.JobFilter{IDs: []int64{seq}, All: true})
+	if err != nil {
+		return 0, err
+	}
+	for _, j := range jobs {
+		if j.ArrayJobID == seq && j.ArrayTaskID == i {
+			return j.ID, nil
+		}
+	}
+	return 0, nil
 }
 
 // pbsJobError is the per-job refusal line: "<prog>: <PBS text> <id>"
@@ -409,8 +481,9 @@ var pbsControlUsage = map[string]string{
 
 func init() { register("qalter", qalterMain) }
 
-// qalterMain changes queued jobs (OP qalter.1B): -N name, -l walltime,
-// -a eligible time through horad's alter, -h holds through hold/release.
+// qalterMain changes jobs (OP qalter.1B): -N name, -l walltime, -a
+// eligible time and -W depend through horad's one update path (scontrol
+// update's), -h holds through hold/release.
 // Other attributes are refused by name and change nothing.
 func qalterMain(ctx context.Context, env *Env, args []string) int {
 	for _, a := range args {
@@ -435,7 +508,7 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprint(env.Stderr, usage)
 		return 2
 	}
-	var req api.AlterRequest
+	var req api.JobUpdateRequest
 	hold := ""
 	badWall := false
 	for _, v := range p.Values {
@@ -477,8 +550,21 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 				}
 				req.TimeLimit = &secs
 			}
+		case "W":
+			for _, w := range strings.Split(v.Val, ",") {
+				name, val, _ := strings.Cut(w, "=")
+				if name != "depend" {
+					fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -W %s of a queued job; only depend\n", name)
+					return 2
+				}
+				dep, ok := sbatch.PBSDependency(val)
+				if !ok {
+					return illegal("W")
+				}
+				req.Dependency = &dep
+			}
 		default:
-			fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -%s of a queued job; only -N, -l walltime, -a and -h\n", v.Key)
+			fmt.Fprintf(env.Stderr, "qalter: hora cannot alter -%s of a queued job; only -N, -l walltime, -a, -h and -W depend\n", v.Key)
 			return 2
 		}
 	}
@@ -506,10 +592,13 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 			return sbatch.PBSExit(sbatch.PBSEBadAtVal)
 		}
 		var results []api.JobResult
-		if req.Name != nil || req.TimeLimit != nil || req.Begin != nil {
+		if req.Name != nil || req.TimeLimit != nil || req.Begin != nil || req.Dependency != nil {
+			// The one update path of horad, scontrol update's: its rules
+			// (a running job's walltime only shortened by its owner) are
+			// OpenPBS's qalter rules too (qalter.1B).
 			r := req
-			r.ID = seq
-			resp, err := s.cl.Alter(ctx, r)
+			r.IDs = []int64{seq}
+			resp, err := s.cl.Update(ctx, r)
 			if err != nil {
 				fmt.Fprintf(env.Stderr, "qalter: %s %s\n", apiErrText(err), full)
 				status = sbatch.PBSExit(pbsErrno(err))
@@ -543,6 +632,8 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 				errno = sbatch.PBSEPerm
 			case api.CodeInvalidTimeLimit:
 				errno = sbatch.PBSEExcQResc
+			case api.CodeBadRequest: // a dependency horad refused
+				errno = sbatch.PBSEBadAtVal
 			}
 			fmt.Fprint(env.Stderr, pbsJobError(s, "qalter", errno, id, full))
 			status = sbatch.PBSExit(errno)

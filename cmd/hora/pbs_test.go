@@ -52,6 +52,8 @@ func TestPBSGolden(t *testing.T) {
 		{"qalter_bad_walltime", commands["qalter"], "qalter", []string{"-l", "walltime=banana", "103"}, nil},
 		{"qalter_unknown", commands["qalter"], "qalter", []string{"-N", "x", "999"}, nil},
 		{"qalter_bad_attribute", commands["qalter"], "qalter", []string{"-o", "/tmp/x", "103"}, nil},
+		{"qalter_depend", commands["qalter"], "qalter", []string{"-W", "depend=afterok:101.srv:102", "103"}, nil},
+		{"qalter_bad_depend", commands["qalter"], "qalter", []string{"-W", "depend=before:101", "103"}, nil},
 		{"qalter_other_user", commands["qalter"], "qalter", []string{"-h", "n", "107"}, nil},
 		{"pbsnodes_all", pbsnodesMain, "pbsnodes", []string{"-a"}, nil},
 		{"pbsnodes_json", pbsnodesMain, "pbsnodes", []string{"-a", "-F", "json", "n1", "n5"}, nil},
@@ -175,7 +177,7 @@ func BenchmarkQstatFull10000(b *testing.B) {
 	rows := make([]pbsRow, len(jobs))
 	for i := range jobs {
 		jobs[i].Spec.Env = []string{"PBS_O_HOME=/home/alice", "PBS_O_WORKDIR=/home/alice/w", "PATH=/bin"}
-		rows[i] = pbsRow{&jobs[i], s}
+		rows[i] = pbsRow{Job: &jobs[i], s: s}
 	}
 	var buf bytes.Buffer
 	for b.Loop() {
@@ -202,5 +204,107 @@ func TestQselectManyJobs(t *testing.T) {
 	writeQselect(&buf, s, jobs, "R", nil, false, nil, testNow)
 	if buf.String() != fmt.Sprintf("%d.srv\n", jobs[5].ID) {
 		t.Errorf("qselect -s R: %q", buf.String())
+	}
+}
+
+// arrayFixture is a job array 110[1-4] of alice's: task 1 running, task 2
+// finished, tasks 3 and 4 queued (job ids 110-113, as horad gives them).
+func arrayFixture() []api.Job {
+	var out []api.Job
+	for i, st := range []api.JobState{api.StateRunning, api.StateCompleted, api.StatePending, api.StatePending} {
+		id := int64(110 + i)
+		j := api.Job{ID: id, User: "alice", UID: 1000, Group: "alice", GID: 1000, State: st, Reason: "None",
+			CancelledBy: -1, SubmitTime: ts("2026-11-22T11:00:00"), EligibleTime: ts("2026-11-22T11:00:00"),
+			ArrayJobID: 110, ArrayTaskID: int64(i + 1),
+			Spec: api.JobSpec{Name: "arr", Partition: "debug", WorkDir: "/home/alice", TimeLimit: 600,
+				Command: "/home/alice/arr.sh", Array: "1-4%2"}}
+		switch st {
+		case api.StateRunning:
+			j.StartTime, j.Nodes = ts("2026-11-22T11:50:00"), []string{"n2"}
+		case api.StateCompleted:
+			j.StartTime, j.EndTime, j.Nodes = ts("2026-11-22T11:00:05"), ts("2026-11-22T11:10:00"), []string{"n1"}
+		case api.StatePending:
+			j.Reason = "JobArrayTaskLimit"
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// TestPBSArrayGolden lists a job array as each flavour's qstat does: one
+// row <seq>[] (state B / R), subjobs <seq>[i] under -t (OpenPBS also -J,
+// -J -t; Torque names subjobs NAME-i), -f with the array attributes, and
+// subjob ids in qstat and qdel.
+func TestPBSArrayGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		cmd  Command
+		prog string
+		args []string
+	}{
+		{"array_default", qstatMain, "qstat", nil},
+		{"array_t", qstatMain, "qstat", []string{"-t"}},
+		{"array_J", qstatMain, "qstat", []string{"-J"}},
+		{"array_Jt", qstatMain, "qstat", []string{"-J", "-t"}},
+		{"array_full", qstatMain, "qstat", []string{"-f", "110[]"}},
+		{"array_subjob_full", qstatMain, "qstat", []string{"-f", "110[3].srv"}},
+		{"array_subjob_unknown", qstatMain, "qstat", []string{"110[9]"}},
+		{"array_qselect", qselectMain, "qselect", []string{"-s", "QR"}},
+		{"array_qselect_J", qselectMain, "qselect", []string{"-J"}},
+		{"array_qselect_T", qselectMain, "qselect", []string{"-T", "-s", "QR"}},
+		{"array_qselect_T_brief", qselectMain, "qselect", []string{"-T", "-A", ""}},
+		{"array_qdel_subjob", commands["qdel"], "qdel", []string{"110[3]"}},
+		{"array_qdel_unknown_subjob", commands["qdel"], "qdel", []string{"110[9]"}},
+	}
+	for _, fl := range []string{sbatch.FlavourOpenPBS, sbatch.FlavourTorque} {
+		for _, c := range cases {
+			if fl == sbatch.FlavourTorque && strings.Contains(c.name, "_J") {
+				continue // Torque's qstat has no -J
+			}
+			t.Run(fl+"_"+c.name, func(t *testing.T) {
+				f := startFake(t)
+				f.flavour = fl
+				f.jobs = append(f.jobs, arrayFixture()...)
+				runGolden(t, c.cmd, c.prog, "pbs_"+fl+"_"+c.name, nil, c.args...)
+				if c.name == "array_qdel_subjob" {
+					// The subjob's own job (task 3 is job 112), not the array.
+					if len(f.cancels) != 1 || fmt.Sprint(f.cancels[0].IDs) != "[112]" || len(f.cancels[0].Tasks) != 0 {
+						t.Errorf("qdel 110[3] sent %+v", f.cancels)
+					}
+				}
+				if c.name == "array_qdel_unknown_subjob" && len(f.cancels) != 0 {
+					t.Errorf("qdel of an unknown subjob cancelled %+v", f.cancels)
+				}
+			})
+		}
+	}
+}
+
+// resources_used.cput, .mem and .cpupercent and the Time Use column come
+// from what the node measured at the job's end (sacct's TotalCPU and
+// MaxRSS), in both flavours.
+func TestPBSResourcesUsed(t *testing.T) {
+	j := fixtureJobs()[3] // 104: ran 10:00:05-11:01:07 (3662 s)
+	j.TotalCPUMs, j.MaxRSSKB = 1831000, 20480
+	for _, fl := range []string{sbatch.FlavourOpenPBS, sbatch.FlavourTorque} {
+		s := &pbsSession{flavour: fl, server: "srv", now: testNow}
+		r := &pbsRow{Job: &j, s: s}
+		table := openpbsJobAttrs
+		if fl == sbatch.FlavourTorque {
+			table = torqueJobAttrs
+		}
+		got := map[string]string{}
+		for _, a := range table.AppendAttrs(nil, newPBSCtx(), r) {
+			got[a.Name] = a.Value
+		}
+		if got["resources_used.cput"] != "00:30:31" || got["resources_used.mem"] != "20480kb" {
+			t.Errorf("%s: cput %q mem %q", fl, got["resources_used.cput"], got["resources_used.mem"])
+		}
+		if fl == sbatch.FlavourOpenPBS && got["resources_used.cpupercent"] != "50" {
+			t.Errorf("cpupercent %q", got["resources_used.cpupercent"])
+		}
+		if tu := pbsTimeUse(r); tu != "00:30:31" {
+			t.Errorf("%s: Time Use %q", fl, tu)
+		}
 	}
 }

@@ -18,6 +18,28 @@ import (
 type pbsRow struct {
 	*api.Job
 	s *pbsSession
+	// disp is the id shown when it is not <seq>.server (an array's
+	// <seq>[].server, a subjob's <seq>[i].server); state a state letter
+	// that is not the job's own (an array's B, a finished subjob's X);
+	// array is set on an array's summary row.
+	disp, state string
+	array       *pbsArray
+}
+
+// pbsID is the row's job id as PBS prints it.
+func (r *pbsRow) pbsID() string {
+	if r.disp != "" {
+		return r.disp
+	}
+	return r.s.jobID(r.ID)
+}
+
+// stateLetter is the row's PBS state letter.
+func (r *pbsRow) stateLetter(now int64) string {
+	if r.state != "" {
+		return r.state
+	}
+	return pbsState(r.Job, r.torque(), now)
 }
 
 // pbsState is the job's PBS state letter (api.PBSState, which horad also
@@ -53,7 +75,9 @@ var ctimeMemo = map[int64]string{}
 
 func (r *pbsRow) torque() bool { return r.s.torque() }
 
-func (r *pbsRow) started() bool { return r.StartTime != 0 }
+// started is whether the row's job has run; an array's summary row has
+// no resources used of its own.
+func (r *pbsRow) started() bool { return r.StartTime != 0 && r.array == nil }
 
 func (r *pbsRow) ncpus() int { return jobCPUs(r.Job) }
 
@@ -158,7 +182,7 @@ func ifStarted(f func(c *listing.Ctx, r *pbsRow) string) func(*listing.Ctx, *pbs
 var (
 	pbsJobName   = rv(func(r *pbsRow) string { return r.Spec.Name })
 	pbsJobOwner  = rv(func(r *pbsRow) string { return r.User + "@" + orHost(r.Spec.SubmitHost, r.s.server) })
-	pbsJobState  = rvc(func(c *listing.Ctx, r *pbsRow) string { return pbsState(r.Job, r.torque(), c.NowUnix) })
+	pbsJobState  = rvc(func(c *listing.Ctx, r *pbsRow) string { return r.stateLetter(c.NowUnix) })
 	pbsQueue     = rv(func(r *pbsRow) string { return r.Spec.Partition })
 	pbsServer    = rv(func(r *pbsRow) string { return r.s.server })
 	pbsCtimeV    = rv(func(r *pbsRow) string { return pbsCtime(r.SubmitTime) })
@@ -227,7 +251,11 @@ var (
 	pbsSubstate = rv(func(r *pbsRow) string {
 		// OP job substates: 10 queued, 20 held, 30 waiting, 42 running,
 		// 43 suspended, 50 exiting, 92 finished.
-		switch pbsState(r.Job, false, 0) {
+		switch r.stateLetter(0) {
+		case "B":
+			return "15" // OP JOB_SUBSTATE_BEGUN
+		case "X":
+			return "93" // OP JOB_SUBSTATE_TERMINATED
 		case "Q":
 			return "10"
 		case "H":
@@ -245,6 +273,8 @@ var (
 	})
 	pbsComment = rvc(func(c *listing.Ctx, r *pbsRow) string {
 		switch {
+		case r.array != nil && r.StartTime != 0:
+			return "Job Array Began at " + pbsCtime(r.StartTime) // OP's array comment
 		case r.State.Finished() && r.StartTime != 0:
 			return "Job run at " + pbsCtime(r.StartTime) + " on " + pbsExecVnode(c, r) + " and finished"
 		case r.StartTime != 0:
@@ -269,7 +299,16 @@ var (
 		}
 		return strconv.FormatInt(r.EndTime, 10)
 	})
-	pbsCput      = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return "00:00:00" })
+	pbsCput       = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return pbsDuration(r.TotalCPUMs / 1000) })
+	pbsCPUPercent = ifStarted(func(c *listing.Ctx, r *pbsRow) string {
+		// CPU time over walltime, as a percentage of one CPU.
+		wall := timeUsed(r.Job, c.NowUnix)
+		if wall <= 0 {
+			return "0"
+		}
+		return strconv.FormatInt(r.TotalCPUMs/10/wall, 10)
+	})
+	pbsUsedMem   = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return strconv.FormatInt(r.MaxRSSKB, 10) + "kb" })
 	pbsZeroKB    = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return "0kb" })
 	pbsUsedNcpus = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return strconv.Itoa(r.ncpus()) })
 	pbsUsedWall  = rvc(func(c *listing.Ctx, r *pbsRow) string { return r.walltimeUsed(c) })
@@ -316,9 +355,9 @@ func orHost(h, server string) string {
 var openpbsJobAttrs = listing.NewTable([]listing.Field[pbsRow]{
 	{Names: []string{"Job_Name"}, Value: pbsJobName},
 	{Names: []string{"Job_Owner"}, Value: pbsJobOwner},
-	{Names: []string{"resources_used.cpupercent"}, Value: pbsZero},
+	{Names: []string{"resources_used.cpupercent"}, Value: pbsCPUPercent},
 	{Names: []string{"resources_used.cput"}, Value: pbsCput},
-	{Names: []string{"resources_used.mem"}, Value: pbsZeroKB},
+	{Names: []string{"resources_used.mem"}, Value: pbsUsedMem},
 	{Names: []string{"resources_used.ncpus"}, Value: pbsUsedNcpus},
 	{Names: []string{"resources_used.vmem"}, Value: pbsZeroKB},
 	{Names: []string{"resources_used.walltime"}, Value: pbsUsedWall},
@@ -355,6 +394,12 @@ var openpbsJobAttrs = listing.NewTable([]listing.Field[pbsRow]{
 	{Names: []string{"Exit_status"}, Value: pbsExit},
 	{Names: []string{"Submit_arguments"}, Value: pbsSubmitArgs},
 	{Names: []string{"history_timestamp"}, Value: pbsHistory},
+	{Names: []string{"array"}, Value: pbsArrayFlag},
+	{Names: []string{"array_state_count"}, Value: pbsArrayStateCount},
+	{Names: []string{"array_indices_submitted"}, Value: pbsArraySubmitted},
+	{Names: []string{"array_indices_remaining"}, Value: pbsArrayRemaining},
+	{Names: []string{"array_id"}, Value: pbsArrayID},
+	{Names: []string{"array_index"}, Value: pbsArrayIndex},
 	{Names: []string{"project"}, Value: pbsConst("_pbs_project_default")},
 	{Names: []string{"Submit_Host"}, Value: pbsSubmitHost},
 })
@@ -368,7 +413,7 @@ var torqueJobAttrs = listing.NewTable([]listing.Field[pbsRow]{
 	{Names: []string{"Job_Owner"}, Value: pbsJobOwner},
 	{Names: []string{"resources_used.cput"}, Value: pbsCput},
 	{Names: []string{"resources_used.energy_used"}, Value: pbsZero},
-	{Names: []string{"resources_used.mem"}, Value: pbsZeroKB},
+	{Names: []string{"resources_used.mem"}, Value: pbsUsedMem},
 	{Names: []string{"resources_used.vmem"}, Value: pbsZeroKB},
 	{Names: []string{"resources_used.walltime"}, Value: pbsUsedWall},
 	{Names: []string{"job_state"}, Value: pbsJobState},
@@ -403,16 +448,19 @@ var torqueJobAttrs = listing.NewTable([]listing.Field[pbsRow]{
 	{Names: []string{"fault_tolerant"}, Value: pbsConst("False")},
 	{Names: []string{"comp_time"}, Value: pbsCompTime},
 	{Names: []string{"job_radix"}, Value: pbsConst("0")},
+	{Names: []string{"job_array_id"}, Value: pbsArrayIndex},
+	{Names: []string{"job_array_request"}, Value: pbsArrayRequest},
 	{Names: []string{"submit_host"}, Value: pbsSubmitHost},
 	{Names: []string{"init_work_dir"}, Value: pbsInitDir},
 })
 
-// pbsTimeUse is the "Time Use" column: CPU time, which hora does not
-// measure: 0 until the job runs, then 00:00:00 (OP prints "0" when the
-// server has no resources_used.cput yet).
+// pbsTimeUse is the "Time Use" column: resources_used.cput, "0" until the
+// job runs (OP prints "0" when the server has no value yet). The CPU time
+// is the batch step's user+system time, which the node measures when the
+// job ends (sacct's TotalCPU); a running job shows 00:00:00.
 func pbsTimeUse(r *pbsRow) string {
 	if !r.started() {
 		return "0"
 	}
-	return "00:00:00"
+	return pbsDuration(r.TotalCPUMs / 1000)
 }

@@ -90,12 +90,12 @@ func qselectMain(ctx context.Context, env *Env, args []string) int {
 			states = "QHWRSEC" // finished jobs only while Torque keeps them
 		}
 		f.All = s.torque()
-		ids, err := s.cl.JobIDs(ctxOrBackground(ctx), f, states, s.torque())
+		resp, err := s.cl.JobIDsTasks(ctxOrBackground(ctx), f, states, s.torque())
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "qselect: %s\n", apiErrText(err))
 			return 1
 		}
-		return writeQselectIDs(env.Stdout, s, ids)
+		return writeQselectIDs(env.Stdout, s, resp, newQselectNamer(s, p))
 	}
 	f.Brief = true
 	jobs, err := s.cl.Jobs(ctxOrBackground(ctx), f)
@@ -106,16 +106,18 @@ func qselectMain(ctx context.Context, env *Env, args []string) int {
 	return writeQselect(env.Stdout, s, jobs, states, lims, hist, p, nowFunc())
 }
 
-// writeQselectIDs prints ids one a line, <seq>.<server>.
-func writeQselectIDs(out io.Writer, s *pbsSession, ids []int64) int {
+// writeQselectIDs prints ids one a line, as n names them.
+func writeQselectIDs(out io.Writer, s *pbsSession, resp *api.JobIDsResponse, n *qselectNamer) int {
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
-	suffix := "." + s.server
+	tasks := map[int64]api.ArrayTaskRef{}
+	for _, t := range resp.Tasks {
+		tasks[t.ID] = t
+	}
 	var b []byte
-	for _, id := range ids {
-		b = strconv.AppendInt(b, id, 10)
-		b = append(b, suffix...)
-		b = append(b, '\n')
+	for _, id := range resp.IDs {
+		t := tasks[id]
+		b = n.appendID(b, id, t.Array, t.Index)
 		if len(b) > 32<<10 {
 			w.Write(b)
 			b = b[:0]
@@ -123,6 +125,55 @@ func writeQselectIDs(out io.Writer, s *pbsSession, ids []int64) int {
 	}
 	w.Write(b)
 	return 0
+}
+
+// qselectNamer names the selected jobs as qselect prints them (OP
+// qselect.1B): a plain job <seq>.server; a task of an array as the array,
+// <seq>[].server, once (jobs and arrays, the default), or as the subjob
+// <seq>[i].server under -T and in Torque, whose server lists subjobs; -J
+// (OpenPBS) lists arrays only.
+type qselectNamer struct {
+	server              string
+	subjobs, arraysOnly bool
+	seen                map[int64]bool
+}
+
+func newQselectNamer(s *pbsSession, p *sbatch.Parsed) *qselectNamer {
+	n := &qselectNamer{server: s.server, subjobs: s.torque(), seen: map[int64]bool{}}
+	if p != nil {
+		if _, ok := p.Last("T"); ok {
+			n.subjobs = true
+		}
+		if _, ok := p.Last("J"); ok && !s.torque() {
+			n.arraysOnly, n.subjobs = true, false
+		}
+	}
+	return n
+}
+
+// appendID appends the line naming job id, task index of array (array 0:
+// a plain job), or nothing when it is not listed.
+func (n *qselectNamer) appendID(b []byte, id, array, index int64) []byte {
+	switch {
+	case array == 0 && n.arraysOnly:
+		return b
+	case array == 0:
+		b = strconv.AppendInt(b, id, 10)
+	case n.subjobs:
+		b = strconv.AppendInt(b, array, 10)
+		b = append(b, '[')
+		b = strconv.AppendInt(b, index, 10)
+		b = append(b, ']')
+	case n.seen[array]:
+		return b
+	default:
+		n.seen[array] = true
+		b = strconv.AppendInt(b, array, 10)
+		b = append(b, "[]"...)
+	}
+	b = append(b, '.')
+	b = append(b, n.server...)
+	return append(b, '\n')
 }
 
 // writeQselect filters and prints; split out for the benchmark.
@@ -139,7 +190,7 @@ func writeQselect(out io.Writer, s *pbsSession, jobs []api.Job, states string, l
 	c := listing.NewCtx(now, "", pbsDuration)
 	nowU := now.Unix()
 	var b []byte
-	suffix := "." + s.server
+	names := newQselectNamer(s, p)
 	for i := range jobs {
 		j := &jobs[i]
 		st := pbsState(j, torque, nowU)
@@ -152,12 +203,10 @@ func writeQselect(out io.Writer, s *pbsSession, jobs []api.Job, states string, l
 		if hasAcct && j.Spec.Account != acct {
 			continue
 		}
-		if !matchLimits(&pbsRow{j, s}, c, lims) {
+		if !matchLimits(&pbsRow{Job: j, s: s}, c, lims) {
 			continue
 		}
-		b = strconv.AppendInt(b, j.ID, 10)
-		b = append(b, suffix...)
-		b = append(b, '\n')
+		b = names.appendID(b, j.ID, j.ArrayJobID, j.ArrayTaskID)
 		if len(b) > 32<<10 {
 			w.Write(b)
 			b = b[:0]

@@ -108,19 +108,19 @@ func qstatMain(ctx context.Context, env *Env, args []string) int {
 	var queues []string
 	type operand struct {
 		text string
-		seq  int64
+		ref  pbsRef
 	}
 	var named []operand
 	for _, a := range p.Args {
 		if a != "" && a[0] >= '0' && a[0] <= '9' {
-			seq, ok := parsePBSJobID(a)
+			ref, ok := parsePBSRef(a)
 			if !ok {
 				fmt.Fprintf(env.Stderr, "qstat: illegally formed job identifier: %s\n", a)
 				w.Flush()
 				return 1
 			}
-			ids = append(ids, seq)
-			named = append(named, operand{a, seq})
+			ids = append(ids, ref.seq)
+			named = append(named, operand{a, ref})
 			continue
 		}
 		q, _, _ := strings.Cut(a, "@")
@@ -128,7 +128,8 @@ func qstatMain(ctx context.Context, env *Env, args []string) int {
 			queues = append(queues, q)
 		}
 	}
-	filter := api.JobFilter{IDs: ids, Users: users, Partitions: queues, All: torque || history || len(ids) > 0,
+	// Finished tasks come too (All): an array's state counts them.
+	filter := api.JobFilter{IDs: ids, Users: users, Partitions: queues, All: true,
 		History: history || len(ids) > 0, Full: has("f")}
 	jobs, err := s.cl.Jobs(ctx, filter)
 	if err != nil {
@@ -136,6 +137,7 @@ func qstatMain(ctx context.Context, env *Env, args []string) int {
 		return 1
 	}
 	now := nowFunc()
+	s.now = now
 	c := newPBSCtx()
 	status := 0
 	// Which jobs show: active ones; finished ones under -x/-H (OpenPBS) or
@@ -158,34 +160,58 @@ func qstatMain(ctx context.Context, env *Env, args []string) int {
 		}
 		return history
 	}
+	mode := qstatArrayMode(torque, has("t"), has("J"))
 	var rows []pbsRow
-	byID := map[int64]*api.Job{}
-	for i := range jobs {
-		byID[jobs[i].ID] = &jobs[i]
-	}
 	errno := 0
 	if len(named) > 0 {
+		all := pbsArrayRows(s, jobs, arrayRowsMode{plain: true, arrays: true, subjobs: true}, func(*api.Job) bool { return true })
 		for _, o := range named {
-			j := byID[o.seq]
-			full := s.jobID(o.seq)
-			switch {
-			case j == nil || (torque && !shown(j) && j.State.Finished()):
+			// The rows the id names: a job; an array (by <seq>[] or its
+			// bare number) with its subjobs under -t; one subjob.
+			var match []pbsRow
+			for i := range all {
+				r := &all[i]
+				switch {
+				case r.array != nil && r.ID == o.ref.seq && o.ref.task < 0,
+					r.array == nil && r.ArrayJobID == 0 && r.ID == o.ref.seq && !o.ref.array,
+					r.array == nil && r.ArrayJobID == o.ref.seq && r.ArrayTaskID == o.ref.task,
+					r.array == nil && r.ArrayJobID != 0 && r.ArrayJobID != o.ref.seq && r.ID == o.ref.seq && !o.ref.array:
+					match = append(match, *r)
+				case r.array == nil && r.ArrayJobID == o.ref.seq && o.ref.task < 0 && mode.subjobs:
+					match = append(match, *r)
+				}
+			}
+			full := s.jobID(o.ref.seq)
+			if o.ref.array {
+				full = o.text
+				if !strings.Contains(full, ".") {
+					full += "." + s.server
+				}
+			}
+			if len(match) == 0 {
 				fmt.Fprint(env.Stderr, "qstat: "+pbsErrText(s.flavour, sbatch.PBSEUnkJobID)+" "+full+"\n")
 				errno = sbatch.PBSEUnkJobID
-			case !torque && j.State.Finished() && !history:
+				continue
+			}
+			head := &match[0]
+			finished := head.State.Finished()
+			switch {
+			case torque && finished && !shown(head.Job):
+				fmt.Fprint(env.Stderr, "qstat: "+pbsErrText(s.flavour, sbatch.PBSEUnkJobID)+" "+full+"\n")
+				errno = sbatch.PBSEUnkJobID
+			case !torque && finished && !history:
 				fmt.Fprintf(env.Stderr, "qstat: %s Job has finished, use -x or -H to obtain historical job information\n", full)
 				errno = sbatch.PBSEHistJobID
-			case shown(j):
-				rows = append(rows, pbsRow{j, s})
+			default:
+				for _, r := range match {
+					if r.array != nil || shown(r.Job) {
+						rows = append(rows, r)
+					}
+				}
 			}
 		}
 	} else {
-		for i := range jobs {
-			if shown(&jobs[i]) {
-				rows = append(rows, pbsRow{&jobs[i], s})
-			}
-		}
-		slices.SortFunc(rows, func(a, b pbsRow) int { return int(a.ID - b.ID) })
+		rows = pbsArrayRows(s, jobs, mode, shown)
 	}
 	if errno != 0 {
 		status = sbatch.PBSExit(errno)
@@ -249,13 +275,13 @@ func writeQstatDefault(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx
 	}
 	for i := range rows {
 		r := &rows[i]
-		id := s.jobID(r.ID)
+		id := r.pbsID()
 		name := r.Spec.Name
 		timeu := pbsTimeUse(r)
 		if percent {
 			timeu = pbsPercent(r, c)
 		}
-		st := pbsState(r.Job, s.torque(), c.NowUnix)
+		st := r.stateLetter(c.NowUnix)
 		if s.torque() {
 			if len(name) > 16 {
 				name = torqueShortName(name)
@@ -351,7 +377,7 @@ func writeQstatAlt(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, wi
 	}
 	for i := range rows {
 		r := &rows[i]
-		st := pbsState(r.Job, s.torque(), c.NowUnix)
+		st := r.stateLetter(c.NowUnix)
 		mem := pbsMemText(r.Spec.MemMB * int64(r.nodect()))
 		if mem == "" {
 			mem = "--"
@@ -365,7 +391,7 @@ func writeQstatAlt(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, wi
 			elap = "--"
 		}
 		if s.torque() {
-			b = listing.AppendCol(b, s.jobID(r.ID), listing.Column{Width: 23, Trunc: true})
+			b = listing.AppendCol(b, r.pbsID(), listing.Column{Width: 23, Trunc: true})
 			b = append(b, ' ')
 			b = listing.AppendCol(b, r.User, listing.Column{Width: 11, Trunc: true})
 			b = append(b, ' ')
@@ -399,7 +425,7 @@ func writeQstatAlt(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, wi
 				b = listing.AppendCol(b, v, cc)
 				b = append(b, ' ')
 			}
-			col(s.jobID(r.ID), idW, false)
+			col(r.pbsID(), idW, false)
 			col(r.User, userW, false)
 			col(r.Spec.Partition, queueW, false)
 			col(r.Spec.Name, nameW, false)
@@ -453,7 +479,7 @@ func writeQstatFull(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, d
 		r := &rows[i]
 		attrs = table.AppendAttrs(attrs[:0], c, r)
 		if dsv {
-			b = append(b, "Job Id: "+s.jobID(r.ID)+delim...)
+			b = append(b, "Job Id: "+r.pbsID()+delim...)
 			for k, a := range attrs {
 				if k > 0 {
 					b = append(b, delim...)
@@ -463,7 +489,7 @@ func writeQstatFull(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, d
 			b = append(b, '\n')
 			continue
 		}
-		b = append(b, "Job Id: "+s.jobID(r.ID)+"\n"...)
+		b = append(b, "Job Id: "+r.pbsID()+"\n"...)
 		for _, a := range attrs {
 			v := a.Value
 			if oneLine {
@@ -551,7 +577,7 @@ func writeQstatJSON(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, n
 		for i := range rows {
 			r := &rows[i]
 			attrs = openpbsJobAttrs.AppendAttrs(attrs[:0], c, r)
-			j.Key(s.jobID(r.ID))
+			j.Key(r.pbsID())
 			j.Attrs(attrs)
 			if len(j.B) > 32<<10 {
 				w.Write(j.B)

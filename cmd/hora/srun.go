@@ -38,6 +38,10 @@ type srunOpts struct {
 	args                                         []string
 	spec                                         *api.JobSpec // the job options, as an allocation
 	stepSignal                                   int          // the step ended by this signal (Slurm's rule)
+	// pty runs task 0 on a pseudo-terminal (pty.go); quiet leaves a
+	// task's exit code unprinted (qsub -I prints its own lines); launched
+	// is set once the step's tasks are being started.
+	pty, quiet, launched bool
 }
 
 // srunFail is a command-line or request error: the lines to print after
@@ -297,7 +301,13 @@ func allocate(ctx context.Context, env *Env, cl *api.Client, prog string, spec *
 		}
 		return 0, exitError(env), false
 	}
-	id := resp.JobID
+	return awaitAllocation(ctx, env, cl, prog, resp.JobID, immediate, sigs, salloc, false)
+}
+
+// awaitAllocation waits until the submitted allocation id runs, with
+// allocate's lines unless quiet (qsub -I prints PBS's own).
+func awaitAllocation(ctx context.Context, env *Env, cl *api.Client, prog string, id int64,
+	immediate int, sigs <-chan os.Signal, salloc, quiet bool) (int64, int, bool) {
 	release := func() {
 		_ = resend(ctx, cl, func(cl *api.Client) error {
 			return cl.AllocDone(context.WithoutCancel(ctx), api.AllocDone{JobID: id, ExitCode: 1})
@@ -319,7 +329,9 @@ func allocate(ctx context.Context, env *Env, cl *api.Client, prog string, spec *
 				}
 				return id, 0, true
 			case st.Finished():
-				fmt.Fprintf(env.Stderr, "%s: error: Job allocation %d has been revoked.\n", prog, id)
+				if !quiet {
+					fmt.Fprintf(env.Stderr, "%s: error: Job allocation %d has been revoked.\n", prog, id)
+				}
 				return id, 1, false
 			}
 		}
@@ -328,7 +340,7 @@ func allocate(ctx context.Context, env *Env, cl *api.Client, prog string, spec *
 			fmt.Fprintf(env.Stderr, "%s: error: Unable to allocate resources: Requested nodes are busy\n", prog)
 			return id, exitImmediate(env), false
 		}
-		if !announced && immediate <= 0 && time.Since(start) > 250*time.Millisecond {
+		if !announced && !quiet && immediate <= 0 && time.Since(start) > 250*time.Millisecond {
 			// horad starts a job that fits at its next scheduling pass,
 			// moments after the submission: only a job still pending
 			// after that waits, as Slurm's does when its allocation RPC
@@ -348,10 +360,12 @@ func allocate(ctx context.Context, env *Env, cl *api.Client, prog string, spec *
 				continue
 			}
 			release()
-			if salloc {
+			switch {
+			case quiet:
+			case salloc:
 				fmt.Fprintf(env.Stderr, "%s: Job allocation %d has been revoked.\n", prog, id)
 				fmt.Fprintf(env.Stderr, "%s: Job aborted due to signal\n", prog)
-			} else {
+			default:
 				fmt.Fprintf(env.Stderr, "%s: Job allocation %d has been revoked\n", prog, id)
 			}
 			return id, 1, false
@@ -397,6 +411,12 @@ func runStep(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, created
 	req := api.StepRequest{JobID: o.jobID, Name: name, Nodes: nodes, NTasks: o.ntasks,
 		NTasksPerNode: o.ntpn, CPUsPerTask: o.cpt, NodeList: o.nodelist, Exclude: o.exclude,
 		Cyclic: o.cyclic, Exact: o.exact || o.cptFromCmd, Overlap: o.overlap, Overcommit: o.overcommit}
+	if o.spec != nil && o.spec.TimeLimit > 0 && o.spec.TimeLimit != api.NoLimit {
+		req.TimeLimit = o.spec.TimeLimit
+	}
+	if o.spec != nil && o.spec.MemMB > 0 {
+		req.MemMB = o.spec.MemMB
+	}
 	grant, code, ok := createStep(ctx, env, cl, o, req, sigs)
 	if !ok {
 		return code
@@ -420,6 +440,7 @@ func runStep(ctx context.Context, env *Env, cl *api.Client, o *srunOpts, created
 		_, _ = cl.EndStep(context.WithoutCancel(ctx), api.StepEnd{JobID: grant.JobID, StepID: grant.StepID, ExitCode: 1})
 		return 1
 	}
+	o.launched = true
 	return l.run(ctx, cl, sigs)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"syscall"
 
@@ -24,15 +25,20 @@ func (l *launch) startRemote(ctx context.Context, cl *api.Client, exits chan<- e
 			continue
 		}
 		req.Tasks = append(req.Tasks, api.StepTask{ID: t.id, Node: g.Nodes[t.node],
-			Argv: t.cmd.Args, Env: t.cmd.Env, WorkDir: t.cmd.Dir})
+			Argv: t.cmd.Args, Env: t.cmd.Env, WorkDir: t.cmd.Dir, Stdin: t.cmd.Stdin != nil})
 		byID[t.id] = t
 	}
-	// Remote tasks get no stdin yet: their pipes end at once.
-	for _, w := range l.stdinFor {
-		_ = w.Close()
-	}
-	l.stdinFor = nil
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	// A task's stdin (srun's, copied into its pipe by copyStdin, or its
+	// -i file) is sent to horad piece by piece once the tasks start.
+	var inputOnce sync.Once
+	startInput := func() {
+		for _, t := range byID {
+			if in := t.cmd.Stdin; in != nil {
+				go l.sendInput(rctx, cl, t.id, in)
+			}
+		}
+	}
 	if len(byID) == 0 {
 		return 0, stop
 	}
@@ -52,6 +58,10 @@ func (l *launch) startRemote(ctx context.Context, cl *api.Client, exits chan<- e
 	}
 	go func() {
 		err := cl.RunStep(rctx, req, func(f api.StepFrame) {
+			if f.Task == -1 {
+				inputOnce.Do(startInput)
+				return
+			}
 			t := byID[f.Task]
 			if t == nil {
 				return
@@ -85,4 +95,24 @@ func (l *launch) startRemote(ctx context.Context, cl *api.Client, exits chan<- e
 		}
 	}()
 	return len(byID), stop
+}
+
+// sendInput copies a remote task's stdin to horad (api.StepInput) in
+// order, and its end; it stops when the task no longer reads or the step
+// ends.
+func (l *launch) sendInput(ctx context.Context, cl *api.Client, task int, in io.Reader) {
+	g := l.grant
+	if c, ok := in.(io.Closer); ok {
+		defer c.Close()
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := in.Read(buf)
+		req := api.StepInput{JobID: g.JobID, StepID: g.StepID, Task: task, Data: buf[:n], EOF: err != nil}
+		if n > 0 || err != nil {
+			if cl.StepInput(ctx, req) != nil || err != nil {
+				return
+			}
+		}
+	}
 }

@@ -45,6 +45,7 @@ type launch struct {
 	pgid     int
 	readers  sync.WaitGroup
 	stdinFor []io.WriteCloser
+	restore  func() // puts the caller's terminal back after a pty step (pty.go)
 }
 
 // stepID is Slurm's "StepId=J.S" spelling.
@@ -138,6 +139,12 @@ func newLaunch(env *Env, o *srunOpts, g *api.StepGrant, getenv func(string) stri
 	// streams or the -o/-e files.
 	for _, t := range l.tasks {
 		if t.cmd == nil {
+			continue
+		}
+		if o.pty && t.id == 0 {
+			if err := l.attachPty(t); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		var outDst, errDst io.Writer = env.Stdout, env.Stderr
@@ -293,6 +300,24 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 		running, stopRemote = l.startRemote(ctx, cl, exits)
 		defer stopRemote()
 	}
+	// A step with its own --mem: every task waits in a gate (a shell
+	// reading fd 3) until horad has put it in the step's memory group.
+	var gateR, gateW *os.File
+	if g.MemGate && !g.Remote {
+		var err error
+		if gateR, gateW, err = os.Pipe(); err != nil {
+			fmt.Fprintf(l.env.Stderr, "srun: error: %v\n", err)
+			return 1
+		}
+		for _, t := range l.tasks {
+			if t.cmd != nil && t.cmd.Err == nil {
+				path := t.cmd.Path
+				t.cmd.Path = "/bin/sh"
+				t.cmd.Args = append([]string{"/bin/sh", "-c", `read _ <&3; exec 3<&-; exec "$0" "$@"`, path}, t.cmd.Args[1:]...)
+				t.cmd.ExtraFiles = []*os.File{gateR}
+			}
+		}
+	}
 	// Start every task before waiting for any: a task that exits at once
 	// stays a zombie, which keeps the process group alive for the others.
 	for _, t := range l.tasks {
@@ -315,7 +340,26 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 		}
 		running++
 	}
-	if l.pgid != 0 {
+	switch {
+	case gateW != nil:
+		// horad moves the held tasks into the step's memory group, then
+		// the gate opens; if it could not, the tasks never run.
+		gateR.Close()
+		started := api.StepStarted{JobID: g.JobID, StepID: g.StepID, Pgid: l.pgid, NodePids: map[string][]int{}}
+		for _, t := range l.tasks {
+			if t.cmd != nil && t.cmd.Process != nil {
+				n := g.Nodes[t.node]
+				started.NodePids[n] = append(started.NodePids[n], t.cmd.Process.Pid)
+			}
+		}
+		if l.pgid != 0 {
+			if err := cl.StepStarted(context.WithoutCancel(ctx), started); err != nil {
+				fmt.Fprintf(l.env.Stderr, "srun: error: %v\n", err)
+				_ = syscall.Kill(-l.pgid, syscall.SIGKILL)
+			}
+		}
+		gateW.Close()
+	case l.pgid != 0:
 		// Lets scancel JOBID.STEP reach the tasks; off the critical path.
 		go func() {
 			_ = cl.StepStarted(context.WithoutCancel(ctx), api.StepStarted{JobID: g.JobID, StepID: g.StepID, Pgid: l.pgid})
@@ -353,9 +397,16 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 	killed := false
 	var signalled []string
 	kill := func(sig syscall.Signal) {
-		if stopRemote != nil && (sig == syscall.SIGKILL || sig == syscall.SIGTERM) {
-			// Remote tasks are only killed (docs/steps.md).
-			stopRemote()
+		if stopRemote != nil {
+			// Remote tasks: KILL stops them on their nodes (the stream
+			// ends), other signals are forwarded through horad.
+			if sig == syscall.SIGKILL {
+				stopRemote()
+			} else {
+				go func() {
+					_ = cl.SignalStep(context.WithoutCancel(ctx), api.StepSignal{JobID: g.JobID, StepID: g.StepID, Signal: int(sig)})
+				}()
+			}
 			return
 		}
 		if l.pgid != 0 {
@@ -380,7 +431,9 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 				}
 				worstSig = max(worstSig, int(e.status.Signal()))
 			case e.status.ExitStatus() != 0:
-				fmt.Fprintf(l.env.Stderr, "srun: error: %s: task %d: Exited with exit code %d\n", node, e.t.id, e.status.ExitStatus())
+				if !l.o.quiet {
+					fmt.Fprintf(l.env.Stderr, "srun: error: %s: task %d: Exited with exit code %d\n", node, e.t.id, e.status.ExitStatus())
+				}
 				worstExit = max(worstExit, e.status.ExitStatus())
 			}
 			if l.o.killBadExit && (e.status.Signaled() || e.status.ExitStatus() != 0) && running > 0 {
@@ -427,6 +480,9 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 		}
 	}
 	l.readers.Wait()
+	if l.restore != nil {
+		l.restore()
+	}
 	for _, f := range l.files {
 		_ = f.Close()
 	}
@@ -435,7 +491,29 @@ func (l *launch) run(ctx context.Context, cl *api.Client, sigs <-chan os.Signal)
 		end.ExitCode = 0
 	}
 	res, err := endStep(ctx, cl, end)
-	if err == nil && res.State == api.StateCancelled && !killed {
+	if err == nil && res.OOMKills > 0 {
+		// slurmstepd's line (task/cgroup) and srun's for tasks the kernel
+		// killed for the step's memory.
+		ev := "event"
+		if res.OOMKills > 1 {
+			ev = "events"
+		}
+		fmt.Fprintf(l.env.Stderr, "slurmstepd: error: Detected %d oom_kill %s in StepId=%d.%d. Some of the step tasks have been OOM Killed.\n", res.OOMKills, ev, g.JobID, g.StepID)
+		for _, line := range signalled {
+			fmt.Fprint(l.env.Stderr, strings.Replace(line, ": Killed\n", ": Out Of Memory\n", 1))
+		}
+	} else if err == nil && res.State == api.StateTimeout {
+		// slurmstepd's lines for a step past its -t; the tasks' own
+		// lines (Terminated) follow, as Slurm's srun prints them.
+		fmt.Fprintf(l.env.Stderr, "srun: Job step aborted: Waiting up to %d seconds for job step to finish.\n", 32)
+		at := time.Now().Format("2006-01-02T15:04:05")
+		for _, n := range g.Nodes {
+			fmt.Fprintf(l.env.Stderr, "slurmstepd: error: *** STEP %d.%d ON %s CANCELLED AT %s DUE TO TIME LIMIT ***\n", g.JobID, g.StepID, n, at)
+		}
+		for _, line := range signalled {
+			fmt.Fprint(l.env.Stderr, line)
+		}
+	} else if err == nil && res.State == api.StateCancelled && !killed {
 		// What Slurm's srun and slurmstepd print for a cancelled step
 		// (step_launch.c, slurmstepd's "*** STEP ... CANCELLED ***").
 		fmt.Fprintf(l.env.Stderr, "srun: Job step aborted: Waiting up to %d seconds for job step to finish.\n", 32)

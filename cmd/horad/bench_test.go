@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,7 +122,14 @@ func BenchmarkSubmitToFirstLine(b *testing.B) {
 // echo` to the task's first output line reaching srun's stdout: srun's
 // start-up, the step request (recorded durably by horad), the fork of the
 // task and its first line. Each step ends before the next starts.
-func BenchmarkSrunFirstTask(b *testing.B) {
+func BenchmarkSrunFirstTask(b *testing.B) { benchSrunFirstTask(b) }
+
+// BenchmarkSrunMemFirstTask is the same with a step --mem: srun holds the
+// task in its gate until horad has put it in the step's memory cgroup
+// (one more synchronous request, a mkdir and cgroup writes).
+func BenchmarkSrunMemFirstTask(b *testing.B) { benchSrunFirstTask(b, "--mem=50M") }
+
+func benchSrunFirstTask(b *testing.B, opts ...string) {
 	c := newCluster(b)
 	dir := filepath.Join(c.dir, "w")
 	os.MkdirAll(dir, 0o777)
@@ -139,7 +147,7 @@ func BenchmarkSrunFirstTask(b *testing.B) {
 	var first time.Duration
 	n := 0
 	for b.Loop() {
-		d, err := timeToFirstLine(srun, []string{"HORA_SOCKET=" + c.sock, "SLURM_JOB_ID=" + m[1]}, "echo", "x")
+		d, err := timeToFirstLine(srun, []string{"HORA_SOCKET=" + c.sock, "SLURM_JOB_ID=" + m[1]}, append(slices.Clip(opts), "echo", "x")...)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -102,6 +102,7 @@ func newClusterSeeded(t testing.TB, configText string, seed func(varDir string))
 		seed(c.varDir)
 	}
 	c.start()
+	t.Cleanup(c.removeCgroups) // after the stop below (cleanups run last first)
 	t.Cleanup(c.stop)
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -68,6 +69,12 @@ func pbsEndToEnd(t *testing.T, flavour string) {
 			!strings.Contains(r.stdout, "    job_state = F\n") || !strings.Contains(r.stdout, "    Exit_status = 0\n") {
 			t.Errorf("qstat -x -f: %+v", r)
 		}
+		// resources_used.mem is the batch step's peak RSS, measured at the
+		// end (a shell and echo use some hundreds of kB at least).
+		if !regexp.MustCompile(`(?m)^    resources_used\.mem = [1-9]\d*kb$`).MatchString(r.stdout) ||
+			!regexp.MustCompile(`(?m)^    resources_used\.cput = \d\d:\d\d:\d\d$`).MatchString(r.stdout) {
+			t.Errorf("qstat -x -f resources_used:\n%s", r.stdout)
+		}
 		r = c.run(0, work, "qstat", seq)
 		if r.code != 35 || r.stderr != "qstat: "+seq+".headnode Job has finished, use -x or -H to obtain historical job information\n" {
 			t.Errorf("qstat of a finished job: %+v", r)
@@ -76,6 +83,76 @@ func pbsEndToEnd(t *testing.T, flavour string) {
 		r = c.run(0, work, "qstat", "-f", seq)
 		if r.code != 0 || !strings.Contains(r.stdout, "    job_state = C\n") || !strings.Contains(r.stdout, "    exit_status = 0\n") {
 			t.Errorf("qstat -f: %+v", r)
+		}
+		// A Torque host list runs the job on exactly those hosts.
+		hs := writeScript(t, work, "hosts.sh", "#!/bin/sh\ncat \"$PBS_NODEFILE\"\n")
+		r = c.run(0, work, "qsub", "-N", "hosts", "-l", "nodes=local2:ppn=2+local4:ppn=2", hs)
+		hseq := strings.TrimSuffix(strings.TrimSpace(r.stdout), ".headnode")
+		if r.code != 0 {
+			t.Fatalf("qsub -l nodes=local2+local4: %+v", r)
+		}
+		c.waitState(hseq, "COMPLETED")
+		if out, err := os.ReadFile(filepath.Join(work, "hosts.o"+hseq)); string(out) != "local2\nlocal2\nlocal4\nlocal4\n" {
+			t.Errorf("host list job's nodefile %q (%v)", out, err)
+		}
+		before := c.run(0, work, "squeue", "-h", "-t", "all", "-o", "%i").stdout
+		r = c.run(0, work, "qsub", "-l", "nodes=local2+nosuch", hs)
+		if r.code == 0 || r.stderr != "qsub: submit error (Requested node configuration is not available)\n" {
+			t.Errorf("qsub of an unknown host: %+v", r)
+		}
+		if after := c.run(0, work, "squeue", "-h", "-t", "all", "-o", "%i").stdout; after != before {
+			t.Errorf("a refused host list created a job: %q → %q", before, after)
+		}
+	}
+
+	// An array (OpenPBS -J, Torque -t), held: qsub prints <seq>[], qstat -t
+	// lists its subjobs; released with qrls <seq>[], each subjob sees its
+	// PBS ids and writes its own files.
+	arrOpt, sep := "-J", "."
+	if flavour == "torque" {
+		arrOpt, sep = "-t", "-"
+	}
+	ascript := writeScript(t, work, "arr.sh", "#!/bin/sh\n"+
+		"echo \"id=$PBS_JOBID index=$PBS_ARRAY_INDEX array=$PBS_ARRAY_ID tq=$PBS_ARRAYID name=$PBS_JOBNAME\"\n")
+	r = c.run(0, work, "qsub", "-h", "-N", "arr", arrOpt, "1-3", ascript)
+	m = regexp.MustCompile(`^(\d+)\[\]\.headnode\n$`).FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		t.Fatalf("qsub %s 1-3: %+v", arrOpt, r)
+	}
+	aseq := m[1]
+	r = c.run(0, work, "qstat", "-t")
+	for i := 1; i <= 3; i++ {
+		if !regexp.MustCompile(`(?m)^` + aseq + `\[` + strconv.Itoa(i) + `\]\.headnode\s.* H batch`).MatchString(r.stdout) {
+			t.Errorf("qstat -t does not list subjob %d held:\n%s", i, r.stdout)
+		}
+	}
+	if flavour == "openpbs" {
+		r = c.run(0, work, "qstat", "-J")
+		if !regexp.MustCompile(`(?m)^`+aseq+`\[\]\.headnode\s.* H batch`).MatchString(r.stdout) || strings.Contains(r.stdout, aseq+"[1]") {
+			t.Errorf("qstat -J:\n%s", r.stdout)
+		}
+	}
+	// qselect names the array once (OpenPBS) or its subjobs (Torque, -T).
+	wantSel := aseq + "[].headnode\n"
+	if flavour == "torque" {
+		wantSel = aseq + "[1].headnode\n" + aseq + "[2].headnode\n" + aseq + "[3].headnode\n"
+	}
+	if r = c.run(0, work, "qselect", "-s", "H", "-N", "arr"); r.stdout != wantSel {
+		t.Errorf("qselect -s H -N arr: %+v, want %q", r, wantSel)
+	}
+	if r = c.run(0, work, "qrls", aseq+"[]"); r.code != 0 {
+		t.Errorf("qrls %s[]: %+v", aseq, r)
+	}
+	for i := 1; i <= 3; i++ {
+		c.waitState(aseq+"_"+strconv.Itoa(i), "COMPLETED")
+		idx := strconv.Itoa(i)
+		out, err := os.ReadFile(filepath.Join(work, "arr.o"+aseq+sep+idx))
+		want := "id=" + aseq + "[" + idx + "].headnode index=" + idx + " array=" + aseq + "[].headnode tq= name=arr\n"
+		if flavour == "torque" {
+			want = "id=" + aseq + "[" + idx + "].headnode index= array= tq=" + idx + " name=arr-" + idx + "\n"
+		}
+		if err != nil || string(out) != want {
+			t.Errorf("subjob %d output %q (%v), want %q", i, out, err, want)
 		}
 	}
 

@@ -363,3 +363,68 @@ func TestStepSurvivesHoradRestartEndToEnd(t *testing.T) {
 		t.Errorf("sacct after the restart: %q", r.stdout)
 	}
 }
+
+// A step past its own -t is ended by horad as slurmstepd ends it: TERM to
+// its tasks, Slurm's "CANCELLED AT ... DUE TO TIME LIMIT" line, the step
+// TIMEOUT in sacct, while the batch script goes on (the job's limit is not
+// the step's).
+func TestSrunStepTimeLimitEndToEnd(t *testing.T) {
+	requireRoot(t)
+	c := newCluster(t)
+	work := c.workDir()
+	srun := filepath.Join(c.bin, "srun")
+	script := writeScript(t, work, "steplimit.sh", `#!/bin/sh
+`+srun+` -t 0:01 sh -c 'echo started; exec sleep 600'
+echo "rc=$?"
+`+srun+` -t 5 sh -c 'echo quick'
+echo "rc=$?"
+`)
+	id := c.submit(work, script)
+	out := c.outputOf(work, id)
+	if st := c.state(id); st != "COMPLETED" {
+		t.Errorf("job %s, want COMPLETED (the step's limit is not the job's):\n%s", st, out)
+	}
+	for _, want := range []string{"started\n", "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n",
+		"slurmstepd: error: *** STEP " + id + ".0 ON ", " DUE TO TIME LIMIT ***\n", "task 0: Terminated\n", "rc=143\n", "quick\nrc=0\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	r := c.run(0, work, "sacct", "-j", id, "-n", "-P", "-o", "JobID,State")
+	if !strings.Contains(r.stdout, id+".0|TIMEOUT\n") || !strings.Contains(r.stdout, id+".1|COMPLETED\n") {
+		t.Errorf("sacct:\n%s", r.stdout)
+	}
+}
+
+// A step with its own --mem gets a memory cgroup of its own below the
+// job's (srun holds its tasks until horad has put them there): a task that
+// touches more is killed by the kernel, the step ends OUT_OF_MEMORY with
+// slurmstepd's line, and the next step, within its limit, completes.
+func TestSrunStepMemoryEndToEnd(t *testing.T) {
+	requireRoot(t)
+	for _, c := range []string{"cpuset", "memory"} {
+		if _, err := os.Stat("/sys/fs/cgroup/" + c + "/cgroup.procs"); err != nil {
+			t.Fatalf("this test needs the cgroup v1 %s hierarchy at /sys/fs/cgroup/%s (CI mounts it): %v", c, c, err)
+		}
+	}
+	c := newCluster(t)
+	work := c.workDir()
+	srun := filepath.Join(c.bin, "srun")
+	script := writeScript(t, work, "stepmem.sh", `#!/bin/sh
+`+srun+` --mem=30M sh -c 'head -c 300M /dev/zero | tail > /dev/null'
+echo "rc=$?"
+`+srun+` --mem=100M sh -c 'grep -c ":memory:/hora-.*\.batch\.r0/step1$" /proc/self/cgroup; head -c 10M /dev/zero | tail > /dev/null; echo fine'
+`)
+	id := c.submit(work, script)
+	out := c.outputOf(work, id)
+	for _, want := range []string{"slurmstepd: error: Detected 1 oom_kill event in StepId=" + id + ".0. Some of the step tasks have been OOM Killed.\n",
+		"task 0: Exited with exit code 137\n", "rc=137\n", "1\nfine\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	r := c.run(0, work, "sacct", "-j", id, "-n", "-P", "-o", "JobID,State")
+	if !strings.Contains(r.stdout, id+".0|OUT_OF_MEMORY\n") || !strings.Contains(r.stdout, id+".1|COMPLETED\n") {
+		t.Errorf("sacct:\n%s", r.stdout)
+	}
+}

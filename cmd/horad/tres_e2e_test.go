@@ -3,12 +3,15 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // soloNode is one local node of 4 CPUs and 4000 MiB in one partition.
@@ -191,6 +194,15 @@ func TestResourceEnforcementEndToEnd(t *testing.T) {
 		p, _ := filepath.Glob("/sys/fs/cgroup/cpuset/" + mine + "/solo/" + cpus + ".batch*")
 		return len(m) == 0 && len(p) == 0
 	})
+	// Once horad has stopped, none of its groups is left on any controller
+	// (the node's and the top group go with the last step).
+	c.stop()
+	for _, ctrl := range []string{"cpuset", "memory", "devices", "freezer", "cpu"} {
+		if _, err := os.Stat("/sys/fs/cgroup/" + ctrl + "/" + mine); !os.IsNotExist(err) {
+			left, _ := filepath.Glob("/sys/fs/cgroup/" + ctrl + "/" + mine + "/*/*")
+			t.Errorf("after horad stopped, /sys/fs/cgroup/%s/%s is still there (%v; steps %v)", ctrl, mine, err, left)
+		}
+	}
 }
 
 // Allocations survive kill -9 of horad: after the restart the running
@@ -237,5 +249,40 @@ func TestConsumableResourcesRecoveryEndToEnd(t *testing.T) {
 	for _, id := range ids[1:] {
 		os.WriteFile(gate+"-"+id, nil, 0o644)
 		c.waitState(id, "COMPLETED")
+	}
+}
+
+// removeCgroups ends what a stopped test cluster left running in its
+// cgroups (jobs a test left running when it stopped horad: their shepherds
+// outlive it by design) and removes the groups, so that test clusters do
+// not pile up groups on the machine. Tests that check horad's own removal
+// do so before this runs.
+func (c *cluster) removeCgroups() {
+	h := sha256.Sum256([]byte(filepath.Join(c.varDir, "nodes")))
+	mine := "hora-" + hex.EncodeToString(h[:4])
+	for _, ctrl := range []string{"cpuset", "memory", "devices", "freezer", "cpu"} {
+		top := filepath.Join("/sys/fs/cgroup", ctrl, mine)
+		for try := 0; try < 100; try++ {
+			var dirs []string
+			_ = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					dirs = append(dirs, p)
+				}
+				return nil
+			})
+			if len(dirs) == 0 {
+				break
+			}
+			for k := len(dirs) - 1; k >= 0; k-- { // deepest first
+				b, _ := os.ReadFile(filepath.Join(dirs[k], "cgroup.procs"))
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+				_ = os.Remove(dirs[k])
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }

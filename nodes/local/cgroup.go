@@ -47,9 +47,21 @@ func cgroupsUsable() bool {
 // horads on one machine (tests) never share a cgroup, and a restarted
 // horad finds its steps' cgroups again.
 func (e *Executor) cgroupName(node string, key nodes.StepKey) string {
-	h := sha256.Sum256([]byte(e.stateDir))
-	return filepath.Join("hora-"+hex.EncodeToString(h[:4]), node, key.Name())
+	return filepath.Join(e.cgroupBase(), node, key.Name())
 }
+
+// cgroupBase is this Executor's top group below each controller's root.
+func (e *Executor) cgroupBase() string {
+	h := sha256.Sum256([]byte(e.stateDir))
+	return "hora-" + hex.EncodeToString(h[:4])
+}
+
+// controllers are the v1 hierarchies in which a step may have groups:
+// cpuset and memory for its CPUs and memory, devices for its gres, and
+// freezer and cpu, where other code may place a step (the [mix] classes
+// live in their own groups, never below ours; listed so that a group of
+// ours found there is still removed).
+var controllers = []string{"cpuset", "memory", "devices", "freezer", "cpu"}
 
 func writeCg(dir, file, val string) error {
 	if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0o644); err != nil {
@@ -102,8 +114,6 @@ func parseCPUList(s string) ([]int, error) {
 // machine's CPUs modulo their number: local nodes are slices of one
 // machine, and a node may declare more CPUs than it has.
 func (e *Executor) stepCgroups(spec nodes.LaunchSpec) (string, string, error) {
-	e.cgMu.Lock()
-	defer e.cgMu.Unlock()
 	name := e.cgroupName(spec.Node, spec.Key)
 	cpuDir := filepath.Join(cgroupRoot, "cpuset", name)
 	memDir := filepath.Join(cgroupRoot, "memory", name)
@@ -161,6 +171,55 @@ func (e *Executor) stepCgroups(spec nodes.LaunchSpec) (string, string, error) {
 	return cpuDir, memDir, nil
 }
 
+// nvidiaMajor is the character device major of NVIDIA's GPUs
+// (/dev/nvidiaN is 195:N; nvidiactl, 195:255, stays open to all).
+const nvidiaMajor = 195
+
+// stepDevices creates the step's devices group, in which the device nodes
+// of the node's GPUs not given to the step cannot be opened, and returns
+// it ("" when the node has no GPUs). The group starts as its parent (all
+// devices) and gets one deny entry per GPU withheld.
+func (e *Executor) stepDevices(spec nodes.LaunchSpec) (string, error) {
+	if spec.NodeGPUs <= 0 {
+		return "", nil
+	}
+	if _, err := os.Stat(filepath.Join(cgroupRoot, "devices", "devices.deny")); err != nil {
+		return "", fmt.Errorf("the step has GPUs to isolate, and the devices cgroup is not mounted: %w", err)
+	}
+	dir := filepath.Join(cgroupRoot, "devices", e.cgroupName(spec.Node, spec.Key))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for id := 0; id < spec.NodeGPUs; id++ {
+		if containsInt(spec.GPUs, id) {
+			continue
+		}
+		if err := writeCg(dir, "devices.deny", fmt.Sprintf("c %d:%d rwm", nvidiaMajor, id)); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// enterStepCgroups creates the step's groups and moves pid (its shepherd)
+// into them, returning the memory group ("" without a memory limit). Both
+// happen under cgMu: a group is never empty between its mkdir and the
+// shepherd's arrival, so a sweep or another step's Forget removing empty
+// groups cannot take it away in between.
+func (e *Executor) enterStepCgroups(spec nodes.LaunchSpec, pid int) (string, error) {
+	e.cgMu.Lock()
+	defer e.cgMu.Unlock()
+	cpuDir, memDir, err := e.stepCgroups(spec)
+	devDir := ""
+	if err == nil {
+		devDir, err = e.stepDevices(spec)
+	}
+	if err == nil {
+		err = enterCgroups(pid, cpuDir, memDir, devDir)
+	}
+	return memDir, err
+}
+
 // enterCgroups moves pid into the given cgroup directories.
 func enterCgroups(pid int, dirs ...string) error {
 	for _, d := range dirs {
@@ -185,7 +244,7 @@ func enterCgroups(pid int, dirs ...string) error {
 // reaps them, so that no empty group is left behind.
 func (e *Executor) removeCgroups(node string, key nodes.StepKey) {
 	name := e.cgroupName(node, key)
-	for _, c := range []string{"cpuset", "memory"} {
+	for _, c := range controllers {
 		step := filepath.Join(cgroupRoot, c, name)
 		for try := 0; try < 50; try++ {
 			killCgroupProcs(step)
@@ -202,6 +261,36 @@ func (e *Executor) removeCgroups(node string, key nodes.StepKey) {
 		}
 		e.cgMu.Unlock()
 	}
+}
+
+// sweepCgroups removes every empty group of this Executor, deepest first,
+// on every controller: the groups of steps that ended but were not
+// forgotten yet, and the node and top groups they leave empty. Groups with
+// processes (steps running on across a restart of horad) stay, and so do
+// their parents; a new Executor finds and removes them at their Forget.
+// Nothing is killed. Called by Close.
+func (e *Executor) sweepCgroups() {
+	e.cgMu.Lock()
+	defer e.cgMu.Unlock()
+	for _, c := range controllers {
+		removeEmptyTree(filepath.Join(cgroupRoot, c, e.cgroupBase()))
+	}
+}
+
+// removeEmptyTree removes dir and its subgroups that are empty, children
+// first. rmdir fails on a group with processes or children, so a busy
+// group and its ancestors stay.
+func removeEmptyTree(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ent := range ents {
+		if ent.IsDir() {
+			removeEmptyTree(filepath.Join(dir, ent.Name()))
+		}
+	}
+	_ = os.Remove(dir)
 }
 
 // killCgroupProcs sends SIGKILL to every process still in a cgroup.
@@ -262,4 +351,72 @@ func containsInt(s []int, v int) bool {
 		}
 	}
 	return false
+}
+
+var _ nodes.StepCgrouper = (*Executor)(nil)
+
+// stepMemDir is the memory group of an srun step: below its job's batch
+// step group (hierarchical: the job's limit holds over the step's), named
+// "step<id>".
+func (e *Executor) stepMemDir(node string, key nodes.StepKey) string {
+	batch := nodes.StepKey{Job: key.Job, Step: -1, Run: key.Run}
+	return filepath.Join(cgroupRoot, "memory", e.cgroupName(node, batch), "step"+strconv.Itoa(key.Step))
+}
+
+// EnterStepMemory implements nodes.StepCgrouper.
+func (e *Executor) EnterStepMemory(node string, key nodes.StepKey, memMB int64, pids []int) error {
+	if err := validNode(node); err != nil {
+		return err
+	}
+	if !e.cgroups {
+		return errors.New("cgroup enforcement is not available (horad is not root, or the v1 memory hierarchy is missing)")
+	}
+	if memMB <= 0 || key.Step < 0 {
+		return fmt.Errorf("step memory: bad limit %d MB for step %s", memMB, key.Name())
+	}
+	e.cgMu.Lock()
+	defer e.cgMu.Unlock()
+	dir := e.stepMemDir(node, key)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	limit := strconv.FormatInt(memMB<<20, 10)
+	if err := writeCg(dir, "memory.limit_in_bytes", limit); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "memory.memsw.limit_in_bytes")); err == nil {
+		if err := writeCg(dir, "memory.memsw.limit_in_bytes", limit); err != nil {
+			return err
+		}
+	}
+	return enterCgroupsAll(dir, pids)
+}
+
+func enterCgroupsAll(dir string, pids []int) error {
+	for _, pid := range pids {
+		if err := enterCgroups(pid, dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EndStepMemory implements nodes.StepCgrouper. The group is removed in
+// the background (its last processes may take a moment to go).
+func (e *Executor) EndStepMemory(node string, key nodes.StepKey) int {
+	if validNode(node) != nil || !e.cgroups {
+		return 0
+	}
+	dir := e.stepMemDir(node, key)
+	n := oomKills(dir)
+	go func() {
+		for try := 0; try < 50; try++ {
+			killCgroupProcs(dir)
+			if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return n
 }

@@ -339,11 +339,8 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 	}
 	// The shepherd waits for its spec: it joins the step's cgroups first,
 	// and the job inherits them.
-	if e.cgroups && (len(spec.CPUs) > 0 || spec.MemMB > 0) {
-		cpuDir, memDir, err := e.stepCgroups(spec)
-		if err == nil {
-			err = enterCgroups(pid, cpuDir, memDir)
-		}
+	if e.cgroups && (len(spec.CPUs) > 0 || spec.MemMB > 0 || spec.NodeGPUs > 0) {
+		memDir, err := e.enterStepCgroups(spec, pid)
 		if err != nil {
 			e.removeCgroups(spec.Node, spec.Key)
 			return fail(fmt.Errorf("enforcing the step's allocation: %w", err))
@@ -754,6 +751,9 @@ func (e *Executor) Forget(ctx context.Context, node string, key nodes.StepKey) e
 	}
 	dir := e.stepDir(node, key)
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		if e.cgroups { // a launch that failed after creating the groups
+			e.removeCgroups(node, key)
+		}
 		return e.removeStaged(node, key)
 	}
 	if _, pf := e.inspect(node, key); pf != nil {
@@ -792,6 +792,9 @@ func (e *Executor) Close() error {
 	}
 	e.wg.Wait()
 	close(e.exits)
+	if e.cgroups {
+		e.sweepCgroups()
+	}
 	return nil
 }
 

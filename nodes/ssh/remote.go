@@ -193,13 +193,29 @@ if [ "$mode" = systemd ]; then
 	unitgone "$unit.scope"
 	echo "$unit.scope" > "$d/unit"
 fi
+# Without systemd, a step's memory is enforced with a cgroup v1 memory
+# group where the node has that hierarchy (limit = memsw: no swap), and the
+# wrapper reads its oom_kill count at the end (d/memcg names it).
+mg=
+if [ "$mode" = setsid ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
+	case ";$props;" in
+	*";MemoryMax="*)
+		mb=${props#*MemoryMax=}; mb=${mb%%;*}
+		mg=/sys/fs/cgroup/memory/hora-node-$(printf '%s' "$nd" | cksum | cut -d' ' -f1)/$name
+		{ mkdir -p -- "$mg" && echo "$mb" > "$mg/memory.limit_in_bytes" &&
+			{ [ ! -f "$mg/memory.memsw.limit_in_bytes" ] || echo "$mb" > "$mg/memory.memsw.limit_in_bytes"; } &&
+			echo "$mg" > "$d/memcg"; } || { echo "error: cannot set up the memory cgroup $mg"; rm -rf -- "$d"; exit 1; }
+		;;
+	esac
+fi
 hs=$(
 	if [ "$mode" = systemd ]; then
 		(exec setsid systemd-run --scope --quiet --collect $pargs --unit="$unit" -- \
 			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
 			</dev/null 2>"$d/wrapper.err") &
 	else
-		(exec setsid setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
+		(exec setsid /bin/sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 1; shift; exec "$@"' hora-join "$mg" \
+			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
 			</dev/null 2>"$d/wrapper.err") &
 	fi
 	p=$! t=0 s=
@@ -239,8 +255,8 @@ esc() { printf '%s' "$1" | tr '\n\r\t' '   ' | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 record() {
 	_e=
 	[ -z "$4" ] || _e=$(esc "$4")
-	printf '{"exit_code":%d,"signal":%d,"timed_out":%s,"pid":%d,"started":"%s","ended":"%s","err":"%s"}\n' \
-		"$1" "$2" "$3" "$pid" "$started" "$(now)" "$_e" > "$u/status.tmp" &&
+	printf '{"exit_code":%d,"signal":%d,"timed_out":%s,"oom":%s,"pid":%d,"started":"%s","ended":"%s","err":"%s"}\n' \
+		"$1" "$2" "$3" "${oomj:-false}" "$pid" "$started" "$(now)" "$_e" > "$u/status.tmp" &&
 		sync "$u/status.tmp" 2>/dev/null
 	mv -f "$u/status.tmp" "$u/status"
 }
@@ -327,6 +343,21 @@ sig=0
 if [ "$rc" -gt 128 ] && [ "$rc" -le 192 ]; then sig=$((rc - 128)) rc=0; fi
 to=false
 [ ! -e "$u/timedout" ] || to=true
+# A memory group (d/memcg, written by root): the kernel's oom_kill count
+# there makes the step OUT_OF_MEMORY, with slurmstepd's line in its error
+# file (task/cgroup's text).
+if [ -f "$d/memcg" ]; then
+	_oom=$(sed -n 's/^oom_kill //p' "$(cat "$d/memcg")/memory.oom_control" 2>/dev/null)
+	if [ -n "$_oom" ] && [ "$_oom" -gt 0 ]; then
+		oomj=true _ev=event _sid=${d##*/}
+		[ "$_oom" = 1 ] || _ev=events
+		_sid=${_sid%.r*}
+		_ep=${err:-$out}
+		if [ -n "$_ep" ]; then
+			printf 'slurmstepd: error: Detected %s oom_kill %s in StepId=%s. Some of the step tasks have been OOM Killed.\n' "$_oom" "$_ev" "$_sid" >> "$_ep"
+		fi
+	fi
+fi
 record "$rc" "$sig" "$to" ""
 `
 
@@ -407,6 +438,21 @@ rm -f -- "$1/staged/$2" "$1/staged/$2.tmp"
 if [ ! -e "$d/user/status" ] && alive "$d"; then exit 4; fi
 if [ -f "$d/unit" ] && [ ! -L "$d/unit" ]; then
 	IFS= read -r un < "$d/unit" && unitgone "$un"
+fi
+if [ -f "$d/memcg" ] && [ ! -L "$d/memcg" ] && IFS= read -r mg < "$d/memcg"; then
+	case $mg in
+	/sys/fs/cgroup/memory/hora-node-*/*)
+		# What is left in the step's memory group is killed, as at a
+		# step's end; the group (and its node's, when empty) removed.
+		_i=0
+		while [ -d "$mg" ] && [ "$_i" -lt 50 ]; do
+			for _q in $(cat "$mg/cgroup.procs" 2>/dev/null); do kill -s KILL "$_q" 2>/dev/null; done
+			rmdir -- "$mg" 2>/dev/null || sleep 0.1
+			_i=$((_i+1))
+		done
+		rmdir -- "${mg%/*}" 2>/dev/null
+		;;
+	esac
 fi
 rm -rf -- "$d"
 `

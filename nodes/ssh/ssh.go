@@ -391,6 +391,7 @@ type statusRecord struct {
 	ExitCode int       `json:"exit_code"`
 	Signal   int       `json:"signal"`
 	TimedOut bool      `json:"timed_out"`
+	OOM      bool      `json:"oom,omitempty"`
 	Pid      int       `json:"pid"`
 	Started  time.Time `json:"started"`
 	Ended    time.Time `json:"ended"`
@@ -429,6 +430,7 @@ func parseReport(node string, out []byte) []nodes.Status {
 			}
 			st.State = nodes.StepExited
 			st.ExitCode, st.Signal, st.TimedOut, st.Err = s.ExitCode, s.Signal, s.TimedOut, s.Err
+			st.OOM = s.OOM
 			st.Pid, st.Started, st.Ended = s.Pid, s.Started, s.Ended
 		case "L":
 			st.State, st.Err = nodes.StepLost, rest

@@ -420,3 +420,38 @@ func TestSystemdScopeEnforcesAllocation(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryCgroupWithoutSystemd: on a node without systemd whose kernel
+// has the cgroup v1 memory hierarchy, a step with memory gets a memory
+// group (limit = memsw); one that touches more ends with OOM set and
+// slurmstepd's line in its error file, and Forget removes the group.
+func TestMemoryCgroupWithoutSystemd(t *testing.T) {
+	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err != nil {
+		t.Fatalf("needs the cgroup v1 memory hierarchy (CI mounts it): %v", err)
+	}
+	v := start(t, 1)
+	key := nodes.StepKey{Job: 90, Step: -1}
+	spec := v.spec(key, "n1", "#!/bin/sh\ngrep -c ':memory:/hora-node-' /proc/self/cgroup\nhead -c 400M /dev/zero | tail > /dev/null\necho survived\n")
+	spec.MemMB = 40
+	spec.Stderr = filepath.Join(v.out, "oom.err")
+	v.launch(t, spec)
+	st := v.exits.wait(t, key, 60*time.Second)
+	out, _ := os.ReadFile(spec.Stdout)
+	errb, _ := os.ReadFile(spec.Stderr)
+	if st.State != nodes.StepExited || !st.OOM || !strings.HasPrefix(string(out), "1\n") {
+		t.Fatalf("step %+v, stdout %q, stderr %q", st, out, errb)
+	}
+	if want := "slurmstepd: error: Detected 1 oom_kill event in StepId=90.batch. Some of the step tasks have been OOM Killed.\n"; !strings.HasSuffix(string(errb), want) {
+		t.Errorf("error file %q lacks %q", errb, want)
+	}
+	mg, err := os.ReadFile(filepath.Join(v.state, "n1", key.Name(), "memcg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.e.Forget(t.Context(), "n1", key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(strings.TrimSpace(string(mg))); !os.IsNotExist(err) {
+		t.Errorf("memory group %s still there after Forget (%v)", mg, err)
+	}
+}

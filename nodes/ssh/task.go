@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -19,21 +20,25 @@ func taskUnit(spec nodes.TaskSpec) string {
 	return unitName(spec.Key) + "-t" + strconv.Itoa(spec.Task)
 }
 
-// shTask runs one task in the foreground of its session: in its own
-// systemd scope where systemd runs (AllowedCPUs/MemoryMax from props), as
-// the job's owner (setpriv), in its working directory (entered as the
-// owner, so a directory the owner cannot enter is refused), with exactly
-// the given environment and default signal dispositions. Its stdout and
-// stderr are the session's. A task killed by signal N is reported by the
-// shell killing itself with N, so sshd sends exit-signal rather than
-// exit-status 128+N.
+// shTask runs one task in its session: in its own systemd scope where
+// systemd runs (AllowedCPUs/MemoryMax from props), as the job's owner
+// (setpriv), in its working directory (entered as the owner, so a
+// directory the owner cannot enter is refused), with exactly the given
+// environment and default signal dispositions. Its stdout and stderr are
+// the session's, and so is its stdin when $6 is 1 (else /dev/null). The
+// task runs in the background of this (root) shell, which records its pid
+// in $7 (root's, under the node's state directory) while it runs, so that
+// signalTask can reach it, and removes the record once it has reaped it.
+// A task killed by signal N is reported by the shell killing itself with
+// N, so sshd sends exit-signal rather than exit-status 128+N.
 //
-// $1 uid, $2 gid, $3 unit, $4 props ("-" for none), $5 workdir, then
-// the environment entries, then argv (whose first word has no "=", or env
-// would take it for one more entry: RunTask refuses such a program name).
+// $1 uid, $2 gid, $3 unit, $4 props ("-" for none), $5 workdir, $6 stdin
+// (1 or 0), $7 pid file, then the environment entries, then argv (whose
+// first word has no "=", or env would take it for one more entry: RunTask
+// refuses such a program name).
 const shTask = `
-uid=$1 gid=$2 unit=$3 props=$4 dir=$5
-shift 5
+uid=$1 gid=$2 unit=$3 props=$4 dir=$5 input=$6 pidf=$7
+shift 7
 pargs=
 if [ "$props" != - ]; then
 	set -f; _ifs=$IFS; IFS=';'
@@ -45,18 +50,34 @@ if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
 	unitgone "$unit.scope"
 	run="systemd-run --scope --quiet --collect $pargs --unit=$unit --"
 fi
+# An asynchronous command's stdin is /dev/null before its redirections are
+# applied: the session's stdin goes through fd 3.
+if [ "$input" = 1 ]; then exec 3<&0; else exec 3</dev/null; fi
+mkdir -p -- "${pidf%/*}"
 $run setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c '
 	cd -- "$1" 2>/dev/null || { printf "slurmstepd: error: couldn\047t chdir to \140%s\047: No such file or directory: going to /tmp instead\n" "$1" >&2; cd /tmp || exit 1; }
 	shift
 	if env --default-signal true 2>/dev/null; then ds=--default-signal; else ds=; fi
 	exec env $ds -i "$@"
-' hora-task "$dir" "$@" </dev/null
-rc=$?
+' hora-task "$dir" "$@" <&3 3<&- &
+pid=$!
+exec 3<&-
+echo "$pid" > "$pidf.tmp" && mv -f -- "$pidf.tmp" "$pidf"
+wait "$pid"; rc=$?
+rm -f -- "$pidf"
 if [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ]; then
 	trap - "$((rc-128))" 2>/dev/null
 	kill -s "$((rc-128))" $$ 2>/dev/null
 fi
 exit "$rc"
+`
+
+// shSignalTask signals a running task by the pid its shell recorded: $1
+// the pid file, $2 the signal's name. Exit 3: not recorded (not started
+// yet, or ended).
+const shSignalTask = `
+[ -s "$1" ] || exit 3
+kill -s "$2" "$(cat -- "$1")" 2>/dev/null || exit 3
 `
 
 // RunTask runs one task of a step on spec.Node over the node's pooled
@@ -97,14 +118,26 @@ func (e *Executor) RunTask(ctx context.Context, spec nodes.TaskSpec, stdout, std
 	}
 	defer sess.Close()
 	sess.Stdout, sess.Stderr = stdout, stderr
+	input := "0"
+	if spec.Stdin != nil {
+		sess.Stdin, input = spec.Stdin, "1"
+	}
 	unit := taskUnit(spec)
+	pidf := path.Join(h.dir, "tasks", unit+".pid")
 	args := []string{strconv.FormatUint(uint64(spec.UID), 10), strconv.FormatUint(uint64(spec.GID), 10),
-		unit, scopeProps(nodes.LaunchSpec{CPUs: spec.CPUs, MemMB: spec.MemMB}), orRoot(spec.WorkDir)}
+		unit, scopeProps(nodes.LaunchSpec{CPUs: spec.CPUs, MemMB: spec.MemMB}), orRoot(spec.WorkDir), input, pidf}
 	args = append(append(args, env...), spec.Argv...)
 	done := make(chan error, 1)
 	go func() { done <- sess.Run(h.command(shTask, args)) }()
+	err = nil
+wait:
 	select {
 	case err = <-done:
+	case sig := <-spec.Signals:
+		if name := signame(sig); name != "" {
+			go h.signalTask(ctx, pidf, name)
+		}
+		goto wait
 	case <-ctx.Done():
 		// The task outlives the closed session unless its scope is
 		// killed: on a fresh context, bounded.
@@ -136,6 +169,31 @@ func signum(name string) nodes.Signum {
 	n := map[string]nodes.Signum{"ABRT": 6, "ALRM": 14, "FPE": 8, "HUP": 1, "ILL": 4, "INT": 2,
 		"KILL": 9, "PIPE": 13, "QUIT": 3, "SEGV": 11, "TERM": 15, "USR1": 10, "USR2": 12, "BUS": 7}[name]
 	return n
+}
+
+// signalTask delivers a signal to a running task in a session of its own.
+// A task whose pid is not recorded yet (its shell is starting it) is
+// tried again for a while; one that has ended is left alone.
+func (h *host) signalTask(ctx context.Context, pidf, name string) {
+	for try := 0; try < 50 && ctx.Err() == nil; try++ {
+		octx, cancel := h.e.opCtx(ctx)
+		r, err := h.run(octx, h.ops, false, shSignalTask, nil, pidf, name)
+		cancel()
+		if err == nil && r.code == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// signame is the name kill(1) takes for the signals a task may be sent
+// (Slurm forwards these), or "".
+func signame(n nodes.Signum) string {
+	return map[nodes.Signum]string{1: "HUP", 2: "INT", 3: "QUIT", 10: "USR1", 12: "USR2", 14: "ALRM", 15: "TERM",
+		18: "CONT", 19: "STOP", 20: "TSTP"}[n]
 }
 
 var _ nodes.TaskRunner = (*Executor)(nil)

@@ -102,3 +102,77 @@ func TestRunTaskInScope(t *testing.T) {
 	}
 	waitScope(t, h, unit, "")
 }
+
+// TestRunTaskStdinAndSignals: a task reads the stdin it is given (and
+// sees its end), a task without one reads /dev/null, and signals sent on
+// TaskSpec.Signals reach the task itself: USR1 is caught by its trap,
+// TERM kills it (reported as that signal), and INT, which a background
+// process of a non-interactive shell would ignore, kills it too.
+func TestRunTaskStdinAndSignals(t *testing.T) {
+	v := start(t, 1)
+	h := v.c.Hosts[0]
+	key := nodes.StepKey{Job: 11, Step: 0}
+	spec := func(task int, script string) nodes.TaskSpec {
+		return nodes.TaskSpec{Node: h.Name, Key: key, Task: task, UID: v.uid, GID: v.gid, WorkDir: v.out,
+			Env: []string{"PATH=/usr/bin:/bin"}, Argv: []string{"/bin/sh", "-c", script}}
+	}
+	s := spec(0, `wc -c; echo "first line: $(head -n1 /dev/null)"`)
+	s.Stdin = strings.NewReader(strings.Repeat("x", 100000) + "\n")
+	var out bytes.Buffer
+	if ex, err := v.e.RunTask(t.Context(), s, &out, io.Discard); err != nil || ex != (nodes.TaskExit{}) || !strings.HasPrefix(out.String(), "100001\n") {
+		t.Errorf("task with stdin: %+v %v %q", ex, err, out.String())
+	}
+	out.Reset()
+	if ex, err := v.e.RunTask(t.Context(), spec(1, `wc -c`), &out, io.Discard); err != nil || ex != (nodes.TaskExit{}) || out.String() != "0\n" {
+		t.Errorf("task without stdin: %+v %v %q", ex, err, out.String())
+	}
+
+	signalled := func(task int, script string, sigs ...nodes.Signum) (nodes.TaskExit, string) {
+		t.Helper()
+		s := spec(task, script)
+		ch := make(chan nodes.Signum, len(sigs))
+		s.Signals = ch
+		pr, pw := io.Pipe()
+		type res struct {
+			ex  nodes.TaskExit
+			err error
+		}
+		done := make(chan res, 1)
+		go func() {
+			ex, err := v.e.RunTask(t.Context(), s, pw, io.Discard)
+			pw.Close()
+			done <- res{ex, err}
+		}()
+		sc := bufio.NewScanner(pr)
+		if !sc.Scan() || sc.Text() != "ready" {
+			t.Fatalf("task %d did not get ready: %q", task, sc.Text())
+		}
+		for _, sig := range sigs {
+			ch <- sig
+		}
+		var rest []string
+		for sc.Scan() {
+			rest = append(rest, sc.Text())
+		}
+		select {
+		case r := <-done:
+			if r.err != nil {
+				t.Fatalf("task %d: %v", task, r.err)
+			}
+			return r.ex, strings.Join(rest, "\n")
+		case <-time.After(hang):
+			t.Fatalf("task %d did not end after its signals", task)
+		}
+		panic("unreachable")
+	}
+	ex, rest := signalled(2, `trap 'echo got USR1; exit 3' USR1; echo ready; while :; do sleep 0.05; done`, 10)
+	if ex != (nodes.TaskExit{Code: 3}) || rest != "got USR1" {
+		t.Errorf("USR1: %+v %q", ex, rest)
+	}
+	if ex, _ := signalled(3, `echo ready; exec sleep 600`, 15); ex != (nodes.TaskExit{Signal: 15}) {
+		t.Errorf("TERM: %+v", ex)
+	}
+	if ex, _ := signalled(4, `echo ready; exec sleep 600`, 2); ex != (nodes.TaskExit{Signal: 2}) {
+		t.Errorf("INT: %+v", ex)
+	}
+}

@@ -305,3 +305,41 @@ func TestPropTresRestoreKeepsAllocations(t *testing.T) {
 		}
 	})
 }
+
+// --exclusive=user: the job takes only the CPUs it asks for and shares its
+// node with jobs of its own user only, in both directions; plain
+// --exclusive still keeps the whole node from everyone.
+func TestTresExclusiveUser(t *testing.T) {
+	h := st.New(t, st.Cluster(2).Resources(4, 0).Partition("b", "batch").Config())
+	excl := func(id scheduler.JobID, user uint32) *st.JobBuilder {
+		return st.Job(id).Limit(100).User(user).Req(scheduler.Request{NTasks: 1, CPUsPerTask: 1, ExclusiveUser: true}).Run(100)
+	}
+	h.Submit(excl(1, 1000))                         // n0, one CPU
+	h.Submit(cpuJob(2, 1, 100).User(1000).Run(100)) // same user: beside it on n0
+	h.Submit(cpuJob(3, 1, 100).User(2000).Run(100)) // another user: not on n0, so n1
+	h.Submit(excl(4, 2000))                         // user 2000 asks for it: n1 beside job 3 (same user)
+	h.Submit(cpuJob(5, 1, 100).User(1000).Run(100)) // user 1000: n0 (n1 holds a user-exclusive job of 2000)
+	h.Submit(excl(6, 3000))                         // a third user: no node, waits
+	h.Submit(st.Job(7).Limit(100).User(1000).Req(scheduler.Request{NTasks: 1, CPUsPerTask: 1, Exclusive: true}).Run(100))
+	want := map[scheduler.JobID]string{1: "n0", 2: "n0", 3: "n1", 4: "n1", 5: "n0"}
+	if len(h.Starts) != len(want) {
+		t.Fatalf("started %+v, want jobs 1-5 only", h.Starts)
+	}
+	for _, s := range h.Starts {
+		if s.Nodes[0] != want[s.ID] {
+			t.Errorf("job %d on %s, want %s", s.ID, s.Nodes[0], want[s.ID])
+		}
+		if len(s.Alloc) != 1 || len(s.Alloc[0].CPUs) != 1 {
+			t.Errorf("job %d holds %+v, want one CPU", s.ID, s.Alloc)
+		}
+	}
+	// Once everything of other users has gone, the third user's job runs.
+	h.Advance(math.Inf(1))
+	started := map[scheduler.JobID]float64{}
+	for _, s := range h.Starts {
+		started[s.ID] = s.At
+	}
+	if started[6] != 100 || started[7] != 100 {
+		t.Errorf("starts %v: jobs 6 and 7 should start when the first wave ends", started)
+	}
+}

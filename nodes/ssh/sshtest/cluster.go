@@ -307,6 +307,16 @@ func (h *Host) StartSSHD() {
 	defer logf.Close()
 	h.log = logf.Name()
 	cmd := exec.Command("ip", "netns", "exec", h.NS, SSHD, "-D", "-e", "-f", h.cfg)
+	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err == nil {
+		// ip netns exec mounts a sysfs of the namespace over /sys, which
+		// hides the cgroup mounts below it: the host's cgroup v1 memory
+		// hierarchy is mounted again in sshd's mount namespace, so that
+		// the node sees it as a real node of this kernel would.
+		cmd = exec.Command("ip", "netns", "exec", h.NS, "/bin/sh", "-c",
+			`mount -t tmpfs -o mode=0755 cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/memory &&
+mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory || exit 1
+exec "$@"`, "sshtest-sshd", SSHD, "-D", "-e", "-f", h.cfg)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,110 @@
+package ssh
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path"
+	"time"
+
+	"hora/nodes"
+)
+
+// Callbacks: a program of a job on an SSH node (srun inside a batch
+// script) reaches horad through a Unix socket on the node that sshd
+// forwards to horad over the node's pooled connection
+// (streamlocal-forward@openssh.com, what `ssh -R /path:...` asks for).
+// The socket is world-connectable: who may do what is decided by horad
+// from the step key the request carries (docs/steps.md), since the
+// forwarded connection has no peer credentials horad could trust.
+
+var _ nodes.Callbacker = (*Executor)(nil)
+
+// CallbackPath is the socket on node through which its jobs reach horad.
+func (e *Executor) CallbackPath(node string) string {
+	h := e.hosts[node]
+	if h == nil {
+		return ""
+	}
+	return path.Join(h.dir, "horad.sock")
+}
+
+// ServeCallbacks keeps the callback socket of every node forwarded while
+// the Executor is open, and hands each connection made to it to accept,
+// with the node's name. After a connection to the node drops, the socket
+// is forwarded again on the next one.
+func (e *Executor) ServeCallbacks(accept func(node string, c net.Conn)) error {
+	for _, h := range e.hosts {
+		if p := e.CallbackPath(h.node.Name); len(p) > 107 {
+			return fmt.Errorf("ssh executor: callback socket %s: longer than a Unix socket path may be (107 bytes); shorten [ssh] state_dir", p)
+		}
+	}
+	for _, h := range e.hosts {
+		e.wg.Add(1)
+		go h.forwardLoop(accept)
+	}
+	return nil
+}
+
+// forwardLoop forwards the node's callback socket on each connection in
+// turn.
+func (h *host) forwardLoop(accept func(node string, c net.Conn)) {
+	defer h.e.wg.Done()
+	sock := h.e.CallbackPath(h.node.Name)
+	for {
+		if err := h.forwardOnce(sock, accept); err != nil {
+			h.e.log.Debug("callback socket", "node", h.node.Name, "err", err)
+		}
+		select {
+		case <-h.e.done:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// forwardOnce removes a stale socket (sshd does not replace one: its
+// StreamLocalBindUnlink is off by default), asks sshd to listen on the
+// path, opens the socket to every user and accepts until the connection
+// ends.
+func (h *host) forwardOnce(sock string, accept func(node string, c net.Conn)) error {
+	ctx, cancel := h.e.opCtx(h.e.ctx)
+	c, err := h.conn(ctx, false)
+	if err == nil {
+		_, err = h.runChecked(ctx, `mkdir -p -- "$(dirname -- "$1")" && rm -f -- "$1"`, sock)
+	}
+	cancel()
+	if err != nil {
+		return err
+	}
+	l, err := c.ListenUnix(sock)
+	if err != nil {
+		return fmt.Errorf("forwarding %s: %w", sock, err)
+	}
+	defer l.Close()
+	stop := context.AfterFunc(h.e.ctx, func() { l.Close() })
+	defer stop()
+	ctx, cancel = h.e.opCtx(h.e.ctx)
+	_, err = h.runChecked(ctx, `chmod 0666 -- "$1"`, sock)
+	cancel()
+	if err != nil {
+		return err
+	}
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			return err
+		}
+		go accept(h.node.Name, conn)
+	}
+}
+
+// runChecked runs script on the node and turns a non-zero exit into an
+// error carrying its stderr.
+func (h *host) runChecked(ctx context.Context, script string, args ...string) (result, error) {
+	r, err := h.run(ctx, h.ops, false, script, nil, args...)
+	if err == nil && r.code != 0 {
+		err = fmt.Errorf("node %s: exit %d: %s", h.node.Name, r.code, lastLine(string(r.errs)))
+	}
+	return r, err
+}
