@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +17,10 @@ import (
 
 // Filter selects jobs for Jobs; its conditions are ANDed.
 type Filter struct {
-	Active bool    // only jobs not in a final state
-	Since  int64   // only jobs not ended before this Unix time (sacct -S): end_time 0 or >= Since
-	IDs    []int64 // only these ids (nil = any)
+	Active bool     // only jobs not in a final state
+	Since  int64    // only jobs not ended before this Unix time (sacct -S): end_time 0 or >= Since
+	IDs    []int64  // only these ids (nil = any)
+	UIDs   []uint32 // only jobs of these owners (nil = any): sacct -u over a long history
 }
 
 // metaNextJobID is the meta key of the next id to allocate. It only grows, and
@@ -185,9 +187,10 @@ const jobColumns = `id, uid, gid, user_name, group_name, state, reason, priority
 	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs, alloc, max_rss_kb, total_cpu_ms,
 	array_job_id, array_task_id`
 
-// sqlPutJob inserts or replaces a job's row.
-const sqlPutJob = `INSERT INTO jobs (` + jobColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+// sqlPutJob inserts or replaces a job's row, its columns and its record
+// (record.go) together.
+const sqlPutJob = `INSERT INTO jobs (` + jobColumns + `, rec)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	uid = excluded.uid, gid = excluded.gid, user_name = excluded.user_name,
 	group_name = excluded.group_name, state = excluded.state, reason = excluded.reason,
@@ -199,7 +202,7 @@ ON CONFLICT (id) DO UPDATE SET
 	stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, spec = excluded.spec,
 	suspend_time = excluded.suspend_time, suspended_secs = excluded.suspended_secs,
 	alloc = excluded.alloc, max_rss_kb = excluded.max_rss_kb, total_cpu_ms = excluded.total_cpu_ms,
-	array_job_id = excluded.array_job_id, array_task_id = excluded.array_task_id`
+	array_job_id = excluded.array_job_id, array_task_id = excluded.array_task_id, rec = excluded.rec`
 
 // putJob writes a job's row and the steps that differ from oldSteps.
 func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) error {
@@ -224,7 +227,8 @@ func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) err
 		j.ID, j.UID, j.GID, j.User, j.Group, string(j.State), j.Reason, j.Priority, j.Spec.Partition,
 		j.Spec.Name, j.SubmitTime, j.EligibleTime, j.StartTime, j.EndTime, j.ExitCode, j.Signal,
 		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, string(spec),
-		j.SuspendTime, j.SuspendedSecs, string(alloc), j.MaxRSSKB, j.TotalCPUMs, j.ArrayJobID, j.ArrayTaskID)
+		j.SuspendTime, j.SuspendedSecs, string(alloc), j.MaxRSSKB, j.TotalCPUMs, j.ArrayJobID, j.ArrayTaskID,
+		encodeRecord(nil, j))
 	if err != nil {
 		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
@@ -288,12 +292,65 @@ func loadJob(ctx context.Context, q querier, id int64) (api.Job, error) {
 // queryJobs reads the jobs selected by where (over the jobs table) with their
 // steps, ordered by id.
 func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api.Job, error) {
+	return queryJobsSized(ctx, q, 0, where, args...)
+}
+
+// queryJobsSized is queryJobs with room for size jobs made at once: growing
+// a slice of 100,000 jobs by appends copied it a dozen times (a fifth of
+// recovery's CPU).
+func queryJobsSized(ctx context.Context, q querier, size int, where string, args ...any) ([]api.Job, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, rec FROM jobs `+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Job, 0, size)
+	var old []int64 // rows written before migration 9, without a record
+	for rows.Next() {
+		var id int64
+		var rec sql.RawBytes
+		if err := rows.Scan(&id, &rec); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if rec == nil {
+			old = append(old, id)
+			continue
+		}
+		out = append(out, api.Job{})
+		if err := decodeRecord(string(rec), &out[len(out)-1]); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("job %d: %w", id, err)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(old) > 0 {
+		ids, err := json.Marshal(old)
+		if err != nil {
+			return nil, err
+		}
+		cols, err := scanColumns(ctx, q, `WHERE id IN (SELECT value FROM json_each(?))`, string(ids))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cols...)
+		sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	}
+	return withSteps(ctx, q, out, where, args...)
+}
+
+// scanColumns reads jobs from their columns, as rows without a record (rec
+// NULL, written before migration 9) must be read; without their steps.
+func scanColumns(ctx context.Context, q querier, where string, args ...any) ([]api.Job, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
 	var out []api.Job
-	byID := map[int64]int{}
 	for rows.Next() {
 		var j api.Job
 		var state, nodes, spec, alloc string
@@ -323,19 +380,21 @@ func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api
 				return nil, fmt.Errorf("job %d: alloc: %w", j.ID, err)
 			}
 		}
-		byID[j.ID] = len(out)
 		out = append(out, j)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
+	return out, rows.Err()
+}
+
+// withSteps adds their steps to out, the jobs where selects, and finishes
+// them as every reader returns them.
+func withSteps(ctx context.Context, q querier, out []api.Job, where string, args ...any) ([]api.Job, error) {
 	if len(out) == 0 {
 		return nil, nil
 	}
-	rows, err = q.QueryContext(ctx, `SELECT job_id, idx, node, state, chunk_offset, chunk_size,
+	rows, err := q.QueryContext(ctx, `SELECT job_id, idx, node, state, chunk_offset, chunk_size,
 	start_time, end_time, exit_code, signal, name, ntasks, cpus
 FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, idx`, args...)
 	if err != nil {
@@ -351,7 +410,8 @@ FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, 
 			return nil, err
 		}
 		st.State = api.JobState(state)
-		if i, ok := byID[id]; ok {
+		// out is ordered by id.
+		if i := sort.Search(len(out), func(i int) bool { return out[i].ID >= id }); i < len(out) && out[i].ID == id {
 			out[i].Steps = append(out[i].Steps, st)
 		}
 	}
@@ -406,6 +466,14 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 		conds = append(conds, `(end_time = 0 OR end_time >= ?)`)
 		args = append(args, f.Since)
 	}
+	if f.UIDs != nil {
+		uids, err := json.Marshal(f.UIDs)
+		if err != nil {
+			return nil, err
+		}
+		conds = append(conds, `uid IN (SELECT value FROM json_each(?))`)
+		args = append(args, string(uids))
+	}
 	if f.IDs != nil {
 		// One JSON parameter, not one '?' per id: a long scancel list
 		// cannot hit SQLite's limit on bound variables.
@@ -424,7 +492,11 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 	var out []api.Job
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		if out, err = queryJobs(ctx, tx, where, args...); err != nil {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs `+where, args...).Scan(&n); err != nil {
+			return err
+		}
+		if out, err = queryJobsSized(ctx, tx, n, where, args...); err != nil {
 			return err
 		}
 		out, err = lazyTasks(ctx, tx, f, out)
