@@ -279,7 +279,13 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	out := &api.JobsResponse{Jobs: []api.Job{}}
 	if history {
 		since, _ := strconv.ParseInt(q.Get("since"), 10, 64)
-		stored, err := c.st.Jobs(ctx, store.Filter{IDs: ids, Since: since})
+		f := store.Filter{IDs: ids, Since: since}
+		if len(uids) > 0 {
+			// Read only the users' jobs (jobs(uid, end_time)), not
+			// everyone's over the period: sacct -u over a long history.
+			f.UIDs = uids
+		}
+		stored, err := c.st.Jobs(ctx, f)
 		if err != nil {
 			return nil, err
 		}

@@ -1,15 +1,18 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hora/api"
@@ -291,19 +294,22 @@ func loadJob(ctx context.Context, q querier, id int64) (api.Job, error) {
 
 // queryJobs reads the jobs selected by where (over the jobs table) with their
 // steps, ordered by id.
+//
+// The SQL has no ORDER BY: with one, SQLite walks the whole table in id
+// order rather than the index of the condition (recovery over a million
+// finished jobs read all of them to keep the recent ones). The (id,
+// record) pairs are sorted here instead, and the records, all read, are
+// decoded on every CPU.
 func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api.Job, error) {
-	return queryJobsSized(ctx, q, 0, where, args...)
-}
-
-// queryJobsSized is queryJobs with room for size jobs made at once: growing
-// a slice of 100,000 jobs by appends copied it a dozen times (a fifth of
-// recovery's CPU).
-func queryJobsSized(ctx context.Context, q querier, size int, where string, args ...any) ([]api.Job, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, rec FROM jobs `+where+` ORDER BY id`, args...)
+	rows, err := q.QueryContext(ctx, `SELECT id, rec FROM jobs `+where, args...)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]api.Job, 0, size)
+	type raw struct {
+		id  int64
+		rec string
+	}
+	var recs []raw
 	var old []int64 // rows written before migration 9, without a record
 	for rows.Next() {
 		var id int64
@@ -316,16 +322,25 @@ func queryJobsSized(ctx context.Context, q querier, size int, where string, args
 			old = append(old, id)
 			continue
 		}
-		out = append(out, api.Job{})
-		if err := decodeRecord(string(rec), &out[len(out)-1]); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("job %d: %w", id, err)
-		}
+		recs = append(recs, raw{id, string(rec)})
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
 	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if !slices.IsSortedFunc(recs, func(a, b raw) int { return cmp.Compare(a.id, b.id) }) {
+		slices.SortFunc(recs, func(a, b raw) int { return cmp.Compare(a.id, b.id) })
+	}
+	out := make([]api.Job, len(recs))
+	err = parallel(len(recs), func(i int) error {
+		if err := decodeRecord(recs[i].rec, &out[i]); err != nil {
+			return fmt.Errorf("job %d: %w", recs[i].id, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if len(old) > 0 {
@@ -341,6 +356,41 @@ func queryJobsSized(ctx context.Context, q querier, size int, where string, args
 		sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	}
 	return withSteps(ctx, q, out, where, args...)
+}
+
+// parallel runs fn(0..n-1) on GOMAXPROCS goroutines, in contiguous ranges,
+// and returns the error of the lowest failing index, as a loop would.
+func parallel(n int, fn func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), n/1024+1)
+	if workers <= 1 {
+		for i := range n {
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w * n / workers; i < (w+1)*n/workers; i++ {
+				if err := fn(i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scanColumns reads jobs from their columns, as rows without a record (rec
@@ -462,17 +512,28 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 	if f.Active {
 		conds = append(conds, `state IN (`+activeStates()+`)`)
 	}
-	if f.Since != 0 {
-		conds = append(conds, `(end_time = 0 OR end_time >= ?)`)
-		args = append(args, f.Since)
-	}
+	var uids string
 	if f.UIDs != nil {
-		uids, err := json.Marshal(f.UIDs)
+		b, err := json.Marshal(f.UIDs)
 		if err != nil {
 			return nil, err
 		}
+		uids = string(b)
+	}
+	switch {
+	case f.Since != 0 && f.UIDs != nil:
+		// Spelled so that both halves search jobs(uid, end_time): given
+		// as one AND of an OR, SQLite takes jobs(end_time) and reads every
+		// user's jobs of the period (sacct -u over a million jobs).
+		conds = append(conds, `id IN (SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time = 0
+	UNION ALL SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time >= ?)`)
+		args = append(args, uids, uids, f.Since)
+	case f.Since != 0:
+		conds = append(conds, `(end_time = 0 OR end_time >= ?)`)
+		args = append(args, f.Since)
+	case f.UIDs != nil:
 		conds = append(conds, `uid IN (SELECT value FROM json_each(?))`)
-		args = append(args, string(uids))
+		args = append(args, uids)
 	}
 	if f.IDs != nil {
 		// One JSON parameter, not one '?' per id: a long scancel list
@@ -492,11 +553,7 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 	var out []api.Job
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs `+where, args...).Scan(&n); err != nil {
-			return err
-		}
-		if out, err = queryJobsSized(ctx, tx, n, where, args...); err != nil {
+		if out, err = queryJobs(ctx, tx, where, args...); err != nil {
 			return err
 		}
 		out, err = lazyTasks(ctx, tx, f, out)

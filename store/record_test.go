@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,11 +131,26 @@ func TestPropertyRecordEqualsColumns(t *testing.T) {
 				rt.Fatal(err)
 			}
 		}
-		filters := []Filter{{}, {Active: true}, {Since: 1_700_000_500}}
+		since := rapid.Int64Range(1_700_000_000, 1_700_004_000).Draw(rt, "since")
+		filters := []Filter{{}, {Active: true}, {Since: since}, {UIDs: []uint32{1}},
+			{UIDs: []uint32{0, 2}, Since: since}, {UIDs: []uint32{}}}
 		records := make([][]api.Job, len(filters))
 		for i, f := range filters {
 			if records[i], err = s.Jobs(ctx, f); err != nil {
 				rt.Fatal(err)
+			}
+		}
+		// Each filter selects what it says from all the jobs.
+		for i, f := range filters[1:] {
+			var want []api.Job
+			for _, j := range records[0] {
+				if (!f.Active || !j.State.Finished()) && (f.Since == 0 || j.EndTime == 0 || j.EndTime >= f.Since) &&
+					(f.UIDs == nil || slices.Contains(f.UIDs, j.UID)) {
+					want = append(want, j)
+				}
+			}
+			if !reflect.DeepEqual(records[i+1], want) {
+				rt.Fatalf("filter %+v:\ngot  %+v\nwant %+v", f, records[i+1], want)
 			}
 		}
 		var columns []api.Job
