@@ -239,6 +239,16 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		}
 		return c.present(who, *j, full)
 	}
+	// add appends j shown, presented in place: a job is copied once, not
+	// twice (squeue over 100,000 jobs).
+	add := func(dst *[]api.Job, j *api.Job) {
+		if brief {
+			*dst = append(*dst, api.BriefJob(j))
+			return
+		}
+		*dst = append(*dst, *j)
+		c.presentIn(who, &(*dst)[len(*dst)-1], full)
+	}
 	keep := func(j *api.Job) bool {
 		// An array's id names all its tasks, as in Slurm.
 		if len(ids) > 0 && !slices.Contains(ids, j.ID) && (j.ArrayJobID == 0 || !slices.Contains(ids, j.ArrayJobID)) {
@@ -350,7 +360,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			out.Jobs = append(out.Jobs, row)
 			continue
 		}
-		out.Jobs = append(out.Jobs, show(view))
+		add(&out.Jobs, view)
 	}
 	return out, nil
 }
@@ -362,6 +372,12 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 // encoded after c.mu is released, while a chunk's end may write the job's
 // own slice. Caller holds c.mu.
 func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
+	c.presentIn(who, &j, full)
+	return j
+}
+
+// presentIn is present on a copy the caller owns.
+func (c *Controller) presentIn(who *Caller, j *api.Job, full bool) {
 	if j.State == api.StatePending && j.Reason != "JobHeldUser" && j.Reason != "JobHeldAdmin" {
 		if r := c.eng.Reason(schedID(j.ID)); r != "" {
 			j.Reason = r
@@ -388,8 +404,10 @@ func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
 	if !full || (who.UID != j.UID && !c.operators[who.UID]) {
 		j.Spec.Script, j.Spec.Env = "", nil
 	}
-	if lj := c.jobs[j.ID]; lj != nil && j.State == api.StatePending {
-		j.Dependency = c.dependencyText(lj)
+	if j.State == api.StatePending {
+		if lj := c.jobs[j.ID]; lj != nil {
+			j.Dependency = c.dependencyText(lj)
+		}
 	}
 	if j.ArrayJobID != 0 {
 		j.ArrayThrottle = c.arrayThrottle(j.ArrayJobID)
@@ -397,7 +415,6 @@ func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
 	if len(j.Steps) > 0 {
 		j.Steps = slices.Clone(j.Steps)
 	}
-	return j
 }
 
 func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (any, error) {

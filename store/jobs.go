@@ -149,7 +149,7 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 			ev := &evs[i]
 			t := jobs[ev.JobID]
 			if t == nil {
-				before, err := loadJob(ctx, tx, ev.JobID)
+				before, err := loadJob(ctx, ptx, ev.JobID)
 				if errors.Is(err, ErrNotFound) {
 					// A task of an array gets its row with its first event.
 					before, err = materialize(ctx, tx, ptx, ev.JobID, arrays)
@@ -281,8 +281,20 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
+// whereID selects one job; its queries are prepared (hotStatements), as
+// Append loads every job it advances.
+const whereID = `WHERE id = ?`
+
+const (
+	sqlJobRecords  = `SELECT id, rec FROM jobs `
+	sqlStepColumns = `SELECT job_id, idx, node, state, chunk_offset, chunk_size,
+	start_time, end_time, exit_code, signal, name, ntasks, cpus
+FROM job_steps `
+	sqlJobSteps = sqlStepColumns + `WHERE job_id = ? ORDER BY idx`
+)
+
 func loadJob(ctx context.Context, q querier, id int64) (api.Job, error) {
-	js, err := queryJobs(ctx, q, `WHERE id = ?`, id)
+	js, err := queryJobs(ctx, q, whereID, id)
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -301,7 +313,7 @@ func loadJob(ctx context.Context, q querier, id int64) (api.Job, error) {
 // record) pairs are sorted here instead, and the records, all read, are
 // decoded on every CPU.
 func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api.Job, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, rec FROM jobs `+where, args...)
+	rows, err := q.QueryContext(ctx, sqlJobRecords+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -444,9 +456,11 @@ func withSteps(ctx context.Context, q querier, out []api.Job, where string, args
 	if len(out) == 0 {
 		return nil, nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT job_id, idx, node, state, chunk_offset, chunk_size,
-	start_time, end_time, exit_code, signal, name, ntasks, cpus
-FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, idx`, args...)
+	query := sqlStepColumns + `WHERE job_id IN (SELECT id FROM jobs ` + where + `) ORDER BY job_id, idx`
+	if where == whereID {
+		query = sqlJobSteps
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
