@@ -126,8 +126,21 @@ func nextJobID(ctx context.Context, tx execer) (int64, error) {
 // uses. Events with Time 0 get the current time. Submit events go through
 // Submit, which allocates the id.
 func (s *Store) Append(ctx context.Context, evs ...Event) error {
+	wait, err := s.AppendQueued(ctx, evs...)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// AppendQueued is Append in two halves, as SubmitQueued is Submit: it queues
+// the write and returns at once; wait blocks until the events are durable
+// (or not). Appends queued one after another commit in that order, and
+// those queued together share a commit: horad records a whole pass's
+// starts with one fsync instead of one each.
+func (s *Store) AppendQueued(ctx context.Context, evs ...Event) (wait func() error, err error) {
 	if len(evs) == 0 {
-		return nil
+		return func() error { return nil }, nil
 	}
 	now := time.Now().Unix()
 	evs = slices.Clone(evs)
@@ -136,10 +149,10 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 			evs[i].Time = now
 		}
 		if evs[i].Kind == KindSubmit {
-			return &EventError{JobID: evs[i].JobID, Kind: KindSubmit, Msg: "use Submit, which allocates the id"}
+			return nil, &EventError{JobID: evs[i].JobID, Kind: KindSubmit, Msg: "use Submit, which allocates the id"}
 		}
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	req, err := s.enqueue(ctx, func(tx *sql.Tx) error {
 		type touched struct{ before, after api.Job }
 		jobs := map[int64]*touched{}
 		arrays := map[int64]*arrayRec{} // read once per call, for lazy tasks
@@ -182,6 +195,10 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return s.wait(ctx, req) }, nil
 }
 
 // jobColumns are the jobs columns in the order scanJob reads them.
