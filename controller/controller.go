@@ -260,6 +260,11 @@ func (c *Controller) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(c.jobs) == 0 {
+		// Sized at once: growing a map to 100,000 jobs rehashed it a dozen times.
+		c.jobs = make(map[int64]*job, len(all))
+		c.ids = make([]int64, 0, len(all))
+	}
 	next, err := c.st.GetMeta(ctx, "next_job_id")
 	if err != nil {
 		return err

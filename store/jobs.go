@@ -473,9 +473,28 @@ func withSteps(ctx context.Context, q querier, out []api.Job, where string, args
 	if len(out) == 0 {
 		return nil, nil
 	}
-	query := sqlStepColumns + `WHERE job_id IN (SELECT id FROM jobs ` + where + `) ORDER BY job_id, idx`
-	if where == whereID {
-		query = sqlJobSteps
+	query := sqlJobSteps
+	if where != whereID {
+		// Only a job that has run has steps: the fold adds steps to a
+		// running job only, and a requeue (back to PENDING) drops them. So
+		// the steps of the others are read by id, not through the whole
+		// selection again (100,000 ids in a temporary b-tree at recovery,
+		// to find that pending jobs have none).
+		var ran []int64
+		for i := range out {
+			if out[i].State != api.StatePending {
+				ran = append(ran, out[i].ID)
+			}
+		}
+		if len(ran) == 0 {
+			return finish(ctx, q, out)
+		}
+		ids, err := json.Marshal(ran)
+		if err != nil {
+			return nil, err
+		}
+		query = sqlStepColumns + `WHERE job_id IN (SELECT value FROM json_each(?)) ORDER BY job_id, idx`
+		args = []any{string(ids)}
 	}
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -499,6 +518,11 @@ func withSteps(ctx context.Context, q querier, out []api.Job, where string, args
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	return finish(ctx, q, out)
+}
+
+// finish gives array tasks their array's spec and makes every job canonical.
+func finish(ctx context.Context, q querier, out []api.Job) ([]api.Job, error) {
 	if err := shareArraySpecs(ctx, q, out); err != nil {
 		return nil, err
 	}
