@@ -91,7 +91,7 @@ rpm:
 # hora.toml.5 from config.Keys, horad.8 from horad's flags (tests fail when
 # they are stale). `make man` runs it too.
 man-server:
-	$(GO) test -count=1 -run '^TestManPage$$' ./config ./cmd/horad -update
+	$(GO) test -count=1 -run '^TestManPages?$$' ./config ./cmd/horad ./replay -update
 
 # Installs the packages into a clean Debian root booted with systemd and
 # runs an admin's life cycle on them (scripts/package-test.sh). Slow, needs

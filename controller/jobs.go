@@ -599,7 +599,7 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	for _, kv := range j.Spec.Env {
 		// the job's own SLURM_* values are set below; stale ones from the
 		// submit environment (a job submitted from inside a job) must not win
-		if !strings.HasPrefix(kv, "SLURM_JOB") {
+		if !strings.HasPrefix(kv, "SLURM_JOB") && !(j.Spec.OpenAppend && strings.HasPrefix(kv, "SLURM_OPEN_MODE=")) {
 			env = append(env, kv)
 		}
 	}
@@ -617,6 +617,12 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	set("SLURM_JOB_GID", strconv.Itoa(int(j.GID)))
 	set("SLURM_JOB_GROUP", j.Group)
 	set("SLURM_JOB_PARTITION", j.Spec.Partition)
+	if j.Spec.OpenAppend {
+		// sbatch --open-mode=append propagates to the job's steps: srun
+		// reads SLURM_OPEN_MODE (as Slurm's sbatch sets it, "a"), so a
+		// step writing into the batch's own output file appends to it.
+		set("SLURM_OPEN_MODE", "a")
+	}
 	if j.Spec.RTFrame > 0 {
 		// A periodic real-time job learns its contract; the node
 		// enforcement puts it in the RT class (docs/mix.md).

@@ -142,7 +142,17 @@ func variantsOf(policies, admissions, strategies []string) []Variant {
 // one log or generated workload, side by side; it returns the exit status.
 func CompareMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	status := 0
-	app := &cli.App{
+	app := compareApp(ctx, stdout, stderr, &status)
+	if err := app.RunContext(ctx, append([]string{"hora compare"}, normalize(args)...)); err != nil {
+		fmt.Fprintf(stderr, "hora compare: %v\n", err)
+		return 2
+	}
+	return status
+}
+
+// compareApp is the command's cli.App; its man page is built from it too.
+func compareApp(ctx context.Context, stdout, stderr io.Writer, status *int) *cli.App {
+	return &cli.App{
 		Name:      "hora compare",
 		Usage:     "run several policies on one workload in simulated time and put them side by side",
 		UsageText: "hora compare --policies easy,fcfs [flags] [LOG.swf[.gz]]\n   hora compare --synthetic castillo-ch3 --strategy min-lip,lact --loads 0.2,0.6,1.0",
@@ -169,19 +179,14 @@ func CompareMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			switch {
 			case errors.As(err, &ue):
 				fmt.Fprintf(stderr, "hora compare: %v\n", err)
-				status = 2
+				*status = 2
 			case err != nil:
 				fmt.Fprintf(stderr, "hora compare: %v\n", err)
-				status = 1
+				*status = 1
 			}
 			return nil
 		},
 	}
-	if err := app.RunContext(ctx, append([]string{"hora compare"}, normalize(args)...)); err != nil {
-		fmt.Fprintf(stderr, "hora compare: %v\n", err)
-		return 2
-	}
-	return status
 }
 
 func compare(ctx context.Context, c *cli.Context, stdout io.Writer) error {

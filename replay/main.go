@@ -55,7 +55,17 @@ func normalize(args []string) []string {
 // Main is `hora replay [flags] [LOG.swf[.gz]]`; it returns the exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	status := 0
-	app := &cli.App{
+	app := replayApp(ctx, stdout, stderr, &status)
+	if err := app.RunContext(ctx, append([]string{"hora replay"}, normalize(args)...)); err != nil {
+		fmt.Fprintf(stderr, "hora replay: %v\n", err)
+		return 2
+	}
+	return status
+}
+
+// replayApp is the command's cli.App; its man page is built from it too.
+func replayApp(ctx context.Context, stdout, stderr io.Writer, status *int) *cli.App {
+	return &cli.App{
 		Name:      "hora replay",
 		Usage:     "replay an SWF workload log through hora's scheduler in simulated time",
 		UsageText: "hora replay [flags] [LOG.swf[.gz]]   (no LOG or - reads standard input)",
@@ -94,19 +104,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			switch {
 			case errors.As(err, &ue):
 				fmt.Fprintf(stderr, "hora replay: %v\n", err)
-				status = 2
+				*status = 2
 			case err != nil:
 				fmt.Fprintf(stderr, "hora replay: %v\n", err)
-				status = 1
+				*status = 1
 			}
 			return nil
 		},
 	}
-	if err := app.RunContext(ctx, append([]string{"hora replay"}, normalize(args)...)); err != nil {
-		fmt.Fprintf(stderr, "hora replay: %v\n", err)
-		return 2
-	}
-	return status
 }
 
 type usageError struct{ error }

@@ -81,6 +81,10 @@ var qsubOptionLetters = map[string]string{
 	FlavourTorque:  "a:A:b:c:C:d:D:e:fhIj:J:k:K:l:m:M:nN:o:p:P:q:r:S:t:T:u:v:Vw:W:xXzF:L:",
 }
 
+// QsubOptions is qsub's getopt table in a flavour (its man page is built
+// from it).
+func QsubOptions(flavour string) []Opt { return qsubOpts(flavour) }
+
 func qsubOpts(flavour string) []Opt {
 	var o []Opt
 	spec := qsubOptionLetters[flavour]
@@ -94,6 +98,9 @@ func qsubOpts(flavour string) []Opt {
 	}
 	return o
 }
+
+// QsubUsage is qsub's usage text in a flavour.
+func QsubUsage(flavour string) string { return qsubUsage(flavour) }
 
 // qsubUsage is the usage text each flavour prints after a bad option.
 func qsubUsage(flavour string) string {

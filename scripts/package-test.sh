@@ -278,3 +278,26 @@ rpm --root "$rr" -q hora-client hora-server hora-node >/dev/null || fail "rpm -q
 rpm --root "$rr" -V --nodeps hora-client hora-server || fail "rpm -V"
 say "  ok: rpm --root installs and verifies $(rpm --root "$rr" -qa | sort | tr '\n' ' ')"
 say "PASS"
+
+# --- the .rpm with its scripts, where systemd does not run --------------------
+# rpm runs the scriptlets chrooted into the root: %post must say why horad
+# is not started and succeed; an upgrade (%postun with 1) and the removal
+# (%preun and %postun with 0) must succeed and keep an edited conffile as
+# .rpmsave. The systemd branch of the scriptlets runs the same systemctl
+# calls as the .deb's maintainer scripts, which the booted root above runs.
+say "rpm with scriptlets (chroot, no systemd)"
+sr=$work/rpmscripts
+cp -a "$base" "$sr"
+rpm --root "$sr" --initdb
+out=$(rpm --root "$sr" -i --nodeps "$work"/v1/hora-client-*.rpm "$work"/v1/hora-server-*.rpm "$work"/v1/hora-node-*.rpm 2>&1) ||
+	fail "rpm -i with scriptlets: $out"
+grep -q "systemd is not running here" <<<"$out" || fail "rpm %post does not say why horad was not started: $out"
+[ -x "$sr/usr/sbin/horad" ] && [ -L "$sr/usr/bin/squeue" ] || fail "rpm with scriptlets: files missing"
+echo "# edited by the admin" >>"$sr/etc/hora/hora.toml"
+out=$(rpm --root "$sr" -U --nodeps --replacepkgs "$work"/v1/hora-server-*.rpm 2>&1) || fail "rpm -U (reinstall) with scriptlets: $out"
+grep -q "edited by the admin" "$sr/etc/hora/hora.toml" || fail "rpm -U replaced the edited conffile"
+out=$(rpm --root "$sr" -e hora-node hora-server hora-client 2>&1) || fail "rpm -e with scriptlets: $out"
+[ ! -e "$sr/usr/sbin/horad" ] && [ ! -e "$sr/usr/bin/squeue" ] || fail "rpm -e left the binaries"
+[ -f "$sr/etc/hora/hora.toml.rpmsave" ] || fail "rpm -e did not keep the edited conffile as hora.toml.rpmsave"
+say "  ok: %post says why horad is not started; reinstall keeps the edited conffile; rpm -e runs %preun/%postun and keeps hora.toml.rpmsave"
+rm -rf "$sr"

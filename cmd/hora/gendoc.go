@@ -73,6 +73,14 @@ func generatedDocs() (map[string][]byte, error) {
 		files["man/"+t.name+".1"] = gendoc.Roff(page)
 		comps = append(comps, comp)
 	}
+	for _, d := range pbsDocs() {
+		page, comp, err := pbsPage(d)
+		if err != nil {
+			return nil, err
+		}
+		files["man/"+d.name+".1"] = gendoc.Roff(page)
+		comps = append(comps, comp)
+	}
 	files["man/hora.1"] = gendoc.Roff(horaPage())
 	files["contrib/completions/hora.bash"] = gendoc.Bash(comps)
 	files["contrib/completions/_hora"] = gendoc.Zsh(comps)
@@ -345,14 +353,24 @@ func firstWords(text string, n int) string {
 
 var manCommands = []string{"hora", "sacct", "salloc", "sbatch", "scancel", "scontrol", "sinfo", "squeue", "srun"}
 
+var pbsManCommands = []string{"hora", "pbsnodes", "qalter", "qdel", "qhold", "qrerun", "qrls", "qselect", "qsig", "qstat", "qsub", "sbatch", "squeue"}
+
 func seeAlso(self string) string {
 	var refs []string
-	for _, n := range manCommands {
+	list := manCommands
+	if self[0] == 'q' || self == "pbsnodes" {
+		list = pbsManCommands
+	}
+	for _, n := range list {
 		if n != self {
 			refs = append(refs, "*"+n+"*(1)")
 		}
 	}
-	return strings.Join(refs, ", ") + ", *horad*(8), *hora.toml*(5)"
+	refs = append(refs, "*horad*(8), *hora.toml*(5)")
+	if self == "hora" {
+		refs = append(refs, "*qsub*(1), *qstat*(1), *pbsnodes*(1), *hora-replay*(1)")
+	}
+	return strings.Join(refs, ", ")
 }
 
 // horaPage is hora.1: the binary, its command names and its own verbs.
@@ -400,7 +418,7 @@ func verbDocs() map[string]string {
 		"stats":   "Prints horad's numbers: jobs by state, nodes down, the last scheduling pass; *--prometheus* prints them in the Prometheus text format.",
 	}
 	for _, n := range []string{"qsub", "qstat", "qdel", "qhold", "qrls", "qsig", "qselect", "qrerun", "qalter", "pbsnodes"} {
-		m[n] = "The PBS command, also installed as *" + n + "*, with the texts and layouts of OpenPBS or Torque as *hora.toml*(5) [pbs] flavour says; described in hora's docs/pbs.md."
+		m[n] = "The PBS command, also installed as *" + n + "*, with the texts and layouts of OpenPBS or Torque as *hora.toml*(5) [pbs] flavour says; see *" + n + "*(1)."
 	}
 	return m
 }

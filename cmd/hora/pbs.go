@@ -209,18 +209,7 @@ func qsubSubmitError(s *pbsSession, err error) string {
 // each acted on in turn; a failure is reported per id and the exit status
 // is the last PBS error number (truncated), as the PBS clients do.
 func pbsControl(ctx context.Context, env *Env, args []string, prog string) int {
-	var opts []sbatch.Opt
-	switch prog {
-	case "qdel":
-		opts = []sbatch.Opt{{Short: 'W', Arg: sbatch.RequiredArg, Key: "W"}, {Short: 'x', Key: "x"},
-			{Short: 'p', Key: "p"}, {Short: 'm', Arg: sbatch.RequiredArg, Key: "m"}, {Short: 't', Arg: sbatch.RequiredArg, Key: "t"}}
-	case "qhold", "qrls":
-		opts = []sbatch.Opt{{Short: 'h', Arg: sbatch.RequiredArg, Key: "h"}, {Short: 't', Arg: sbatch.RequiredArg, Key: "t"}}
-	case "qsig":
-		opts = []sbatch.Opt{{Short: 's', Arg: sbatch.RequiredArg, Key: "s"}, {Short: 'a', Key: "a"}}
-	case "qrerun":
-		opts = []sbatch.Opt{{Short: 'W', Arg: sbatch.RequiredArg, Key: "W"}}
-	}
+	opts := pbsFixedOpts(prog)
 	for _, a := range args {
 		if a == "--version" {
 			fmt.Fprintln(env.Stdout, "pbs_version = "+pbsVersion)
@@ -430,16 +419,8 @@ func qalterMain(ctx context.Context, env *Env, args []string) int {
 			return 0
 		}
 	}
-	const usage = "usage: qalter [-a date_time] [-A account_string] [-c interval] [-e path]\n" +
-		"\t[-h hold_list] [-j y|n] [-k keep] [-l resource_list]\n" +
-		"\t[-m mail_options] [-M user_list] [-N jobname] [-o path] [-p priority]\n" +
-		"\t[-R o|e|oe] [-r y|n] [-S path] [-u user_list] [-W dependency_list]\n" +
-		"\t[-P project_name] job_identifier...\n" +
-		"       qalter --version\n"
-	var opts []sbatch.Opt
-	for _, c := range "aAceEhjklmMNoprRSuWP" {
-		opts = append(opts, sbatch.Opt{Short: c, Arg: sbatch.RequiredArg, Key: string(c)})
-	}
+	usage := qalterUsage
+	opts := pbsFixedOpts("qalter")
 	p, err := sbatch.Getopt(opts, args, true)
 	if err != nil || len(p.Args) == 0 {
 		var ue *sbatch.UsageError

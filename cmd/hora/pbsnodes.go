@@ -149,18 +149,14 @@ func pbsnodesMain(ctx context.Context, env *Env, args []string) int {
 			return 0
 		}
 	}
-	opts := []sbatch.Opt{{Short: 'a', Key: "a"}, {Short: 'l', Key: "l"}, {Short: 'o', Key: "o"},
-		{Short: 'c', Key: "c"}, {Short: 'r', Key: "r"}, {Short: 'C', Arg: sbatch.RequiredArg, Key: "C"},
-		{Short: 'N', Arg: sbatch.RequiredArg, Key: "N"}, {Short: 'F', Arg: sbatch.RequiredArg, Key: "F"},
-		{Short: 'v', Key: "v"}, {Short: 'S', Key: "S"}, {Short: 'j', Key: "j"}, {Short: 'L', Key: "L"},
-		{Short: 'q', Key: "q"}, {Short: 'x', Key: "x"}, {Short: 's', Arg: sbatch.RequiredArg, Key: "s"}}
+	opts := pbsFixedOpts("pbsnodes")
 	p, err := sbatch.Getopt(opts, args, false)
 	if err != nil {
 		var ue *sbatch.UsageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(env.Stderr, "pbsnodes: %s\n", ue.Msg)
 		}
-		fmt.Fprint(env.Stderr, "usage:\tpbsnodes [-{c|d|l|o|r}] [-s server] [-C \"comment\"] node ...\n\tpbsnodes -a [-s server] [-F json|dsv] [node ...]\n")
+		fmt.Fprint(env.Stderr, pbsnodesUsage)
 		return 2
 	}
 	has := func(k string) bool { _, ok := p.Last(k); return ok }

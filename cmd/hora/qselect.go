@@ -23,11 +23,7 @@ func init() { register("qselect", qselectMain) }
 // users, -s states, -N name, -q queue, -l resource comparisons, -x for
 // finished ones; one id a line.
 func qselectMain(ctx context.Context, env *Env, args []string) int {
-	opts := []sbatch.Opt{{Short: 'u', Arg: sbatch.RequiredArg, Key: "u"}, {Short: 's', Arg: sbatch.RequiredArg, Key: "s"},
-		{Short: 'N', Arg: sbatch.RequiredArg, Key: "N"}, {Short: 'q', Arg: sbatch.RequiredArg, Key: "q"},
-		{Short: 'l', Arg: sbatch.RequiredArg, Key: "l"}, {Short: 'x', Key: "x"}, {Short: 'H', Key: "H"},
-		{Short: 'A', Arg: sbatch.RequiredArg, Key: "A"}, {Short: 'h', Arg: sbatch.RequiredArg, Key: "h"},
-		{Short: 'T', Key: "T"}, {Short: 'J', Key: "J"}, {Short: 't', Key: "t"}, {Short: 'r', Arg: sbatch.RequiredArg, Key: "r"}}
+	opts := pbsFixedOpts("qselect")
 	for _, a := range args {
 		if a == "--version" {
 			fmt.Fprintln(env.Stdout, "pbs_version = "+pbsVersion)
@@ -35,10 +31,7 @@ func qselectMain(ctx context.Context, env *Env, args []string) int {
 		}
 	}
 	p, err := sbatch.Getopt(opts, args, false)
-	usage := "usage: qselect [-a [op]date_time] [-A account_string] [-c [op]interval] [-h hold_list]\n" +
-		"\t[-H] [-J] [-l resource_list] [-N name] [-p [op]priority] [-q destination]\n" +
-		"\t[-r y|n] [-s states] [-t [op]date_time] [-T] [-u user_name] [-x]\n" +
-		"       qselect --version\n"
+	usage := qselectUsage
 	if err != nil || len(p.Args) > 0 {
 		var ue *sbatch.UsageError
 		if errors.As(err, &ue) {

@@ -93,9 +93,11 @@ func TestClientSubmitit(t *testing.T) {
 	folder := filepath.Join(work, "submitit")
 	os.MkdirAll(folder, 0o755)
 	// _make_sbatch_string: "#!/bin/bash", sorted "#SBATCH --key=value" lines,
-	// --time in minutes, --mem with "GB"; here with use_srun=False (srun
-	// inside jobs is branch steps' work; submitit's srun line is recorded in
-	// docs/compat.md).
+	// --time in minutes, --mem with "GB", and the task started by submitit's
+	// srun line (use_srun=True, its default): one log per task, %j_%t, the
+	// same file as the batch's own --output for task 0, opened in append
+	// mode.
+	srun := filepath.Join(c.bin, "srun")
 	script := writeScript(t, folder, "1_submission.sh", fmt.Sprintf(`#!/bin/bash
 
 # Parameters
@@ -113,8 +115,9 @@ func TestClientSubmitit(t *testing.T) {
 
 # command
 export SUBMITIT_EXECUTOR=slurm
-echo "job=$SLURM_JOB_ID ntasks=$SLURM_NTASKS nodes=$SLURM_JOB_NUM_NODES"
-`, folder))
+echo "batch=$SLURM_JOB_ID"
+%[2]s --unbuffered --output %[1]s/%%j_%%t_log.out --error %[1]s/%%j_%%t_log.err sh -c 'echo "job=$SLURM_JOB_ID ntasks=$SLURM_NTASKS nodes=$SLURM_JOB_NUM_NODES proc=$SLURM_PROCID step=$SLURM_STEP_ID"'
+`, folder, srun))
 	r := c.run(0, folder, "sbatch", script)
 	// Id: re.search(r"job (?P<id>[0-9]+)", stdout): needs "Submitted batch job N".
 	m := regexp.MustCompile(`job (?P<id>[0-9]+)`).FindStringSubmatch(r.stdout)
@@ -168,8 +171,9 @@ echo "job=$SLURM_JOB_ID ntasks=$SLURM_NTASKS nodes=$SLURM_JOB_NUM_NODES"
 	}
 	b, _ := os.ReadFile(filepath.Join(folder, id+"_0_log.out"))
 	// Slurm 22.05 exports SLURM_NTASKS=1 for --nodes=1 --ntasks-per-node=1
-	// (measured on the oracle); submitit reads it.
-	if want := "job=" + id + " ntasks=1 nodes=1\n"; string(b) != want {
+	// (measured on the oracle); submitit reads it. The batch's line and the
+	// step's (task 0, step 0) share the file: --open-mode=append.
+	if want := "batch=" + id + "\njob=" + id + " ntasks=1 nodes=1 proc=0 step=0\n"; string(b) != want {
 		t.Errorf("submitit's log %q, want %q", b, want)
 	}
 	// Cancel: ["scancel", job_id]; "CANCELLED by 0" counts as done.

@@ -79,3 +79,43 @@ _hora_sacct() {
 	_hora_complete '--allusers -a --accounts -A --array --brief -b --duplicates -D --delimiter --helpformat -e --endtime -E --jobs -j --allclusters -L --long -l --clusters -M --noheader -n --name --format -o --parsable -p --parsable2 -P --partition -r --state -s --starttime -S --user -u --verbose -v --version -V --allocations -X --help --usage --units' '' '--accounts -A --delimiter --endtime -E --jobs -j --clusters -M --name --format -o --partition -r --state -s --starttime -S --user -u --units'
 }
 complete -F _hora_sacct sacct
+_hora_qsub() {
+	_hora_complete '-a -A -b -c -C -d -D -e -f -F -h -I -j -J -k -K -l -L -m -M -n -N -o -p -P -q -r -R -S -t -T -u -v -V -w -W -x -X -z' '' '-a -A -b -c -C -d -D -e -F -j -J -k -K -l -L -m -M -N -o -p -P -q -r -R -S -t -T -u -v -w -W'
+}
+complete -F _hora_qsub qsub
+_hora_qstat() {
+	_hora_complete '-1 -a -B -c -C -D -e -E -f -F -G -H -i -J -l -M -n -p -q -Q -r -R -s -t -T -u -w -W -x' '' '-D -F -u -W'
+}
+complete -F _hora_qstat qstat
+_hora_qdel() {
+	_hora_complete '-m -p -t -W -x' '' '-m -t -W'
+}
+complete -F _hora_qdel qdel
+_hora_qhold() {
+	_hora_complete '-h -t' '' '-h -t'
+}
+complete -F _hora_qhold qhold
+_hora_qrls() {
+	_hora_complete '-h -t' '' '-h -t'
+}
+complete -F _hora_qrls qrls
+_hora_qsig() {
+	_hora_complete '-a -s' '' '-s'
+}
+complete -F _hora_qsig qsig
+_hora_qrerun() {
+	_hora_complete '-W' '' '-W'
+}
+complete -F _hora_qrerun qrerun
+_hora_qalter() {
+	_hora_complete '-a -A -c -e -E -h -j -k -l -m -M -N -o -p -P -r -R -S -u -W' '' '-a -A -c -e -E -h -j -k -l -m -M -N -o -p -P -r -R -S -u -W'
+}
+complete -F _hora_qalter qalter
+_hora_qselect() {
+	_hora_complete '-A -h -H -J -l -N -q -r -s -t -T -u -x' '' '-A -h -l -N -q -r -s -u'
+}
+complete -F _hora_qselect qselect
+_hora_pbsnodes() {
+	_hora_complete '-a -c -C -F -j -l -L -N -o -q -r -s -S -v -x' '' '-C -F -N -s'
+}
+complete -F _hora_pbsnodes pbsnodes
