@@ -295,8 +295,9 @@ func (c *Controller) recover(ctx context.Context) error {
 	}
 	now := c.nowSec()
 	minAge := int64(c.cfg.MinJobAgeS)
-	for _, aj := range all {
-		j := &job{Job: aj}
+	for i := range all {
+		aj := &all[i] // not a copy: a job is 1 KB, and there may be 100,000
+		j := &job{Job: *aj}
 		key := stepKey(j, scheduler.BatchStep)
 		if aj.State == api.StateRunning || aj.State == api.StateSuspended {
 			if err := c.recoverRunMarks(ctx, j); err != nil {
