@@ -142,15 +142,19 @@ type JobSpec struct {
 	// A periodic real-time job (--rt-frame, docs/mix.md): a frame every
 	// RTFrame seconds, a buffer of RTBuffer frames, RTWork[k] seconds of
 	// CPU per frame for process k. RTFrame 0 = not periodic.
-	RTFrame     float64   `json:"rt_frame,omitempty"`
-	RTBuffer    int       `json:"rt_buffer,omitempty"`
-	RTWork      []float64 `json:"rt_work,omitempty"`
-	Reservation string    `json:"reservation,omitempty"`
-	Account     string    `json:"account,omitempty"`
-	QOS         string    `json:"qos,omitempty"`
-	Comment     string    `json:"comment,omitempty"`
-	SubmitHost  string    `json:"submit_host,omitempty"`
-	OpenAppend  bool      `json:"open_append,omitempty"` // --open-mode=append
+	RTFrame  float64   `json:"rt_frame,omitempty"`
+	RTBuffer int       `json:"rt_buffer,omitempty"`
+	RTWork   []float64 `json:"rt_work,omitempty"`
+	// RTMisses is how many frames the periodic job has missed so far, as
+	// the job itself reports it (hora does not see frames): scontrol update
+	// JobId=$SLURM_JOB_ID RTMisses=N from inside the job. 0 at submission.
+	RTMisses    int    `json:"rt_misses,omitempty"`
+	Reservation string `json:"reservation,omitempty"`
+	Account     string `json:"account,omitempty"`
+	QOS         string `json:"qos,omitempty"`
+	Comment     string `json:"comment,omitempty"`
+	SubmitHost  string `json:"submit_host,omitempty"`
+	OpenAppend  bool   `json:"open_append,omitempty"` // --open-mode=append
 	// Alloc marks an allocation made by salloc or srun: no batch script
 	// runs; the allocation lasts until its client releases it.
 	Alloc bool `json:"alloc,omitempty"`
@@ -353,6 +357,7 @@ type JobUpdateRequest struct {
 	Priority      *int64  `json:"priority,omitempty"`
 	Features      *string `json:"features,omitempty"`
 	ArrayThrottle *int    `json:"array_throttle,omitempty"`
+	RTMisses      *int    `json:"rt_misses,omitempty"` // a periodic job's missed frames so far
 }
 
 // TaskSel names tasks of a job array by their task ids.

@@ -18,7 +18,7 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL6"
+const listingMagic = "HJL7"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
@@ -85,6 +85,7 @@ func appendJob(b []byte, j *Job) []byte {
 	for _, w := range s.RTWork {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w))
 	}
+	b = binary.AppendVarint(b, int64(s.RTMisses))
 
 	b = binary.AppendUvarint(b, uint64(j.UID))
 	b = binary.AppendUvarint(b, uint64(j.GID))
@@ -384,6 +385,7 @@ func (d *listingDecoder) job(j *Job) {
 			}
 		}
 	}
+	s.RTMisses = d.int()
 
 	j.UID = uint32(d.uvarint())
 	j.GID = uint32(d.uvarint())

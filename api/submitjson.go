@@ -62,6 +62,7 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 		}
 		w.b = append(w.b, ']')
 	}
+	w.int("rt_misses", int64(s.RTMisses))
 	w.str("reservation", s.Reservation, true)
 	w.str("account", s.Account, true)
 	w.str("qos", s.QOS, true)

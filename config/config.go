@@ -495,6 +495,12 @@ func (c *Config) line(key string) int {
 	return 0
 }
 
+// Problem is a problem with key of this file, at the key's line (or its
+// table's): for checks made outside config, such as horad's on a reload.
+func (c *Config) Problem(key, format string, a ...any) Problem {
+	return c.problem(key, format, a...)
+}
+
 func (c *Config) problem(key, format string, a ...any) Problem {
 	return Problem{File: c.path, Line: c.line(key), Key: key, Msg: fmt.Sprintf(format, a...)}
 }

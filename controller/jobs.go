@@ -26,6 +26,10 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 	if err := c.checkSpec(who, &spec); err != nil {
 		return nil, err
 	}
+	if spec.RTMisses != 0 {
+		// what the running job reports (scontrol update RTMisses=), not a request
+		return nil, &api.Error{Message: "rt_misses: a job reports its missed frames while it runs; it cannot be submitted with any", Code: api.CodeBadRequest}
+	}
 	now := c.now()
 	j := &job{Job: api.Job{
 		Spec: spec, UID: who.UID, GID: who.GID, User: who.User, Group: groupName(who.GID),

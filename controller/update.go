@@ -182,6 +182,17 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 		}
 		return msgFeature // hora's nodes declare no features
 	}
+	if v := req.RTMisses; v != nil {
+		switch {
+		case ns.RTFrame <= 0:
+			return msgRTMissesNotPeriodic
+		case j.State != api.StateRunning && j.State != api.StateSuspended:
+			return msgRTMissesNotRunning
+		case *v < 0:
+			return msgRTMissesBad
+		}
+		ns.RTMisses = *v
+	}
 	throttle := -1
 	if v := req.ArrayThrottle; v != nil && j.ArrayJobID != 0 {
 		if *v < 0 {
@@ -246,3 +257,11 @@ func (c *Controller) partitionMaxTime(name string) int64 {
 	}
 	return 0
 }
+
+// The answers to RTMisses= (a periodic job's count of missed frames, which
+// the job reports itself, docs/mix.md).
+const (
+	msgRTMissesNotPeriodic = "RTMisses applies to periodic real-time jobs (sbatch --rt-frame) only"
+	msgRTMissesNotRunning  = "RTMisses is reported by a running job"
+	msgRTMissesBad         = "Invalid RTMisses value: want a whole number of frames ≥ 0"
+)

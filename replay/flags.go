@@ -22,6 +22,7 @@ var workloadFlags = []cli.Flag{
 	&cli.IntFlag{Name: "jobs", Usage: "number of jobs of the --synthetic workload"},
 	&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random choice (generators, deadline models, chunk jitter)"},
 	&cli.StringSliceFlag{Name: "param", Usage: "generator parameter `KEY=VALUE` (repeatable), e.g. q=0.2"},
+	&cli.StringFlag{Name: "rt-class", Usage: "a log's real-time class, run in a partition rt (reserve policy, planning with the RT share of --ratio) on the same nodes as the best-effort rest: `RULE` deadline (every job given a deadline), queue=N[,N…] or partition=N[,N…] (SWF field 15 or 16), fraction=F (seeded); needs --deadline-factor"},
 	&cli.Float64Flag{Name: "deadline-factor", Usage: "give each job the deadline max(submit, begin) + k·requested time (k ≥ 1)"},
 	&cli.Float64Flag{Name: "advance-fraction", Usage: "make a fraction f of the jobs advance reservations starting 0–3 h after submission (thesis §5.5.2)"},
 	&cli.StringFlag{Name: "config", Usage: "take nodes, partitions and policies from `hora.toml` (jobs go to its default partition)"},
@@ -118,6 +119,20 @@ func fromFlagsAt(c *cli.Context, atLoad string) (*Workload, Options, error) {
 		if err := AddDeadlines(w, c.Float64("deadline-factor")); err != nil {
 			return nil, opt, usageError{err}
 		}
+	}
+	if c.IsSet("rt-class") {
+		rc, err := ParseRTClass(c.String("rt-class"))
+		switch {
+		case err != nil:
+			return nil, opt, usageError{err}
+		case c.String("synthetic") != "" || opt.Config != nil:
+			return nil, opt, usageError{fmt.Errorf("--rt-class splits a log: no --synthetic or --config (a config names its own partitions)")}
+		case !c.IsSet("deadline-factor"):
+			return nil, opt, usageError{fmt.Errorf("--rt-class needs --deadline-factor: a log has no deadlines")}
+		}
+		rng := newRand(seed ^ 0x47c1a55)
+		rc.Apply(w, rng.Float64)
+		opt.RTShare = 1 // --ratio lowers it
 	}
 	return w, opt, nil
 }

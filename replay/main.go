@@ -22,7 +22,7 @@ var valueFlags = map[string]bool{
 	"out": true, "out-swf": true, "engine": true, "synthetic": true, "load": true, "jobs": true,
 	"param": true, "deadline-factor": true, "advance-fraction": true, "config": true, "admission": true,
 	"strategy": true, "chunk-scale": true, "chunk-jitter": true, "policies": true, "loads": true,
-	"coalloc": true, "dt": true, "quantum": true, "horizon": true,
+	"coalloc": true, "dt": true, "quantum": true, "horizon": true, "rt-class": true,
 }
 
 // normalize moves flags in front of positional arguments (urfave/cli v2 stops
@@ -140,10 +140,18 @@ func run(ctx context.Context, c *cli.Context, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{fmt.Errorf("--ratio: %w", err)}
 		}
-		if opt.Params == nil {
-			opt.Params = map[string]string{}
+		switch {
+		case opt.RTShare > 0: // --rt-class: the RT partition plans with s
+			if r.X == 0 {
+				return usageError{fmt.Errorf("--ratio %s gives the RT class of --rt-class no share", r)}
+			}
+			opt.RTShare = r.Share(mix.RT)
+		default:
+			if opt.Params == nil {
+				opt.Params = map[string]string{}
+			}
+			opt.Params["share"] = strconv.FormatFloat(r.Share(mix.RT), 'g', -1, 64)
 		}
-		opt.Params["share"] = strconv.FormatFloat(r.Share(mix.RT), 'g', -1, 64)
 	}
 	opt.Engine = c.String("engine")
 	if c.Bool("as-recorded") && (c.String("synthetic") != "" || c.IsSet("deadline-factor") || c.IsSet("advance-fraction")) {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"hora/replay/internal/refsched"
@@ -38,7 +39,11 @@ type Options struct {
 	Policy string
 	// Params override the default partition's policy parameters (e.g.
 	// "admission" for dlt, "strategy" for reserve).
-	Params       map[string]string
+	Params map[string]string
+	// RTShare, when > 0, adds RTPartition: the reserve policy on the default
+	// partition's nodes with the RT share s = RTShare (--rt-class: a log's
+	// RT class beside its best effort, under --ratio).
+	RTShare      float64
 	Procs        int  // machine size in processors; 0 = the workload's
 	CoresPerNode int  // processors per node; 0 = 1
 	KillAtLimit  bool // end a job at its requested time if it runs longer
@@ -262,6 +267,12 @@ func buildMachine(w *Workload, opt Options) (*machine, error) {
 		maps.Copy(def.Params, opt.Params)
 	}
 	m.label = policyLabel(def)
+	if opt.RTShare > 0 {
+		m.cfg.Partitions = append(m.cfg.Partitions, scheduler.PartitionSpec{Name: RTPartition,
+			Nodes: slices.Clone(def.Nodes), Policy: "reserve", MaxTime: scheduler.Inf, DefaultTime: scheduler.Inf,
+			Params: map[string]string{"share": strconv.FormatFloat(opt.RTShare, 'g', -1, 64)}})
+		m.label += " + " + RTPartition + ": reserve"
+	}
 	return m, nil
 }
 
@@ -653,7 +664,8 @@ func Simulate(ctx context.Context, w *Workload, opt Options) (*Outcome, error) {
 		default: // submission
 			j := &w.Jobs[ev.idx]
 			sj := scheduler.Job{ID: j.ID, User: j.User, Nodes: ceilDiv(j.Procs, cores),
-				TimeLimit: j.Limit, Submit: j.Submit, Begin: j.Begin, Deadline: j.Deadline, Load: j.Load}
+				TimeLimit: j.Limit, Submit: j.Submit, Begin: j.Begin, Deadline: j.Deadline, Load: j.Load,
+				Partition: j.Partition}
 			if j.Load > 0 {
 				// A divisible job asks for no node count nor time: the
 				// policy sizes its chunks (DESIGN.md §1).

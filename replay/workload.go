@@ -34,6 +34,9 @@ type Job struct {
 	User     uint32
 	Deadline float64 // absolute; 0 = none (best-effort job)
 	Begin    float64 // earliest start (advance reservation's ready time); 0 = none
+	// Partition is where the job is submitted; "" = the default partition
+	// (RTPartition for a log's RT class, --rt-class).
+	Partition string
 	// Load is the divisible load σ of a divisible real-time job (DLT); 0 for
 	// a rigid job. A divisible job's Run is its work on one node, E(σ, 1).
 	Load float64

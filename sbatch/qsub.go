@@ -85,9 +85,13 @@ var qsubOptionLetters = map[string]string{
 // from it).
 func QsubOptions(flavour string) []Opt { return qsubOpts(flavour) }
 
-func qsubOpts(flavour string) []Opt {
+func qsubOpts(flavour string) []Opt { return LetterOpts(qsubOptionLetters[flavour]) }
+
+// LetterOpts reads a getopt(3) option string ("ab:c": a letter followed by
+// ':' takes a value) into a table of short options keyed by their letter,
+// the form the PBS commands' tables are written in.
+func LetterOpts(spec string) []Opt {
 	var o []Opt
-	spec := qsubOptionLetters[flavour]
 	for i := 0; i < len(spec); i++ {
 		op := Opt{Short: rune(spec[i]), Arg: NoArg, Key: string(spec[i])}
 		if i+1 < len(spec) && spec[i+1] == ':' {

@@ -277,8 +277,6 @@ rpm --root "$rr" -q hora-client hora-server hora-node >/dev/null || fail "rpm -q
 [ "$(rpm --root "$rr" -qc hora-server)" = /etc/hora/hora.toml ] || fail "rpm config files: $(rpm --root "$rr" -qc hora-server)"
 rpm --root "$rr" -V --nodeps hora-client hora-server || fail "rpm -V"
 say "  ok: rpm --root installs and verifies $(rpm --root "$rr" -qa | sort | tr '\n' ' ')"
-say "PASS"
-
 # --- the .rpm with its scripts, where systemd does not run --------------------
 # rpm runs the scriptlets chrooted into the root: %post must say why horad
 # is not started and succeed; an upgrade (%postun with 1) and the removal
@@ -301,3 +299,6 @@ out=$(rpm --root "$sr" -e hora-node hora-server hora-client 2>&1) || fail "rpm -
 [ -f "$sr/etc/hora/hora.toml.rpmsave" ] || fail "rpm -e did not keep the edited conffile as hora.toml.rpmsave"
 say "  ok: %post says why horad is not started; reinstall keeps the edited conffile; rpm -e runs %preun/%postun and keeps hora.toml.rpmsave"
 rm -rf "$sr"
+
+say "PASS"
+

@@ -26,7 +26,9 @@ const mixHelp = `Usage: hora mix [--config FILE] [--sample SECONDS]
 Shows the fairness ratio between real-time and best-effort jobs ([mix] in
 hora.toml), how it is enforced, and on this machine's local nodes the live
 state of the two class groups: CPU weight, freezer state, processes, and the
-CPU each class used over the sample (default 1 s) with its share.
+CPU each class used over the sample (default 1 s) with its share; then each
+running job per node with its freezer state (gang stops them a row at a
+time).
 
       --config=FILE     hora.toml (default /etc/hora/hora.toml when it
                         exists, else the embedded default)
@@ -133,6 +135,27 @@ func mixMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", "local (this machine)", c, weight[c], st, len(pids), cpu, share)
+	}
+	tw.Flush()
+	// Each running job on each node has a freezer group of its own: gang
+	// stops and continues them one by one (a row at a time).
+	steps, _ := g.Steps()
+	var running []cgmix.Step
+	for _, s := range steps {
+		if s.Procs > 0 {
+			running = append(running, s)
+		}
+	}
+	if len(running) == 0 {
+		return 0
+	}
+	fmt.Fprintln(stdout)
+	tw = tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOBID\tNODE\tCLASS\tFREEZER\tPROCS")
+	for _, s := range running {
+		job, node, _ := strings.Cut(s.Name, "_")
+		st, _ := g.StepState(s.Class, s.Name)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", job, node, s.Class, st, s.Procs)
 	}
 	tw.Flush()
 	return 0

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestHoraMix(t *testing.T) {
 	}
 	// thawed first: a frozen process cannot die, and Wait would hang
 	t.Cleanup(func() { g.Freeze(mix.BE, false); cmd.Process.Kill(); cmd.Wait() })
-	if err := g.Add(mix.BE, cmd.Process.Pid); err != nil {
+	if err := g.AddStep(mix.BE, "42_local3", cmd.Process.Pid); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Freeze(mix.BE, true); err != nil {
@@ -65,6 +66,9 @@ func TestHoraMix(t *testing.T) {
 	}
 	if f := strings.Fields(beLine); len(f) < 7 || f[4] != "683" || (f[5] != "FROZEN" && f[5] != "FREEZING") || f[6] != "1" {
 		t.Errorf("be line %q", beLine)
+	}
+	if !strings.Contains(o, "JOBID  NODE    CLASS  FREEZER") || !regexp.MustCompile(`(?m)^42\s+local3\s+be\s+(FROZEN|FREEZING)\s+1$`).MatchString(o) {
+		t.Errorf("no line for job 42 on local3 (be, frozen with its class, 1 process):\n%s", o)
 	}
 	out.Reset()
 	if st := mixMain(t.Context(), []string{"--sample", "-1"}, &out, &errb); st != 1 || !strings.Contains(errb.String(), "--sample") {

@@ -20,21 +20,7 @@ var pbsOptLetters = map[string]string{
 }
 
 // pbsFixedOpts is the getopt table of prog, the same in both flavours.
-func pbsFixedOpts(prog string) []sbatch.Opt { return lettersToOpts(pbsOptLetters[prog]) }
-
-// lettersToOpts reads a getopt letter string ("ab:c").
-func lettersToOpts(spec string) []sbatch.Opt {
-	var o []sbatch.Opt
-	for i := 0; i < len(spec); i++ {
-		op := sbatch.Opt{Short: rune(spec[i]), Key: string(spec[i])}
-		if i+1 < len(spec) && spec[i+1] == ':' {
-			op.Arg = sbatch.RequiredArg
-			i++
-		}
-		o = append(o, op)
-	}
-	return o
-}
+func pbsFixedOpts(prog string) []sbatch.Opt { return sbatch.LetterOpts(pbsOptLetters[prog]) }
 
 const qalterUsage = "usage: qalter [-a date_time] [-A account_string] [-c interval] [-e path]\n" +
 	"\t[-h hold_list] [-j y|n] [-k keep] [-l resource_list]\n" +

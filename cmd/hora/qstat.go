@@ -25,20 +25,10 @@ func init() { register("qstat", qstatMain) }
 // qstatOpts are qstat's options (OP GETOPT_ARGS "ainpqrstwxu:fGHJMQEBW:T1F:D:",
 // TQ "acCeE:filn1pqrstu:xGMQRBW:").
 func qstatOpts(torque bool) []sbatch.Opt {
-	spec := "ainpqrstwxu:fGHJMQEBW:T1F:D:"
 	if torque {
-		spec = "acCeE:filn1pqrstu:xGMQRBW:"
+		return sbatch.LetterOpts("acCeE:filn1pqrstu:xGMQRBW:")
 	}
-	var o []sbatch.Opt
-	for i := 0; i < len(spec); i++ {
-		op := sbatch.Opt{Short: rune(spec[i]), Key: string(spec[i])}
-		if i+1 < len(spec) && spec[i+1] == ':' {
-			op.Arg = sbatch.RequiredArg
-			i++
-		}
-		o = append(o, op)
-	}
-	return o
+	return sbatch.LetterOpts("ainpqrstwxu:fGHJMQEBW:T1F:D:")
 }
 
 const openpbsQstatUsage = "usage: \n" +

@@ -36,3 +36,12 @@ func rtWorkList(work []float64) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// rtMissesText is a periodic job's count of missed frames (reported by the
+// job, scontrol update RTMisses=) for squeue and sacct, N/A for other jobs.
+func rtMissesText(s *api.JobSpec) string {
+	if s.RTFrame <= 0 {
+		return "N/A"
+	}
+	return strconv.Itoa(s.RTMisses)
+}

@@ -257,6 +257,7 @@ var sacctFields = []saField{
 	{"AllocNodes", 10, func(r *saRow) string { return strconv.Itoa(r.nodes()) }},
 	{"AllocTRES", 10, func(r *saRow) string { return allocTRES(r.job) }},
 	{"RTFrame", 10, func(r *saRow) string { return r.jobOnly(rtFrameText(&r.job.Spec)) }},
+	{"RTMisses", 8, func(r *saRow) string { return r.jobOnly(rtMissesText(&r.job.Spec)) }},
 	{"State", 10, (*saRow).state},
 	{"ExitCode", 8, (*saRow).exitCode},
 	{"DerivedExitCode", 15, func(r *saRow) string { return r.jobOnly(r.derivedExitCode()) }},

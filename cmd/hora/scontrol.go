@@ -122,7 +122,7 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	if j.Spec.RTFrame > 0 {
 		// hora's periodic real-time jobs (docs/mix.md): their contract.
 		r.add("RTClass=periodic", "RTFrame="+rtSeconds(j.Spec.RTFrame), "RTBuffer="+strconv.Itoa(j.Spec.RTBuffer),
-			"RTWork="+rtWorkList(j.Spec.RTWork))
+			"RTWork="+rtWorkList(j.Spec.RTWork), "RTMisses="+strconv.Itoa(j.Spec.RTMisses))
 	}
 	r.add("Partition="+j.Spec.Partition, "AllocNode:Sid="+orNull(j.Spec.SubmitHost)+":0")
 	r.add("ReqNodeList="+orNull(j.Spec.NodeList), "ExcNodeList="+orNull(j.Spec.Exclude))

@@ -115,6 +115,12 @@ func scontrolUpdateJob(ctx context.Context, env *Env, words []string) int {
 			req.Priority = &n
 		case "features":
 			req.Features = &v
+		case "rtmisses":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return bad("RTMisses")
+			}
+			req.RTMisses = &n
 		case "arraytaskthrottle":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {

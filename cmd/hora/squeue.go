@@ -83,6 +83,7 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Letter: 'e', Names: []string{"endtime"}, Header: "END_TIME", Keep: true, Value: sqEndTime},
 	{Letter: 'V', Names: []string{"submittime"}, Header: "SUBMIT_TIME", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, j.SubmitTime) }},
 	{Names: []string{"rtframe"}, Header: "RT_FRAME", Value: func(_ *listing.Ctx, j *api.Job) string { return rtFrameText(&j.Spec) }},
+	{Names: []string{"rtmisses"}, Header: "RT_MISSES", Value: func(_ *listing.Ctx, j *api.Job) string { return rtMissesText(&j.Spec) }},
 	{Names: []string{"deadline"}, Header: "DEADLINE", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, j.Spec.Deadline) }},
 	{Letter: 'Q', Names: []string{"prioritylong"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.Priority, 10) }},
 	{Letter: 'p', Names: []string{"priority"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string {

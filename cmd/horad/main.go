@@ -132,7 +132,9 @@ func serve(cc *cli.Context) error {
 	if mixer != nil {
 		mixDone := make(chan struct{})
 		go func() { mixer.run(ctx); close(mixDone) }()
-		defer func() { stop(); <-mixDone }() // thaws both classes before horad exits
+		// After the controller stopped: both classes thawed, the groups of
+		// a class with no process left removed (cgmix.Groups.Release).
+		defer func() { stop(); <-mixDone; mixer.release() }()
 	}
 
 	// SIGHUP is caught from here on: one that arrives during recovery is
@@ -174,7 +176,7 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-hup:
-			reload(ctx, log, ctl, cc.String("config"), overrides)
+			reload(ctx, log, ctl, mixer, cc.String("config"), overrides)
 		case err := <-serveErr:
 			if !errors.Is(err, http.ErrServerClosed) {
 				log.Error("socket server failed", "err", err)
@@ -220,8 +222,9 @@ func listener(path string) (ln net.Listener, activated bool, err error) {
 
 // reload re-reads the configuration file on SIGHUP. A file with errors is
 // refused with every problem at file:line, and horad keeps serving on the
-// configuration it runs.
-func reload(ctx context.Context, log *slog.Logger, ctl *controller.Controller, path string, overrides func(*config.Config)) {
+// configuration it runs; [mix] included (a new ratio or mode takes effect
+// on the running jobs).
+func reload(ctx context.Context, log *slog.Logger, ctl *controller.Controller, mixer *mixEnforcer, path string, overrides func(*config.Config)) {
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReloading)
 	defer func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyReady+"\nSTATUS="+ctl.Stats().String()) }()
 	if path == "" {
@@ -231,7 +234,12 @@ func reload(ctx context.Context, log *slog.Logger, ctl *controller.Controller, p
 	nc, err := config.Load(path)
 	if err == nil {
 		overrides(nc) // --state-dir and --socket win over the file, as at start
-		err = ctl.Reload(ctx, nc)
+		if err = mixer.checkReload(nc); err == nil {
+			err = ctl.Reload(ctx, nc)
+		}
+	}
+	if err == nil {
+		mixer.reload(ctx, nc) // ratio and mode, under the running jobs
 	}
 	if err != nil {
 		var probs config.Problems
@@ -266,7 +274,7 @@ func newExecutor(cfg *config.Config, log *slog.Logger, mixer *mixEnforcer) (node
 			Logger: log,
 		}
 		if mixer != nil {
-			sc.Mix = mixer.sshMix(cfg)
+			sc.Mix = mixer.sshMixFor()
 		}
 		e, err := hssh.New(sc)
 		if mixer != nil {
@@ -287,7 +295,7 @@ func newExecutor(cfg *config.Config, log *slog.Logger, mixer *mixEnforcer) (node
 		// its spec, which needs the shepherd as horad's child: with [mix]
 		// local steps are not started in units of their own (and
 		// horad.service needs ProtectControlGroups=no, docs/operations.md).
-		lc.Place = mixer.place(cfg)
+		lc.Place = mixer.place()
 	} else {
 		lc.SystemdRun = systemdRun(log)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,20 +17,55 @@ import (
 	"hora/scheduler/mix"
 )
 
-// mixEnforcer carries out [mix] on the local nodes (DESIGN.md §1): jobs of
-// the RT partitions (dlt, reserve) and of the others go into two cgroups;
-// ps sets their CPU weights to the ratio, tdm stops and continues them every
-// division. Nil when the config has no [mix] table.
+// mixEnforcer carries out [mix] on the nodes (DESIGN.md §1): jobs of the RT
+// partitions (dlt, reserve) and of the others go into two cgroups (local
+// nodes) or systemd slices (SSH nodes); ps sets their CPU weights to the
+// ratio, tdm stops and continues them every division. Nil when the config
+// has no [mix] table. A reload (SIGHUP) changes the ratio and the mode under
+// running jobs: the weights are rewritten, and the driver picks the new mode
+// up at once.
 type mixEnforcer struct {
-	g     *cgmix.Groups // local nodes; nil on SSH nodes
+	log *slog.Logger
+	g   *cgmix.Groups // local nodes; nil on SSH nodes
+	// On SSH nodes: the executor, its [mix] and the nodes tdm drives.
+	ssh    *hssh.Executor
+	sshMix *hssh.Mix
+	nodes  []string
+	wake   chan struct{} // a reload changed the mode or its settings
+	stepMu sync.Mutex    // orders making a step group (place) and removing empty ones
+
+	mu    sync.Mutex
+	cfg   *config.Config // the configuration in force (classes of partitions)
 	ratio mix.Ratio
-	// On SSH nodes: the executor and nodes tdm drives (plan non-nil in tdm).
-	ssh   *hssh.Executor
-	nodes []string
-	plan  *mix.TDM
 	mode  mix.Mode
-	tdm   *cgmix.TDM
-	log   *slog.Logger
+	plan  *mix.TDM // tdm mode
+}
+
+// mixSupported checks that cfg's [mix] can be enforced on its executor. The
+// problems name the [mix] key at fault with its file:line.
+func mixSupported(cfg *config.Config) error {
+	mode, _ := mix.ParseMode(cfg.Mix.Mode) // validated by config
+	switch {
+	case mode == mix.GangMode && cfg.Executor != "local":
+		return config.Problems{cfg.Problem("mix.mode", "mode \"gang\" is enforced on local nodes only (not yet on %s nodes); use ps or tdm", cfg.Executor)}
+	case cfg.Executor == "ssh" && cfg.SSH.Launcher == "setsid":
+		return config.Problems{cfg.Problem("mix", "[mix] on ssh nodes needs systemd on the nodes (systemd slices); [ssh] launcher = \"setsid\" cannot enforce it")}
+	case cfg.Executor != "ssh" && cfg.Executor != "local":
+		return config.Problems{cfg.Problem("mix", "[mix]: enforcement on %s nodes is not implemented (local and ssh nodes only); remove [mix]", cfg.Executor)}
+	}
+	return nil
+}
+
+// tdmPlan is cfg's TDM plan, nil unless mode is tdm.
+func tdmPlan(cfg *config.Config, r mix.Ratio, mode mix.Mode) (*mix.TDM, error) {
+	if mode != mix.TDMMode {
+		return nil, nil
+	}
+	plan, err := mix.NewTDM(r, cfg.Mix.Period, 0)
+	if err != nil {
+		return nil, config.Problems{cfg.Problem("mix.period", "%v", err)}
+	}
+	return &plan, nil
 }
 
 // newMixEnforcer checks that [mix] can be enforced here and sets the weights.
@@ -36,60 +73,228 @@ func newMixEnforcer(cfg *config.Config, log *slog.Logger) (*mixEnforcer, error) 
 	if !cfg.MixEnforced() {
 		return nil, nil
 	}
+	if err := mixSupported(cfg); err != nil {
+		return nil, err
+	}
 	r, _ := mix.ParseRatio(cfg.Mix.Ratio) // validated by config
 	mode, _ := mix.ParseMode(cfg.Mix.Mode)
-	switch {
-	case cfg.Executor == "ssh" && mode == mix.GangMode:
-		return nil, fmt.Errorf("[mix] mode = \"gang\": enforcement on nodes is not implemented yet (replay only); use ps or tdm")
-	case cfg.Executor == "ssh" && cfg.SSH.Launcher == "setsid":
-		return nil, fmt.Errorf("[mix] on ssh nodes needs systemd on the nodes (systemd slices); [ssh] launcher = \"setsid\" cannot enforce it")
-	case cfg.Executor == "ssh":
-		m := &mixEnforcer{ratio: r, mode: mode, log: log, nodes: cfg.NodeNames()}
-		if mode == mix.TDMMode {
-			plan, err := mix.NewTDM(r, cfg.Mix.Period, 0)
-			if err != nil {
-				return nil, fmt.Errorf("[mix]: %w", err)
-			}
-			m.plan = &plan
-		}
+	plan, err := tdmPlan(cfg, r, mode)
+	if err != nil {
+		return nil, err
+	}
+	m := &mixEnforcer{log: log, cfg: cfg, ratio: r, mode: mode, plan: plan, nodes: cfg.NodeNames(),
+		wake: make(chan struct{}, 1)}
+	if cfg.Executor == "ssh" {
 		log.Info("mix enforced", "ratio", r.String(), "mode", string(mode), "nodes", "ssh (systemd slices)")
 		return m, nil
-	case cfg.Executor != "local":
-		return nil, fmt.Errorf("[mix]: enforcement on %s nodes is not implemented (local and ssh nodes only); remove [mix]", cfg.Executor)
 	}
-	if mode == mix.GangMode {
-		return nil, fmt.Errorf("[mix] mode = \"gang\": enforcement on nodes is not implemented yet (replay only); use ps or tdm")
-	}
-	g, err := cgmix.Open(cgmix.DefaultRoot, "hora-"+strings.NewReplacer("/", "_", ".", "_").Replace(cfg.ClusterName))
-	if err != nil {
+	if m.g, err = cgmix.Open(cgmix.DefaultRoot, groupName(cfg)); err != nil {
 		return nil, fmt.Errorf("[mix]: %w", err)
 	}
-	if err := g.SetRatio(r); err != nil {
+	if err := m.g.SetRatio(r); err != nil {
 		return nil, fmt.Errorf("[mix]: %w", err)
-	}
-	m := &mixEnforcer{g: g, ratio: r, mode: mode, log: log}
-	if mode == mix.TDMMode {
-		plan, err := mix.NewTDM(r, cfg.Mix.Period, 0)
-		if err != nil {
-			return nil, fmt.Errorf("[mix]: %w", err)
-		}
-		m.tdm = &cgmix.TDM{G: g, Plan: plan}
 	}
 	log.Info("mix enforced", "ratio", r.String(), "mode", string(mode))
 	return m, nil
 }
 
-// place is local.Config.Place: the shepherd, and so the job, joins its
-// partition's class group.
-func (m *mixEnforcer) place(cfg *config.Config) func(nodes.LaunchSpec, int) error {
-	return func(s nodes.LaunchSpec, pid int) error { return m.g.Add(classOf(cfg, s), pid) }
+// groupName is the local class groups' name, hora-<cluster_name>.
+func groupName(cfg *config.Config) string {
+	return "hora-" + strings.NewReplacer("/", "_", ".", "_").Replace(cfg.ClusterName)
 }
 
-// sshMix is the SSH executor's [mix]: ps through the nodes' systemd slices.
-func (m *mixEnforcer) sshMix(cfg *config.Config) *hssh.Mix {
-	m.nodes = cfg.NodeNames()
+// checkReload says whether nc's [mix] can replace the running one. Adding
+// or removing [mix] needs a restart: without it horad started local jobs
+// outside any class group, and with it every job already placed.
+func (m *mixEnforcer) checkReload(nc *config.Config) error {
+	switch {
+	case m == nil && !nc.MixEnforced():
+		return nil
+	case m == nil:
+		return config.Problems{nc.Problem("mix", "[mix] added: enforcement starts only at the next start of horad (running jobs keep running)")}
+	case !nc.MixEnforced():
+		return fmt.Errorf("%s: [mix] removed: enforcement ends only at the next start of horad (running jobs keep running)", nc.Path())
+	}
+	if err := mixSupported(nc); err != nil {
+		return err
+	}
+	r, _ := mix.ParseRatio(nc.Mix.Ratio)
+	mode, _ := mix.ParseMode(nc.Mix.Mode)
+	_, err := tdmPlan(nc, r, mode)
+	return err
+}
+
+// reload applies nc's [mix] (checked by checkReload) under running jobs:
+// new weights on local groups and on every SSH node's slices at once, and
+// the driver switches mode at its next wake-up, which is now.
+func (m *mixEnforcer) reload(ctx context.Context, nc *config.Config) {
+	if m == nil {
+		return
+	}
+	r, _ := mix.ParseRatio(nc.Mix.Ratio)
+	mode, _ := mix.ParseMode(nc.Mix.Mode)
+	plan, _ := tdmPlan(nc, r, mode)
+	m.mu.Lock()
+	old, oldMode := m.ratio, m.mode
+	m.cfg, m.ratio, m.mode, m.plan = nc, r, mode, plan
+	m.mu.Unlock()
+	if m.g != nil {
+		if err := m.g.SetRatio(r); err != nil {
+			m.log.Error("mix: reload: class weights", "err", err)
+		}
+	}
+	if m.sshMix != nil {
+		rt, be := r.SystemdWeights()
+		m.sshMix.SetWeights(rt, be)
+		m.eachNode(ctx, func(ctx context.Context, n string) error { return m.ssh.SetMixWeights(ctx, n, rt, be) })
+	}
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+	m.log.Info("mix reloaded", "ratio", r.String(), "mode", string(mode), "was_ratio", old.String(), "was_mode", string(oldMode))
+}
+
+// current is the configuration and TDM plan in force.
+func (m *mixEnforcer) current() (*config.Config, *mix.TDM) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cfg, m.plan
+}
+
+// place is local.Config.Place: the shepherd, and so the job, joins its
+// partition's class group, and under the freezer the group of its job on
+// its node (stepGroup), which gang mode stops and continues.
+func (m *mixEnforcer) place() func(nodes.LaunchSpec, int) error {
+	return func(s nodes.LaunchSpec, pid int) error {
+		cfg, _ := m.current()
+		m.stepMu.Lock()
+		defer m.stepMu.Unlock()
+		return m.g.AddStep(classOf(cfg, s), stepGroup(s.Key.Job, s.Node), pid)
+	}
+}
+
+// stepGroup names the freezer group of job on node: "<job>_<node>", with
+// any '/' or '.' of the node name as '_'.
+func stepGroup(job int64, node string) string {
+	return strconv.FormatInt(job, 10) + "_" + plainName(node)
+}
+
+func plainName(s string) string { return strings.NewReplacer("/", "_", ".", "_").Replace(s) }
+
+// parseStepGroup reads a stepGroup name back.
+func parseStepGroup(name string) (job int64, node string, ok bool) {
+	id, node, ok := strings.Cut(name, "_")
+	if !ok {
+		return 0, "", false
+	}
+	job, err := strconv.ParseInt(id, 10, 64)
+	return job, node, err == nil && job > 0
+}
+
+// gcSteps removes the step groups whose processes are all gone.
+func (m *mixEnforcer) gcSteps() {
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	steps, _ := m.g.Steps()
+	for _, s := range steps {
+		if s.Procs == 0 {
+			_ = m.g.RemoveStep(s.Class, s.Name)
+		}
+	}
+}
+
+// gangStep applies 1GS (be-rt-mix-2001 §4.1) on the local nodes for the
+// quantum in force: the matrix of the running jobs (mix.NewGang, each job
+// on the nodes it runs on, overflow rows for jobs with no free row) and
+// the row of this quantum (mix.GangRow, rows rotate every Q on the
+// Unix-time axis); every step group not in the row
+// is stopped, the others continued — stops first, so two jobs of one node
+// never run in the same instant. frozen holds what was last written and
+// is updated. It returns the time to the next quantum.
+func (m *mixEnforcer) gangStep(cfg *config.Config, r mix.Ratio, frozen map[cgmix.Step]bool) time.Duration {
+	m.stepMu.Lock()
+	steps, err := m.g.Steps()
+	m.stepMu.Unlock()
+	if err != nil {
+		m.log.Error("mix: gang: listing the step groups", "err", err)
+	}
+	col := map[string]int{}
+	for i, n := range cfg.NodeNames() {
+		col[plainName(n)] = i
+	}
+	type ref struct {
+		step cgmix.Step
+		job  int64
+		col  int
+	}
+	var refs []ref
+	byJob := map[int64]*mix.GangJob{}
+	for _, s := range steps {
+		if s.Procs == 0 {
+			continue
+		}
+		job, node, ok := parseStepGroup(s.Name)
+		c, known := col[node]
+		if !ok || !known {
+			continue // not a step of this cluster's nodes: left running
+		}
+		s.Procs = 0 // the key of frozen
+		refs = append(refs, ref{s, job, c})
+		j := byJob[job]
+		if j == nil {
+			j = &mix.GangJob{ID: job, Class: s.Class}
+			byJob[job] = j
+		}
+		if !slices.Contains(j.Cols, c) {
+			j.Cols = append(j.Cols, c)
+		}
+	}
+	jobs := make([]mix.GangJob, 0, len(byJob))
+	for _, j := range byJob {
+		jobs = append(jobs, *j)
+	}
+	x, err := mix.NewGang(len(col), cfg.Mix.Rows, r, jobs)
+	if err != nil {
+		m.log.Error("mix: gang plan", "err", err)
+		return time.Second
+	}
+	now := unixNow()
+	row, next := mix.GangRow(now, cfg.Mix.Quantum, x.Rows())
+	seen := map[cgmix.Step]bool{}
+	for _, stop := range []bool{true, false} {
+		for _, f := range refs {
+			seen[f.step] = true
+			want := !x.Runs(row, f.col, f.job)
+			if want != stop {
+				continue
+			}
+			if was, ok := frozen[f.step]; ok && was == want {
+				continue
+			}
+			if err := m.g.FreezeStep(f.step.Class, f.step.Name, want); err != nil {
+				m.log.Debug("mix: gang: freezer", "step", f.step.Name, "err", err)
+				continue
+			}
+			frozen[f.step] = want
+		}
+	}
+	for s := range frozen {
+		if !seen[s] {
+			delete(frozen, s)
+		}
+	}
+	return time.Duration((next - now) * float64(time.Second))
+}
+
+// sshMixFor is the SSH executor's [mix]: ps through the nodes' systemd slices.
+func (m *mixEnforcer) sshMixFor() *hssh.Mix {
 	rt, be := m.ratio.SystemdWeights()
-	return &hssh.Mix{RTWeight: rt, BEWeight: be, RT: func(s nodes.LaunchSpec) bool { return classOf(cfg, s) == mix.RT }}
+	m.sshMix = &hssh.Mix{RTWeight: rt, BEWeight: be, RT: func(s nodes.LaunchSpec) bool {
+		cfg, _ := m.current()
+		return classOf(cfg, s) == mix.RT
+	}}
+	return m.sshMix
 }
 
 // classOf is a step's class: its partition's (config.ClassOf), except that
@@ -108,75 +313,153 @@ func classOf(cfg *config.Config, s nodes.LaunchSpec) mix.Class {
 }
 
 // run drives tdm until ctx ends, then continues both classes: nothing may
-// stay stopped while horad is down (its jobs keep running).
+// stay stopped while horad is down (its jobs keep running). In ps mode it
+// only waits for a reload.
 func (m *mixEnforcer) run(ctx context.Context) {
 	if m.g == nil {
 		m.runSSH(ctx)
 		return
 	}
-	defer func() {
+	// thaw continues both classes and every step group gang stopped.
+	thaw := func() {
 		for _, c := range []mix.Class{mix.RT, mix.BE} {
 			if err := m.g.Freeze(c, false); err != nil {
 				m.log.Error("mix: thaw", "class", c.String(), "err", err)
 			}
 		}
-	}()
-	if m.tdm == nil {
-		<-ctx.Done()
-		return
-	}
-	for {
-		now := float64(time.Now().UnixNano()) / 1e9
-		_, _, next, err := m.tdm.Step(now)
-		if err != nil {
-			m.log.Error("mix: tdm step", "err", err)
-			next = now + 1
+		steps, _ := m.g.Steps()
+		for _, s := range steps {
+			_ = m.g.FreezeStep(s.Class, s.Name, false)
 		}
-		select {
-		case <-ctx.Done():
+	}
+	defer thaw()
+	var drv *cgmix.TDM
+	var gang map[cgmix.Step]bool // nil unless gang is driving
+	var lastGC time.Time
+	for {
+		cfg, plan := m.current()
+		m.mu.Lock()
+		mode, ratio := m.mode, m.ratio
+		m.mu.Unlock()
+		if time.Since(lastGC) >= time.Second {
+			m.gcSteps()
+			lastGC = time.Now()
+		}
+		wait := 10 * time.Second // ps: only the step groups to collect
+		if (gang != nil && mode != mix.GangMode) || (drv != nil && plan == nil) {
+			thaw() // left gang or tdm: nobody stays stopped
+			gang, drv = nil, nil
+		}
+		switch {
+		case mode == mix.GangMode:
+			if gang == nil {
+				thaw()
+				gang = map[cgmix.Step]bool{}
+			}
+			wait = m.gangStep(cfg, ratio, gang)
+		case plan != nil:
+			if drv == nil || drv.Plan != *plan {
+				drv = &cgmix.TDM{G: m.g, Plan: *plan}
+			}
+			now := unixNow()
+			_, _, next, err := drv.Step(now)
+			if err != nil {
+				m.log.Error("mix: tdm step", "err", err)
+				next = now + 1
+			}
+			wait = time.Duration((next - now) * float64(time.Second))
+		}
+		if !m.sleep(ctx, wait) {
 			return
-		case <-time.After(time.Duration((next - now) * float64(time.Second))):
 		}
 	}
 }
 
+// sleep waits d (forever when d < 0) or for a reload; false when ctx ended.
+func (m *mixEnforcer) sleep(ctx context.Context, d time.Duration) bool {
+	var timer <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-m.wake:
+	case <-timer:
+	}
+	return true
+}
+
+func unixNow() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
 // runSSH drives tdm on SSH nodes: at every division boundary each node
 // applies the division (TDMDivision, in parallel, bounded by the division);
-// on exit every node thaws both classes. ps needs no driving.
+// on leaving tdm and on exit every node thaws both classes. ps needs no
+// driving.
 func (m *mixEnforcer) runSSH(ctx context.Context) {
-	if m.plan == nil || m.ssh == nil {
+	if m.ssh == nil {
 		<-ctx.Done()
 		return
+	}
+	division := func(owner string) func(context.Context, string) error {
+		return func(ctx context.Context, n string) error { _, err := m.ssh.TDMDivision(ctx, n, owner); return err }
 	}
 	defer func() {
 		tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		m.eachNode(tctx, "none")
+		m.eachNode(tctx, division("none"))
 	}()
+	driving := false
 	for {
-		now := float64(time.Now().UnixNano()) / 1e9
-		owner, next, _ := m.plan.At(now)
-		dctx, cancel := context.WithTimeout(ctx, time.Duration(max(next-now, 1)*float64(time.Second)))
-		m.eachNode(dctx, owner.String())
-		cancel()
-		now = float64(time.Now().UnixNano()) / 1e9
-		select {
-		case <-ctx.Done():
+		_, plan := m.current()
+		var wait time.Duration = -1
+		switch {
+		case plan == nil && driving:
+			m.eachNode(ctx, division("none"))
+			driving = false
+		case plan != nil:
+			driving = true
+			now := unixNow()
+			owner, next, _ := plan.At(now)
+			dctx, cancel := context.WithTimeout(ctx, time.Duration(max(next-now, 1)*float64(time.Second)))
+			m.eachNode(dctx, division(owner.String()))
+			cancel()
+			wait = time.Duration(max(next-unixNow(), 0) * float64(time.Second))
+		}
+		if !m.sleep(ctx, wait) {
 			return
-		case <-time.After(time.Duration(max(next-now, 0) * float64(time.Second))):
 		}
 	}
 }
 
-// eachNode applies the division owned by owner on every node at once.
-func (m *mixEnforcer) eachNode(ctx context.Context, owner string) {
+// release runs once horad has stopped scheduling: on local nodes the class
+// groups of a class with no process left are removed, so a stopped horad
+// leaves no hora-<cluster> groups behind; a class whose jobs keep running
+// keeps its groups, thawed, for the next horad to open again.
+func (m *mixEnforcer) release() {
+	if m.g == nil {
+		return
+	}
+	kept, err := m.g.Release()
+	if err != nil {
+		m.log.Warn("mix: removing the class groups", "err", err)
+	}
+	for _, c := range kept {
+		m.log.Info("mix: class group kept for its running jobs", "class", c.String())
+	}
+}
+
+// eachNode runs op on every SSH node at once and waits for all.
+func (m *mixEnforcer) eachNode(ctx context.Context, op func(context.Context, string) error) {
 	var wg sync.WaitGroup
 	for _, n := range m.nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := m.ssh.TDMDivision(ctx, n, owner); err != nil {
-				m.log.Debug("mix: tdm division", "node", n, "owner", owner, "err", err)
+			if err := op(ctx, n); err != nil {
+				m.log.Debug("mix: node", "node", n, "err", err)
 			}
 		}()
 	}

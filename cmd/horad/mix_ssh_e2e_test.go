@@ -31,8 +31,9 @@ func TestMixPSOnSSHNodes(t *testing.T) {
 
 // [mix] tdm on SSH nodes: while a periodic RT job and a batch job both run
 // on n1, horad's divisions freeze the BE slice (RT's division) and thaw it
-// again (BE's), observed in the node's cgroup.events; when horad stops,
-// both slices are left thawed.
+// again (BE's), observed in the node's cgroup.events. A reload to ps 1:3
+// thaws both slices on the node and sets their weights at once, under the
+// running jobs; when horad stops, both slices are left thawed.
 func TestMixTDMOnSSHNodes(t *testing.T) {
 	c, cl, dir := mixSSHCluster(t, "ratio = \"1:1\"\nmode = \"tdm\"\nperiod = 1\n")
 	gate := filepath.Join(dir, "gate")
@@ -58,6 +59,28 @@ func TestMixTDMOnSSHNodes(t *testing.T) {
 				t.Fatalf("hora-be.slice never frozen=%s", want)
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	mark := c.reload(sshConfig(cl, "", "") + "[mix]\nratio = \"1:3\"\nmode = \"ps\"\n")
+	c.waitLog(mark, "mix reloaded", "ratio=1:3", "mode=ps")
+	for _, class := range []string{"rt", "be"} {
+		deadline := time.Now().Add(60 * time.Second)
+		for frozen(class) != "0" {
+			if time.Now().After(deadline) {
+				t.Fatalf("after the reload to ps, hora-%s.slice is still frozen", class)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for slice, w := range map[string]string{"hora-rt.slice": "2500", "hora-be.slice": "7500"} {
+		out, err := h.Systemctl("show", "--property=CPUWeight", slice)
+		if err != nil || strings.TrimSpace(out) != "CPUWeight="+w {
+			t.Errorf("after the reload, %s on n1: %q, %v; want CPUWeight=%s", slice, out, err, w)
+		}
+	}
+	for _, id := range []string{rt, be} {
+		if st := c.state(id); st != "RUNNING" {
+			t.Errorf("job %s after the reload: %s", id, st)
 		}
 	}
 	c.stop()

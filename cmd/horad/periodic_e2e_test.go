@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"hora/nodes/cgmix"
 )
 
 // Periodic real-time jobs through the real sbatch: at 2:1 a node gives RT
@@ -27,10 +29,13 @@ func TestPeriodicRealTimeEndToEnd(t *testing.T) {
 ratio = "2:1"
 mode = "ps"
 `)
+	g := openMixGroups(t, name)
 	work := c.workDir()
 	out := filepath.Join(work, "per.out")
+	// The job reports its missed frames itself (hora does not see frames).
+	report := filepath.Join(c.bin, "scontrol") + ` update JobId=$SLURM_JOB_ID RTMisses=3`
 	id := c.submit(work, "--rt-frame=100ms", "--rt-buffer=10", "--rt-work=40ms", "-n", "4", "-o", out,
-		"--wrap", `cat /proc/self/cgroup; echo "rt $HORA_RT_FRAME $HORA_RT_BUFFER $HORA_RT_WORK"; sleep 300`)
+		"--wrap", `cat /proc/self/cgroup; `+report+` && echo "rt $HORA_RT_FRAME $HORA_RT_BUFFER $HORA_RT_WORK"; sleep 300`)
 	c.waitState(id, "RUNNING")
 	deadline := time.Now().Add(60 * time.Second)
 	var text string
@@ -42,11 +47,18 @@ mode = "ps"
 	if !strings.Contains(text, "rt 0.1 10 0.04,0.04,0.04,0.04") || !strings.Contains(text, ":freezer:/hora-"+name+"/rt") {
 		t.Fatalf("periodic job output:\n%s\nwant its contract and the RT group", text)
 	}
-	if r := c.run(0, work, "squeue", "-h", "-j", id, "-O", "JobID,RTFrame,NodeList"); strings.Join(strings.Fields(r.stdout), " ") != id+" 0.1s/10 local[1-4]" {
-		t.Errorf("squeue -O JobID,RTFrame,NodeList: %q", r.stdout)
+	squeueRT := func() {
+		t.Helper()
+		if r := c.run(0, work, "squeue", "-h", "-j", id, "-O", "JobID,RTFrame,RTMisses,NodeList"); strings.Join(strings.Fields(r.stdout), " ") != id+" 0.1s/10 3 local[1-4]" {
+			t.Errorf("squeue -O JobID,RTFrame,RTMisses,NodeList: %q", r.stdout)
+		}
 	}
-	if r := c.run(0, work, "scontrol", "show", "job", id); !strings.Contains(r.stdout, "RTClass=periodic RTFrame=0.1s RTBuffer=10 RTWork=0.04s(x4)") {
+	squeueRT()
+	if r := c.run(0, work, "scontrol", "show", "job", id); !strings.Contains(r.stdout, "RTClass=periodic RTFrame=0.1s RTBuffer=10 RTWork=0.04s(x4) RTMisses=3") {
 		t.Errorf("scontrol show job:\n%s", r.stdout)
+	}
+	if r := c.run(0, work, "scontrol", "update", "JobId="+id, "RTMisses=-1"); r.code != 1 || !strings.Contains(r.stderr, "Invalid RTMisses value") {
+		t.Errorf("RTMisses=-1: exit %d stderr %q", r.code, r.stderr)
 	}
 
 	count := func() int {
@@ -94,15 +106,30 @@ mode = "ps"
 		t.Errorf("over-full submit after a restart: exit %d stderr %q", r.code, r.stderr)
 	}
 
-	// Best effort shares the nodes the periodic job runs on.
-	be := c.submit(work, "-N", "4", "--wrap", "true")
-	c.waitState(be, "COMPLETED")
+	squeueRT() // the reported misses are durable
+
+	// Best effort shares the nodes the periodic job runs on; it has no
+	// frames to miss.
+	be := c.submit(work, "-N", "4", "--wrap", "sleep 300")
+	c.waitState(be, "RUNNING")
+	if r := c.run(0, work, "scontrol", "update", "JobId="+be, "RTMisses=1"); r.code == 0 || !strings.Contains(r.stderr, "periodic real-time jobs") {
+		t.Errorf("RTMisses on a batch job: exit %d stderr %q", r.code, r.stderr)
+	}
+	c.run(0, work, "scancel", be)
+	c.waitState(be, "CANCELLED")
 
 	c.run(0, work, "scancel", id)
 	c.waitState(id, "CANCELLED")
-	if r := c.run(0, work, "sacct", "-n", "-X", "-j", id, "-P", "-o", "JobID,RTFrame,State"); !strings.HasPrefix(r.stdout, id+"|0.1s/10|CANCELLED") {
-		t.Errorf("sacct -o JobID,RTFrame,State: %q", r.stdout)
+	if r := c.run(0, work, "sacct", "-n", "-X", "-j", id, "-P", "-o", "JobID,RTFrame,RTMisses,State"); !strings.HasPrefix(r.stdout, id+"|0.1s/10|3|CANCELLED") {
+		t.Errorf("sacct -o JobID,RTFrame,RTMisses,State: %q", r.stdout)
 	}
 	again := c.submit(work, "--rt-frame=100ms", "--rt-buffer=10", "--rt-work=40ms", "--wrap", "true")
 	c.waitState(again, "COMPLETED")
+
+	// With every job gone, a stopped horad leaves no class group behind.
+	waitMixEmpty(t, g)
+	c.stop()
+	if left := cgmix.Leftover(cgmix.DefaultRoot, "hora-"+name); len(left) > 0 {
+		t.Fatalf("horad stopped with no job left hora-%s groups under %v", name, left)
+	}
 }

@@ -9,6 +9,8 @@
 //
 //	R/cpu/N/{rt,be}/cpu.shares        ps weights
 //	R/freezer/N/{rt,be}/freezer.state tdm stop/continue
+//	R/freezer/N/{rt,be}/<step>/        one group per job and node (AddStep):
+//	                                   gang stops and continues each job
 //	R/cpuacct/N/{rt,be}/cpuacct.usage CPU used per class (live shares), when mounted
 package cgmix
 
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,11 +135,90 @@ func (g *Groups) Add(c mix.Class, pid int) error {
 	return nil
 }
 
-// Pids lists the processes of class c.
+// AddStep moves process pid into class c's groups and, under the freezer,
+// into the group of its own named step (a job on a node), which gang mode
+// stops and continues on its own. The step group is made if needed.
+func (g *Groups) AddStep(c mix.Class, step string, pid int) error {
+	if step == "" || strings.ContainsAny(step, "/.") {
+		return fmt.Errorf("cgmix: step group name %q: want a plain name", step)
+	}
+	d := filepath.Join(g.dir("freezer", c), step)
+	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("cgmix: %w", err)
+	}
+	for _, ctrl := range g.ctrls {
+		dir := g.dir(ctrl, c)
+		if ctrl == "freezer" {
+			dir = d
+		}
+		if err := write(filepath.Join(dir, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Step is a step group under a class (AddStep) and how many processes it has.
+type Step struct {
+	Class mix.Class
+	Name  string
+	Procs int
+}
+
+// Steps lists the step groups of both classes, RT first, by name.
+func (g *Groups) Steps() ([]Step, error) {
+	var out []Step
+	for _, c := range classes {
+		ents, err := os.ReadDir(g.dir("freezer", c))
+		if err != nil {
+			return out, err
+		}
+		for _, e := range ents {
+			if !e.IsDir() {
+				continue
+			}
+			s, _ := read(filepath.Join(g.dir("freezer", c), e.Name(), "cgroup.procs"))
+			out = append(out, Step{Class: c, Name: e.Name(), Procs: len(strings.Fields(s))})
+		}
+	}
+	return out, nil
+}
+
+// FreezeStep stops (true) or continues (false) the processes of a step group.
+func (g *Groups) FreezeStep(c mix.Class, step string, stop bool) error {
+	v := "THAWED"
+	if stop {
+		v = "FROZEN"
+	}
+	return write(filepath.Join(g.dir("freezer", c), step, "freezer.state"), v)
+}
+
+// StepState is a step group's freezer.state.
+func (g *Groups) StepState(c mix.Class, step string) (string, error) {
+	return read(filepath.Join(g.dir("freezer", c), step, "freezer.state"))
+}
+
+// RemoveStep removes a step group that has no process left (the kernel
+// refuses one that has).
+func (g *Groups) RemoveStep(c mix.Class, step string) error {
+	if err := os.Remove(filepath.Join(g.dir("freezer", c), step)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cgmix: %w", err)
+	}
+	return nil
+}
+
+// Pids lists the processes of class c, those of its step groups included.
 func (g *Groups) Pids(c mix.Class) ([]int, error) {
 	s, err := read(filepath.Join(g.dir("freezer", c), "cgroup.procs"))
 	if err != nil {
 		return nil, err
+	}
+	ents, _ := os.ReadDir(g.dir("freezer", c))
+	for _, e := range ents {
+		if e.IsDir() {
+			sub, _ := read(filepath.Join(g.dir("freezer", c), e.Name(), "cgroup.procs"))
+			s += " " + sub
+		}
 	}
 	var out []int
 	for _, f := range strings.Fields(s) {
@@ -145,6 +227,16 @@ func (g *Groups) Pids(c mix.Class) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// removeEmptySteps removes class c's step groups with no process.
+func (g *Groups) removeEmptySteps(c mix.Class) {
+	ents, _ := os.ReadDir(g.dir("freezer", c))
+	for _, e := range ents {
+		if e.IsDir() {
+			_ = os.Remove(filepath.Join(g.dir("freezer", c), e.Name()))
+		}
+	}
 }
 
 // Freeze stops (true) or continues (false) every process of class c.
@@ -180,13 +272,29 @@ func (g *Groups) Usage(c mix.Class) (d time.Duration, ok bool, err error) {
 func (g *Groups) Close() error {
 	var errs []error
 	for _, c := range classes {
-		errs = append(errs, g.Freeze(c, false))
+		if err := g.Freeze(c, false); !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err) // already removed (Release) is fine
+		}
 	}
 	for _, ctrl := range g.ctrls {
 		for _, c := range classes {
-			s, _ := read(filepath.Join(g.dir(ctrl, c), "cgroup.procs"))
-			for _, f := range strings.Fields(s) {
-				errs = append(errs, write(filepath.Join(g.root, ctrl, "cgroup.procs"), f))
+			dirs := []string{g.dir(ctrl, c)}
+			ents, _ := os.ReadDir(g.dir(ctrl, c))
+			for _, e := range ents {
+				if e.IsDir() {
+					dirs = append(dirs, filepath.Join(g.dir(ctrl, c), e.Name()))
+				}
+			}
+			for _, d := range dirs {
+				s, _ := read(filepath.Join(d, "cgroup.procs"))
+				for _, f := range strings.Fields(s) {
+					errs = append(errs, write(filepath.Join(g.root, ctrl, "cgroup.procs"), f))
+				}
+			}
+			for _, d := range dirs[1:] {
+				if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, err)
+				}
 			}
 			if err := os.Remove(g.dir(ctrl, c)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
@@ -197,6 +305,68 @@ func (g *Groups) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Release is what horad does when it stops: it thaws both classes (jobs
+// keep running while horad is down, and none may stay stopped) and removes
+// the groups of a class that has no process left, then the cluster's group
+// once both are gone, so that no stopped horad leaves hora-<cluster> groups
+// behind. A class that still has processes keeps its groups, thawed, with
+// its weight: the next horad of the cluster opens them again (Open reuses).
+// kept lists those classes.
+func (g *Groups) Release() (kept []mix.Class, err error) {
+	var errs []error
+	for _, c := range classes {
+		if e := g.Freeze(c, false); e != nil && !errors.Is(e, os.ErrNotExist) {
+			errs = append(errs, e)
+		}
+	}
+	for _, c := range classes {
+		g.removeEmptySteps(c) // rmdir of a step group with processes fails: kept
+		busy := false
+		for _, ctrl := range g.ctrls {
+			s, e := read(filepath.Join(g.dir(ctrl, c), "cgroup.procs"))
+			if e == nil && s != "" {
+				busy = true
+			}
+		}
+		if pids, _ := g.Pids(c); len(pids) > 0 {
+			busy = true
+		}
+		if busy {
+			kept = append(kept, c)
+			continue
+		}
+		for _, ctrl := range g.ctrls {
+			// rmdir fails with EBUSY if a process joined since the check:
+			// the group then stays, as it should.
+			if e := os.Remove(g.dir(ctrl, c)); e != nil && !errors.Is(e, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("cgmix: %w", e))
+				kept = append(kept, c)
+			}
+		}
+	}
+	if len(kept) == 0 {
+		for _, ctrl := range g.ctrls {
+			if e := os.Remove(filepath.Join(g.root, ctrl, g.name)); e != nil && !errors.Is(e, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("cgmix: %w", e))
+			}
+		}
+	}
+	return slices.Compact(kept), errors.Join(errs...)
+}
+
+// Leftover lists the controllers under root that still hold a group named
+// name (what Release or Close should have removed).
+func Leftover(root, name string) []string {
+	var out []string
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		if _, err := os.Stat(filepath.Join(root, e.Name(), name)); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // TDM drives tdm mode on one node: at each Step the division in force

@@ -119,6 +119,121 @@ func TestFreezeStopsClass(t *testing.T) {
 	waitFor(t, "BE running again after thaw", func() bool { return cpuTicks(t, be) > before })
 }
 
+// Release (horad stopping) thaws both classes, keeps the groups of a class
+// that still runs processes and removes the rest; once that class is empty
+// too, a second Release leaves no group of the name in any controller.
+func TestReleaseRemovesEmptyGroups(t *testing.T) {
+	name := fmt.Sprintf("hora-test-%d-%d", os.Getpid(), rand.Uint32())
+	g, err := Open(DefaultRoot, name)
+	if err != nil {
+		t.Fatalf("%v (this test needs root and the cgroup v1 cpu and freezer controllers, as CI has)", err)
+	}
+	t.Cleanup(func() {
+		if left := Leftover(DefaultRoot, name); len(left) > 0 {
+			g.Close()
+		}
+	})
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if err := g.Add(mix.BE, cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Freeze(mix.BE, true); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := g.Release()
+	if err != nil || len(kept) != 1 || kept[0] != mix.BE {
+		t.Fatalf("Release with a BE process: kept %v, err %v; want [be]", kept, err)
+	}
+	if s, err := g.FreezerState(mix.BE); err != nil || s != "THAWED" {
+		t.Fatalf("kept BE group: freezer %q (%v), want THAWED", s, err)
+	}
+	for _, ctrl := range g.ctrls {
+		if _, err := os.Stat(g.Dir(ctrl, mix.RT)); !os.IsNotExist(err) {
+			t.Errorf("empty RT group under %s not removed (%v)", ctrl, err)
+		}
+	}
+	if left := Leftover(DefaultRoot, name); len(left) != len(g.ctrls) {
+		t.Errorf("cluster group left under %v, want under every controller %v while BE runs", left, g.ctrls)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	kept, err = g.Release()
+	if err != nil || len(kept) != 0 {
+		t.Fatalf("Release once empty: kept %v, err %v", kept, err)
+	}
+	if left := Leftover(DefaultRoot, name); len(left) > 0 {
+		t.Fatalf("groups %s left under %v", name, left)
+	}
+	// The next horad of the cluster makes them again.
+	if g, err = Open(DefaultRoot, name); err != nil {
+		t.Fatal(err)
+	}
+	if left := Leftover(DefaultRoot, name); len(left) != len(g.ctrls) {
+		t.Fatalf("reopened under %v, want %v", left, g.ctrls)
+	}
+	if kept, err := g.Release(); err != nil || len(kept) != 0 || len(Leftover(DefaultRoot, name)) > 0 {
+		t.Fatalf("Release of the reopened groups: kept %v, err %v, left %v", kept, err, Leftover(DefaultRoot, name))
+	}
+}
+
+// Step groups (gang mode): each job on a node has its own freezer group
+// under its class; one is stopped while its sibling runs, the class counts
+// the processes of both, an empty step group is removed, and Release
+// removes what is left once the processes are gone.
+func TestStepGroups(t *testing.T) {
+	g := open(t)
+	sleep := func(step string) *exec.Cmd {
+		cmd := exec.Command("sleep", "300")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.FreezeStep(mix.BE, step, false); cmd.Process.Kill(); cmd.Wait() })
+		if err := g.AddStep(mix.BE, step, cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	a, b := sleep("5_local1"), sleep("6_local1")
+	if err := g.AddStep(mix.BE, "x/y", a.Process.Pid); err == nil {
+		t.Error("AddStep accepted the step name x/y")
+	}
+	if err := g.FreezeStep(mix.BE, "5_local1", true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "step 5 frozen", func() bool { s, _ := g.StepState(mix.BE, "5_local1"); return s == "FROZEN" })
+	if st, _ := g.StepState(mix.BE, "6_local1"); st != "THAWED" {
+		t.Errorf("sibling step 6: %s, want THAWED", st)
+	}
+	if pids, _ := g.Pids(mix.BE); len(pids) != 2 {
+		t.Errorf("BE class processes %v, want the 2 of its steps", pids)
+	}
+	steps, err := g.Steps()
+	if err != nil || len(steps) != 2 || steps[0].Name != "5_local1" || steps[0].Procs != 1 || steps[1].Class != mix.BE {
+		t.Fatalf("Steps: %+v, %v", steps, err)
+	}
+	if err := g.RemoveStep(mix.BE, "6_local1"); err == nil {
+		t.Error("RemoveStep removed a group with a process")
+	}
+	b.Process.Kill()
+	b.Wait()
+	if err := g.RemoveStep(mix.BE, "6_local1"); err != nil {
+		t.Fatal(err)
+	}
+	g.FreezeStep(mix.BE, "5_local1", false)
+	a.Process.Kill()
+	a.Wait()
+	if kept, err := g.Release(); err != nil || len(kept) > 0 {
+		t.Fatalf("Release: kept %v, %v", kept, err)
+	}
+	if left := Leftover(DefaultRoot, g.name); len(left) > 0 {
+		t.Fatalf("left under %v", left)
+	}
+}
+
 // The TDM driver stops the non-owner only while the owner has processes:
 // with no RT process, BE is never frozen, in any division.
 func TestTDMLendsWhenOwnerHasNothing(t *testing.T) {

@@ -322,8 +322,11 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 	pf := os.NewFile(uintptr(pidfd), "pidfd:"+strconv.Itoa(pid))
 	// fail kills and reaps a shepherd that did not take the step.
 	fail := func(err error) error {
-		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+		// The job first: killJob trusts its group only while the shepherd
+		// is its parent, and a killed shepherd's job is reparented (it was
+		// left running, orphaned, when a launch was abandoned at stop).
 		e.killJob(dir, pid)
+		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 		var info unix.Siginfo
 		_ = unix.Waitid(unix.P_PIDFD, pidfd, &info, unix.WEXITED, nil)
 		pf.Close()

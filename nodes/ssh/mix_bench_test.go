@@ -2,6 +2,9 @@ package ssh_test
 
 import (
 	"log/slog"
+	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -31,19 +34,7 @@ func BenchmarkTDMSwitch4(b *testing.B) {
 	defer e.Close()
 	owners := []string{"rt", "be"}
 	var worst time.Duration
-	switchAll := func(owner string) {
-		var wg sync.WaitGroup
-		for _, h := range c.Hosts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if _, err := e.TDMDivision(b.Context(), h.Name, owner); err != nil {
-					b.Error(err)
-				}
-			}()
-		}
-		wg.Wait()
-	}
+	switchAll := func(owner string) { divideAll(b, e, c, owner, nil) }
 	switchAll("none") // connections made
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -52,4 +43,117 @@ func BenchmarkTDMSwitch4(b *testing.B) {
 		worst = max(worst, time.Since(t0))
 	}
 	b.ReportMetric(float64(worst.Microseconds())/1000, "max-ms")
+}
+
+// BenchmarkTDMSwitchMany is horad's tdm driver against many SSH hosts: a
+// division boundary every 250 ms on the Unix-time axis; at each one the
+// driver wakes (a timer, as in horad) and applies the division on every
+// node at once. Per boundary it records the lag of the last node after the
+// nominal boundary (timer wake-up + the slowest node) and the skew between
+// the first and the last node to apply it. Reported: their median, 99th
+// percentile and maximum in ms, and the maximum lag as a percentage of
+// Υ = 3 s (the goal: within 1 %). HORA_BENCH_SSH_NODES sets the
+// number of hosts (default 16); the first HORA_BENCH_SSH_SYSTEMD of them
+// (default 2) boot a real systemd, so their slices are really frozen; on
+// the others the division script runs but finds no slice to write.
+func BenchmarkTDMSwitchMany(b *testing.B) {
+	n := envInt(b, "HORA_BENCH_SSH_NODES", 16)
+	nsys := min(n, envInt(b, "HORA_BENCH_SSH_SYSTEMD", 2))
+	var opts []sshtest.Option
+	for i := 1; i <= nsys; i++ {
+		opts = append(opts, sshtest.WithSystemd(i))
+	}
+	c := sshtest.StartCluster(b, n, opts...)
+	// Not b.TempDir: the hosts' remote shells may still write their state
+	// under it just after Close, which fails b.TempDir's removal.
+	state, err := os.MkdirTemp("", "hora-bench-state-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		for end := time.Now().Add(10 * time.Second); os.RemoveAll(state) != nil && time.Now().Before(end); {
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	cfg := fastConfig(c, state)
+	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000}
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	e, err := hssh.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	done := make([]time.Time, n)
+	switchAll := func(owner string) { divideAll(b, e, c, owner, done) }
+	switchAll("none") // connections made
+	const every = 250 * time.Millisecond
+	var lags, skews []float64
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		boundary := time.Now().Truncate(every).Add(every)
+		time.Sleep(time.Until(boundary))
+		switchAll([]string{"rt", "be"}[i%2])
+		first, last := done[0], done[0]
+		for _, d := range done {
+			first, last = minTime(first, d), maxTime(last, d)
+		}
+		lags = append(lags, last.Sub(boundary).Seconds()*1000)
+		skews = append(skews, last.Sub(first).Seconds()*1000)
+	}
+	b.StopTimer()
+	slices.Sort(lags)
+	slices.Sort(skews)
+	q := func(v []float64, p float64) float64 { return v[min(len(v)-1, int(p*float64(len(v))))] }
+	b.ReportMetric(q(lags, 0.5), "lag-p50-ms")
+	b.ReportMetric(q(lags, 0.99), "lag-p99-ms")
+	b.ReportMetric(lags[len(lags)-1], "lag-max-ms")
+	b.ReportMetric(q(skews, 0.5), "skew-p50-ms")
+	b.ReportMetric(skews[len(skews)-1], "skew-max-ms")
+	b.ReportMetric(100*lags[len(lags)-1]/3000, "lag-max-%Υ3s")
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		b.Fatalf("%s=%q: want a whole number", name, v)
+	}
+	return n
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// divideAll applies the division owned by owner on every host at once, as
+// horad's driver does, and waits for all; done[i], if given, is when host
+// i had applied it.
+func divideAll(b *testing.B, e *hssh.Executor, c *sshtest.Cluster, owner string, done []time.Time) {
+	var wg sync.WaitGroup
+	for i, h := range c.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.TDMDivision(b.Context(), h.Name, owner); err != nil {
+				b.Error(err)
+			}
+			if done != nil {
+				done[i] = time.Now()
+			}
+		}()
+	}
+	wg.Wait()
 }

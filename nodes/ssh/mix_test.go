@@ -51,6 +51,19 @@ func TestMixSlicesOnSystemdNode(t *testing.T) {
 			t.Errorf("%s: %q, %v; want CPUWeight=%s", slice, out, err, w)
 		}
 	}
+	// A reloaded ratio (1:3) is set on the node at once.
+	if err := e.SetMixWeights(t.Context(), "n1", 2500, 7500); err != nil {
+		t.Fatal(err)
+	}
+	for slice, w := range map[string]string{"hora-rt.slice": "2500", "hora-be.slice": "7500"} {
+		out, err := h.Systemctl("show", "--property=CPUWeight", slice)
+		if err != nil || strings.TrimSpace(out) != "CPUWeight="+w {
+			t.Errorf("after SetMixWeights, %s: %q, %v; want CPUWeight=%s", slice, out, err, w)
+		}
+	}
+	if err := e.SetMixWeights(t.Context(), "n1", 0, 7500); err == nil || !strings.Contains(err.Error(), "0:7500") {
+		t.Errorf("SetMixWeights 0:7500: %v, want an error naming the weights", err)
+	}
 }
 
 // Without systemd (launcher setsid) a step under [mix] is refused, naming
@@ -148,5 +161,18 @@ func TestMixTDMFreezeOnSystemdNode(t *testing.T) {
 	}
 	if got, err := e.TDMDivision(ctx, "n1", "rt"); err != nil || got != [2]bool{} {
 		t.Fatalf("RT division with no RT process: %v, %v; want nothing frozen", got, err)
+	}
+	// The divisions go through one long-lived loop per node; when sshd
+	// restarts, its session ends, and the next divisions still apply (the
+	// failed one again in a session of its own, the next on a new loop).
+	h.StopSSHD()
+	h.StartSSHD()
+	for i, owner := range []string{"be", "none", "rt"} {
+		if got, err := e.TDMDivision(ctx, "n1", owner); err != nil || got != [2]bool{} {
+			t.Fatalf("division %d (%s) after sshd restarted: %v, %v", i, owner, got, err)
+		}
+	}
+	if _, err := e.TDMDivision(ctx, "n1", "all"); err == nil {
+		t.Error("division owner \"all\" accepted")
 	}
 }

@@ -81,8 +81,23 @@ type Config struct {
 // without systemd refuses the step: a ratio configured but not enforced
 // would break the RT guarantee.
 type Mix struct {
-	RTWeight, BEWeight int                         // cpu.weight, 1..10000
+	RTWeight, BEWeight int                         // cpu.weight, 1..10000; change with SetWeights
 	RT                 func(nodes.LaunchSpec) bool // the step is of the RT class
+	mu                 sync.Mutex
+}
+
+// SetWeights changes the weights the next launches set (a reload of the
+// ratio; SetMixWeights sets them on a node at once).
+func (m *Mix) SetWeights(rt, be int) {
+	m.mu.Lock()
+	m.RTWeight, m.BEWeight = rt, be
+	m.mu.Unlock()
+}
+
+func (m *Mix) weights() (rt, be int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.RTWeight, m.BEWeight
 }
 
 // NodeEvent is an up/down transition seen by the prober. The first probe
@@ -103,6 +118,9 @@ type Executor struct {
 	wg     sync.WaitGroup
 
 	closeOnce sync.Once
+
+	divMu sync.Mutex
+	divs  map[string]*divLoop // [mix] tdm: each node's division loop (tdm.go)
 }
 
 var _ nodes.Executor = (*Executor)(nil)
@@ -710,5 +728,6 @@ func (e *Executor) mixArg(spec nodes.LaunchSpec) string {
 	if m.RT != nil && m.RT(spec) {
 		class = "rt"
 	}
-	return strconv.Itoa(m.RTWeight) + "," + strconv.Itoa(m.BEWeight) + "," + class
+	rt, be := m.weights()
+	return strconv.Itoa(rt) + "," + strconv.Itoa(be) + "," + class
 }

@@ -1,6 +1,7 @@
 package mix
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -132,6 +133,153 @@ func (x *Matrix) Place(id int64, c Class, size, r int) bool {
 	}
 	x.jobs[id] = &gangJob{class: c, cols: cols, rows: rows}
 	return true
+}
+
+// PlaceOn is Place for a job whose columns are already chosen (on real
+// nodes the space-sharing scheduler chose them): r rows of class c's set,
+// first-fit, where all of cols are free. cols must be distinct columns in
+// [0, P). It returns false and changes nothing when no such rows exist.
+func (x *Matrix) PlaceOn(id int64, c Class, cols []int, r int) bool {
+	if id == 0 || x.jobs[id] != nil || len(cols) == 0 || r < 1 {
+		return false
+	}
+	for _, col := range cols {
+		if col < 0 || col >= x.P {
+			return false
+		}
+	}
+	lo, hi := x.Set(c)
+	var rows []int
+	for row := lo; row < hi && len(rows) < r; row++ {
+		free := true
+		for _, col := range cols {
+			free = free && x.slot[row*x.P+col].job == 0
+		}
+		if free {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) < r {
+		return false
+	}
+	cols = slices.Clone(cols)
+	slices.Sort(cols)
+	for _, row := range rows {
+		for _, col := range cols {
+			x.slot[row*x.P+col] = cell{job: id}
+		}
+	}
+	x.jobs[id] = &gangJob{class: c, cols: cols, rows: rows}
+	return true
+}
+
+// GangJob is a job running on real nodes in gang mode: its class and the
+// columns (nodes) its processes run on.
+type GangJob struct {
+	ID    int64
+	Class Class
+	Cols  []int
+}
+
+// GangPlan is the Ousterhout matrix of 1GS (be-rt-mix-2001 §4.1) for the
+// jobs running on p nodes: each job, in id order, takes one row of its
+// class's set on its own columns (PlaceOn), then the optimisation
+// replicates jobs into idle rows (Optimize; every RT job counts as short of
+// throughput, as a node does not see frames). Jobs for which no row is free
+// are returned as waiting: they stay stopped until a row frees (§4.1's
+// queue). The plan depends only on the set of jobs, so drivers may rebuild
+// it at every arrival or departure and every node computes the same one.
+func GangPlan(p, m int, r Ratio, jobs []GangJob) (x *Matrix, waiting []int64, err error) {
+	if x, err = NewMatrix(p, m, r); err != nil {
+		return nil, nil, err
+	}
+	jobs = slices.Clone(jobs)
+	slices.SortFunc(jobs, func(a, b GangJob) int { return cmp.Compare(a.ID, b.ID) })
+	for _, j := range jobs {
+		if !x.PlaceOn(j.ID, j.Class, j.Cols, 1) {
+			waiting = append(waiting, j.ID)
+		}
+	}
+	x.Optimize(func(int64) bool { return true })
+	return x, waiting, nil
+}
+
+// Gang is the rotation a driver of real nodes applies: the matrix of
+// GangPlan, then one overflow row after another for the jobs it left
+// waiting. On real nodes a job has started before it reaches the matrix
+// (horad's Engine started it), so it cannot wait in a queue as §4.1's
+// jobs do: kept stopped, it could not even be cancelled (a frozen process
+// does not die). It takes an overflow row instead, first-fit in id order,
+// which lengthens the cycle beyond M quanta while it lasts.
+type Gang struct {
+	X        *Matrix
+	Overflow [][]int64 // rows after the M of X: the job on each column (0: none)
+}
+
+// NewGang is GangPlan with the waiting jobs in overflow rows.
+func NewGang(p, m int, r Ratio, jobs []GangJob) (Gang, error) {
+	x, waiting, err := GangPlan(p, m, r, jobs)
+	if err != nil {
+		return Gang{}, err
+	}
+	g := Gang{X: x}
+	cols := map[int64][]int{}
+	for _, j := range jobs {
+		cols[j.ID] = j.Cols
+	}
+	for _, id := range waiting {
+		placed := false
+		for _, row := range g.Overflow {
+			free := true
+			for _, c := range cols[id] {
+				free = free && row[c] == 0
+			}
+			if free {
+				for _, c := range cols[id] {
+					row[c] = id
+				}
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			row := make([]int64, p)
+			for _, c := range cols[id] {
+				row[c] = id
+			}
+			g.Overflow = append(g.Overflow, row)
+		}
+	}
+	return g, nil
+}
+
+// Rows is the length of the cycle in quanta: M plus the overflow rows.
+func (g Gang) Rows() int { return g.X.M + len(g.Overflow) }
+
+// Runs says whether job id runs in row (of Rows) on column col.
+func (g Gang) Runs(row, col int, id int64) bool {
+	if row < g.X.M {
+		return g.X.Runs(row, col, id)
+	}
+	row -= g.X.M
+	return row < len(g.Overflow) && col >= 0 && col < len(g.Overflow[row]) && g.Overflow[row][col] == id
+}
+
+// GangRow is the row of an M-row matrix in force at time now when rows
+// rotate every quantum Q on a time axis all nodes share (§4.1: row k mod M
+// runs in quantum k), and when the next quantum begins.
+func GangRow(now, quantum float64, m int) (row int, next float64) {
+	k := math.Floor(now / quantum)
+	row = int(math.Mod(k, float64(m)))
+	if row < 0 {
+		row += m
+	}
+	return row, (k + 1) * quantum
+}
+
+// Runs says whether job id runs in row on column col.
+func (x *Matrix) Runs(row, col int, id int64) bool {
+	return row >= 0 && row < x.M && col >= 0 && col < x.P && x.slot[row*x.P+col].job == id
 }
 
 // Remove takes job id and its replicas out of the matrix.

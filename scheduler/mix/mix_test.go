@@ -2,6 +2,7 @@ package mix
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -328,5 +329,79 @@ func TestWeightsAndTDMFreeze(t *testing.T) {
 	}
 	if f := TDMFreeze(RT, false, true); f[BE] {
 		t.Error("BE frozen while RT has nothing")
+	}
+}
+
+// Gang on real nodes: jobs keep the columns the space-sharing scheduler
+// gave them; each takes a row of its class's set where all its columns are
+// free, in id order; the plan is the same whatever order the jobs come in;
+// a job alone on its columns is replicated into every row, jobs sharing a
+// column alternate, at most one job runs per column and row, and a job with
+// no free row waits.
+func TestGangPlan(t *testing.T) {
+	jobs := []GangJob{
+		{ID: 7, Class: BE, Cols: []int{2, 1}},
+		{ID: 3, Class: RT, Cols: []int{1}},
+		{ID: 5, Class: BE, Cols: []int{0}},
+		{ID: 9, Class: BE, Cols: []int{1}}, // BE set (1 row) full on column 1
+		{ID: 4, Class: RT, Cols: []int{3}},
+	}
+	x, waiting, err := GangPlan(4, 2, Ratio{1, 1}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(waiting, []int64{9}) {
+		t.Errorf("waiting %v, want [9]", waiting)
+	}
+	if !x.Runs(0, 1, 3) || !x.Runs(1, 1, 7) || !x.Runs(1, 2, 7) || x.Runs(0, 1, 7) {
+		t.Errorf("jobs 3 (RT) and 7 (BE) on column 1 do not alternate:\n%v", x.slot)
+	}
+	if x.Rows(7) != 1 { // not into row 0: column 1 holds job 3 there
+		t.Errorf("job 7 runs in %d rows, want 1", x.Rows(7))
+	}
+	for _, alone := range []struct {
+		id  int64
+		col int
+	}{{5, 0}, {4, 3}} {
+		if !x.Runs(0, alone.col, alone.id) || !x.Runs(1, alone.col, alone.id) {
+			t.Errorf("job %d alone on column %d does not run in every row", alone.id, alone.col)
+		}
+	}
+	for row := 0; row < x.M; row++ {
+		for col := 0; col < x.P; col++ {
+			n := 0
+			for _, j := range jobs {
+				if x.Runs(row, col, j.ID) {
+					n++
+				}
+			}
+			if n > 1 {
+				t.Errorf("row %d column %d runs %d jobs", row, col, n)
+			}
+		}
+	}
+	// On nodes, job 9 takes an overflow row: a third quantum in the cycle.
+	gs, err := NewGang(4, 2, Ratio{1, 1}, jobs)
+	if err != nil || gs.Rows() != 3 || !gs.Runs(2, 1, 9) || gs.Runs(0, 1, 9) || gs.Runs(1, 1, 9) || !gs.Runs(0, 1, 3) {
+		t.Errorf("overflow: %d rows %v (%v); want job 9 alone in row 2", gs.Rows(), gs.Overflow, err)
+	}
+	rev := slices.Clone(jobs)
+	slices.Reverse(rev)
+	y, _, _ := GangPlan(4, 2, Ratio{1, 1}, rev)
+	if !slices.Equal(x.slot, y.slot) {
+		t.Errorf("the plan depends on the order of the jobs:\n%v\n%v", x.slot, y.slot)
+	}
+	if x.PlaceOn(11, RT, []int{4}, 1) || x.PlaceOn(12, RT, nil, 1) {
+		t.Error("PlaceOn accepted a column out of range or none")
+	}
+	for _, c := range []struct {
+		now, q   float64
+		m, row   int
+		wantNext float64
+	}{{0, 0.5, 6, 0, 0.5}, {3.2, 0.5, 6, 0, 3.5}, {2.75, 0.5, 6, 5, 3}, {1e9 + 0.1, 0.5, 4, 0, 1e9 + 0.5}} {
+		row, next := GangRow(c.now, c.q, c.m)
+		if row != c.row || math.Abs(next-c.wantNext) > 1e-6 {
+			t.Errorf("GangRow(%g, %g, %d) = %d, %g; want %d, %g", c.now, c.q, c.m, row, next, c.row, c.wantNext)
+		}
 	}
 }
