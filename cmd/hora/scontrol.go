@@ -715,7 +715,12 @@ func reportJobResults(env *Env, results []api.JobResult) string {
 		if last == "" {
 			last = codeText(r.Code)
 		}
-		fmt.Fprintf(env.Stderr, "%s for job %d\n", last, r.ID)
+		id := r.ID
+		if id < 0 {
+			// a task selector that named no task of array -id
+			id = -id
+		}
+		fmt.Fprintf(env.Stderr, "%s for job %d\n", last, id)
 	}
 	return last
 }
