@@ -492,7 +492,10 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 		Deadline: float64(j.Spec.Deadline), Load: j.Spec.Load, Held: j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin",
 		Reservation: j.Spec.Reservation, Req: req, Periodic: per, Name: j.Spec.Name,
 		Array: scheduler.JobID(j.ArrayJobID), ArrayLimit: c.arrayThrottle(j.ArrayJobID),
-		Dep: j.dep, KillOnInvalidDep: c.killOnInvalidDep(&j.Spec),
+		Dep: j.dep, KillOnInvalidDep: c.killOnInvalidDep(&j.Spec), Priority: j.Priority,
+	}
+	if sj.Priority == 0 {
+		sj.Priority = basePriority(j.ID) // a job stored before priorities were
 	}
 	if sp, ok := sbatch.ParseSignalSpec(j.Spec.Signal); ok && j.Spec.Signal != "" {
 		sj.Signal, sj.SignalBefore = strconv.Itoa(sp.Num), float64(sp.Before)
