@@ -358,6 +358,10 @@ type JobUpdateRequest struct {
 	Features      *string `json:"features,omitempty"`
 	ArrayThrottle *int    `json:"array_throttle,omitempty"`
 	RTMisses      *int    `json:"rt_misses,omitempty"` // a periodic job's missed frames so far
+	Exclude       *string `json:"exclude,omitempty"`   // ExcNodeList
+	// Top is scontrol top: IDs, in their order, take the highest
+	// priorities among their owner's pending jobs of their partition.
+	Top bool `json:"top,omitempty"`
 }
 
 // TaskSel names tasks of a job array by their task ids.

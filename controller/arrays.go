@@ -95,7 +95,10 @@ func (c *Controller) taskJobLocked(array, task int64) *job {
 // expandIDs turns the ids and task selectors of a request into job ids: an
 // id naming an array stands for its live tasks (all of them when none is
 // live, so that the answer still says why), a selector for the tasks it
-// names that exist. A selector that names none gives its array's id back.
+// names that exist. A selector that names none stands for no job: it gives
+// noSuchTask(array) back, an id no job has, whose answer is "Invalid job id
+// specified" — never the array's id, which is also the id of its first
+// task's job (`scancel 7_99` must not cancel task 7_1).
 func (c *Controller) expandIDs(ids []int64, sels []api.TaskSel) []int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -124,11 +127,16 @@ func (c *Controller) expandIDs(ids []int64, sels []api.TaskSel) []int64 {
 			}
 		}
 		if len(out) == n {
-			out = append(out, s.Array)
+			out = append(out, noSuchTask(s.Array))
 		}
 	}
 	return out
 }
+
+// noSuchTask is the id a task selector that names no existing task of
+// array stands for: negative, so no job has it, and the array's id can be
+// read back from it (-noSuchTask(a) == a) to name it in a message.
+func noSuchTask(array int64) int64 { return -array }
 
 // arrayEnv is the SLURM_ARRAY_* environment of a task (none for a job).
 func (c *Controller) arrayEnv(j *job, set func(k, v string)) {

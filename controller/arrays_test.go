@@ -190,3 +190,37 @@ func TestDependencySurvivesRestart(t *testing.T) {
 		t.Fatalf("dependent ended %s", st)
 	}
 }
+
+// A task selector naming no task of the array acts on nothing and says
+// "Invalid job id specified"; it must not fall back to the array's id,
+// which is also the job id of its first task.
+func TestMissingArrayTaskActsOnNothing(t *testing.T) {
+	f := newFixture(t)
+	c := f.controller(t)
+	spec := f.spec("true")
+	spec.Hold, spec.Array = true, "1-3"
+	resp, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := []api.TaskSel{{Array: resp.JobID, Tasks: []int64{99}}}
+	r, err := c.cancel(t.Context(), root, api.CancelRequest{IDs: c.expandIDs(nil, sel)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) != 1 || r.Results[0].Code != api.CodeInvalidJobID {
+		t.Fatalf("cancel of task 99: %+v, want one Invalid job id", r.Results)
+	}
+	u := c.updateJobs(t.Context(), root, api.JobUpdateRequest{IDs: nil, Tasks: sel, Name: ptr("renamed")})
+	if len(u.Results) != 1 || u.Results[0].Error == "" {
+		t.Fatalf("update of task 99: %+v, want one error", u.Results)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range c.arrays[resp.JobID].ids {
+		j := c.jobs[id]
+		if j.State.Finished() || j.Spec.Name == "renamed" {
+			t.Errorf("task %d of the array was acted on: %s %q", j.ArrayTaskID, j.State, j.Spec.Name)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func (c *Controller) startChunkLocked(j *job, a scheduler.Start) {
 		c.stageQueue(j.Spec.Partition).push(func(ctx context.Context) { c.stageAndLaunch(ctx, spec, in, start, end, evs) })
 		return
 	}
-	c.work.push(func(ctx context.Context) { c.launch(ctx, spec, evs...) })
+	c.pushLaunch(spec, evs...)
 }
 
 // chunkEndLocked records a chunk's end, tells the Engine (which may start

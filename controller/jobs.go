@@ -30,6 +30,16 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 		// what the running job reports (scontrol update RTMisses=), not a request
 		return nil, &api.Error{Message: "rt_misses: a job reports its missed frames while it runs; it cannot be submitted with any", Code: api.CodeBadRequest}
 	}
+	// The defaults of a Slurm site with slurmdbd whose associations were
+	// never changed: root's jobs go to account root (created with the
+	// cluster), every job to QOS normal (SLURM_JOB_QOS says so too).
+	// Other users have no default account (AccountingStorageEnforce=none).
+	if spec.Account == "" && who.UID == 0 {
+		spec.Account = "root"
+	}
+	if spec.QOS == "" {
+		spec.QOS = "normal"
+	}
 	now := c.now()
 	j := &job{Job: api.Job{
 		Spec: spec, UID: who.UID, GID: who.GID, User: who.User, Group: groupName(who.GID),
@@ -505,8 +515,12 @@ func (c *Controller) holdAs(ctx context.Context, who *Caller, ids []int64, hold,
 	for _, id := range ids {
 		j := c.jobs[id]
 		switch {
-		case j == nil || j.State.Finished():
+		case j == nil:
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Invalid job id specified", Code: api.CodeInvalidJobID})
+			continue
+		case j.State.Finished():
+			// As 22.05.8: a job still in memory (MinJobAge) has finished.
+			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: msgFinished, Code: api.CodeAlreadyDone})
 			continue
 		case !c.mayTouch(who, j):
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Access/permission denied", Code: api.CodeAccessDenied})
@@ -630,7 +644,8 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	for _, kv := range j.Spec.Env {
 		// the job's own SLURM_* values are set below; stale ones from the
 		// submit environment (a job submitted from inside a job) must not win
-		if !strings.HasPrefix(kv, "SLURM_JOB") && !(j.Spec.OpenAppend && strings.HasPrefix(kv, "SLURM_OPEN_MODE=")) {
+		if !strings.HasPrefix(kv, "SLURM_JOB") && !strings.HasPrefix(kv, "HORA_SOCKET=") &&
+			!(j.Spec.OpenAppend && strings.HasPrefix(kv, "SLURM_OPEN_MODE=")) {
 			env = append(env, kv)
 		}
 	}
@@ -716,6 +731,11 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	c.arrayEnv(j, set)
 	set("ENVIRONMENT", "BATCH")
 	set("HORA_JOB_ID", id)
+	// The job's commands (srun, scontrol) reach this horad, and
+	// scontrol listpids tells its processes from another horad's.
+	if sock, err := filepath.Abs(c.cfg.Socket); err == nil && c.cfg.Socket != "" {
+		set("HORA_SOCKET", sock)
+	}
 	if j.Spec.PBS != nil {
 		env = c.pbsEnv(env, j)
 	}

@@ -162,7 +162,7 @@ func runQueue(ctx context.Context, q *workQueue) {
 		f := q.items[0]
 		q.items = q.items[1:]
 		q.mu.Unlock()
-		f(ctx)
+		f.run(ctx)
 	}
 }
 
@@ -394,7 +394,7 @@ func TestRequeueHistoriesProperty(t *testing.T) {
 			fn := q.items[0]
 			q.items = q.items[1:]
 			q.mu.Unlock()
-			fn(ctx)
+			fn.run(ctx)
 		}
 		ops := []string{"requeue", "restart", "terminate", "end", "deliver", "redeliver", "relaunch", "forget"}
 		for range rapid.IntRange(0, 60).Draw(rt, "steps") {

@@ -295,6 +295,16 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		}
 		return c.present(who, *j, full)
 	}
+	// add appends j shown, presented in place: a job is copied once, not
+	// twice (squeue over 100,000 jobs).
+	add := func(dst *[]api.Job, j *api.Job) {
+		if brief {
+			*dst = append(*dst, api.BriefJob(j))
+			return
+		}
+		*dst = append(*dst, *j)
+		c.presentIn(who, &(*dst)[len(*dst)-1], full)
+	}
 	keep := func(j *api.Job) bool {
 		// An array's id names all its tasks, as in Slurm.
 		if len(ids) > 0 && !slices.Contains(ids, j.ID) && (j.ArrayJobID == 0 || !slices.Contains(ids, j.ArrayJobID)) {
@@ -336,7 +346,13 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	out := &api.JobsResponse{Jobs: []api.Job{}}
 	if history {
 		since, _ := strconv.ParseInt(q.Get("since"), 10, 64)
-		stored, err := c.st.Jobs(ctx, store.Filter{IDs: ids, Since: since})
+		f := store.Filter{IDs: ids, Since: since}
+		if len(uids) > 0 {
+			// Read only the users' jobs (jobs(uid, end_time)), not
+			// everyone's over the period: sacct -u over a long history.
+			f.UIDs = uids
+		}
+		stored, err := c.st.Jobs(ctx, f)
 		if err != nil {
 			return nil, err
 		}
@@ -402,7 +418,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			out.Jobs = append(out.Jobs, row)
 			continue
 		}
-		out.Jobs = append(out.Jobs, show(view))
+		add(&out.Jobs, view)
 	}
 	return out, nil
 }
@@ -414,6 +430,12 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 // encoded after c.mu is released, while a chunk's end may write the job's
 // own slice. Caller holds c.mu.
 func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
+	c.presentIn(who, &j, full)
+	return j
+}
+
+// presentIn is present on a copy the caller owns.
+func (c *Controller) presentIn(who *Caller, j *api.Job, full bool) {
 	if j.State == api.StatePending && j.Reason != "JobHeldUser" && j.Reason != "JobHeldAdmin" {
 		if r := c.eng.Reason(schedID(j.ID)); r != "" {
 			j.Reason = r
@@ -440,8 +462,10 @@ func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
 	if !full || (who.UID != j.UID && !c.operators[who.UID]) {
 		j.Spec.Script, j.Spec.Env = "", nil
 	}
-	if lj := c.jobs[j.ID]; lj != nil && j.State == api.StatePending {
-		j.Dependency = c.dependencyText(lj)
+	if j.State == api.StatePending {
+		if lj := c.jobs[j.ID]; lj != nil {
+			j.Dependency = c.dependencyText(lj)
+		}
 	}
 	if j.ArrayJobID != 0 {
 		j.ArrayThrottle = c.arrayThrottle(j.ArrayJobID)
@@ -449,7 +473,6 @@ func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
 	if len(j.Steps) > 0 {
 		j.Steps = slices.Clone(j.Steps)
 	}
-	return j
 }
 
 func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (any, error) {

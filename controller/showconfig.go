@@ -40,6 +40,9 @@ func (c *Controller) hConfig(ctx context.Context, who *Caller, r *http.Request) 
 	host, _ := os.Hostname()
 	pairs := []api.ConfigPair{
 		{Key: "AccountingStorageEnforce", Value: "none"},
+		// toil polls at the larger of AcctGatherNodeFreq and
+		// SchedulerTimeSlice (× 1.2): both must be there.
+		{Key: "AcctGatherNodeFreq", Value: "0 sec"},
 		{Key: "AccountingStorageType", Value: "accounting_storage/hora"}, // sacct reads horad's own store
 		{Key: "AuthType", Value: "auth/peercred"},                        // SO_PEERCRED on the socket
 		{Key: "BOOT_TIME", Value: sbatch.FormatTimestamp(c.booted.Unix(), "", c.now())},
@@ -48,22 +51,31 @@ func (c *Controller) hConfig(ctx context.Context, who *Caller, r *http.Request) 
 		{Key: "DependencyParameters", Value: depParams},
 		{Key: "EnforcePartLimits", Value: "NO"},
 		{Key: "FirstJobId", Value: strconv.FormatInt(c.cfg.FirstJobID, 10)},
+		{Key: "InactiveLimit", Value: "0 sec"},
 		{Key: "JobCompType", Value: "jobcomp/none"},
 		{Key: "JobRequeue", Value: strconv.Itoa(*c.cfg.JobRequeue)},
 		{Key: "KillWait", Value: sec(c.cfg.KillWaitS)},
 		{Key: "MaxArraySize", Value: strconv.Itoa(c.cfg.MaxArraySize)},
 		{Key: "MaxJobCount", Value: "4294901760"}, // no cap but the priority scale's
+		{Key: "MaxMemPerNode", Value: "UNLIMITED"},
 		{Key: "MessageTimeout", Value: sec(int(api.DefaultMessageTimeout.Seconds()))},
 		{Key: "MinJobAge", Value: sec(c.cfg.MinJobAgeS)},
+		{Key: "MpiDefault", Value: "none"},
 		{Key: "NEXT_JOB_ID", Value: strconv.FormatInt(next, 10)},
 		{Key: "OverTimeLimit", Value: "0 min"},
 		{Key: "PreemptMode", Value: "OFF"},
 		{Key: "PriorityType", Value: "priority/basic"},
 		{Key: "ProctrackType", Value: "proctrack/pgid"},
 		{Key: "ReturnToService", Value: strconv.Itoa(*c.cfg.ReturnToService)},
+		{Key: "SchedulerParameters", Value: "(null)"},
+		// Slurm's default slice, printed whatever PreemptMode says; hora
+		// never time-slices (PreemptMode OFF), as Slurm with that mode.
+		{Key: "SchedulerTimeSlice", Value: "30 sec"},
 		{Key: "SchedulerType", Value: scheduler},
-		{Key: "SelectType", Value: "select/linear"}, // whole nodes per job
-		{Key: "SelectTypeParameters", Value: "NONE"},
+		// Resource jobs share nodes by cores and memory (docs/resources.md);
+		// a job that names no resource still takes whole nodes.
+		{Key: "SelectType", Value: "select/cons_tres"},
+		{Key: "SelectTypeParameters", Value: "CR_CORE_MEMORY"},
 		{Key: "SlurmctldHost[0]", Value: host},
 		{Key: "SLURM_CONF", Value: confPath},
 		{Key: "SLURM_VERSION", Value: "22.05.8"}, // the Slurm whose commands hora speaks

@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"hora/api"
@@ -24,12 +26,16 @@ const (
 	msgHeldPriority    = "Job is in held state, pending scheduler release"
 	msgInvalidNodeCnt  = "Node count specification invalid"
 	msgInvalidJobIDTxt = "Invalid job id specified"
+	msgNotSupported    = "Requested operation not supported on this system"
 )
 
 func (c *Controller) hUpdate(ctx context.Context, who *Caller, r *http.Request) (any, error) {
 	var req api.JobUpdateRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
+	}
+	if req.Top {
+		return c.topJobs(ctx, who, req.IDs), nil
 	}
 	return c.updateJobs(ctx, who, req), nil
 }
@@ -107,7 +113,9 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 	}
 	if v := req.Nodes; v != nil && *v != max(ns.Nodes, 1) {
 		if running {
-			return msgNotPending
+			// Slurm 22.05 may shrink a running job and answers this to
+			// a growth (measured); hora resizes no running job.
+			return msgNotSupported
 		}
 		if *v < 1 {
 			return msgInvalidNodeCnt
@@ -167,6 +175,7 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 		prio += int64(ns.Nice - *v)
 		ns.Nice = *v
 	}
+	adminHold := false
 	if v := req.Priority; v != nil {
 		switch {
 		case !op && store.Held(&j.Job):
@@ -175,6 +184,24 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 			return msgDenied
 		}
 		prio = *v
+		// As Slurm 22.05 (measured): Priority=0 holds a pending job
+		// (JobHeldAdmin); scontrol release gives it a priority again.
+		adminHold = prio == 0 && !running
+		if adminHold {
+			prio = basePriority(j.ID) - int64(ns.Nice)
+		}
+	}
+	if v := req.Exclude; v != nil && *v != ns.Exclude {
+		if running {
+			return msgNotPending
+		}
+		// Slurm stores any text and names unknown nodes nowhere; hora
+		// keeps unknown names too (excluding them changes nothing) but
+		// refuses a list it cannot read.
+		if _, err := sbatch.ExpandHostlist(*v); err != nil && *v != "" {
+			return msgInvalidNodeName
+		}
+		ns.Exclude = *v
 	}
 	if v := req.Features; v != nil && *v != "" {
 		if running {
@@ -228,6 +255,13 @@ func (c *Controller) updateOneLocked(ctx context.Context, who *Caller, id int64,
 	}
 	if throttle >= 0 {
 		c.applyLocked(ctx, c.eng.Handle(scheduler.SetThrottle{Now: now, Array: scheduler.JobID(j.ArrayJobID), Limit: throttle}))
+	}
+	if adminHold && j.Reason != "JobHeldAdmin" {
+		if err := c.st.Append(ctx, store.Event{JobID: id, Time: c.now().Unix(), Kind: store.KindHold, Reason: "JobHeldAdmin"}); err != nil {
+			return "Unable to record the hold: " + err.Error()
+		}
+		j.Reason = "JobHeldAdmin"
+		c.applyLocked(ctx, c.eng.Handle(scheduler.Hold{Now: now, ID: schedID(id)}))
 	}
 	if running && ns.TimeLimit != oldLimit && len(j.Nodes) > 0 && j.Spec.Load == 0 {
 		// The shepherd enforces the limit on the node: move it there too.
@@ -287,3 +321,87 @@ const (
 	msgRTMissesNotRunning  = "RTMisses is reported by a running job"
 	msgRTMissesBad         = "Invalid RTMisses value: want a whole number of frames ≥ 0"
 )
+
+// topJobs is scontrol top (Slurm 22.05's rules, measured): an operator's
+// request; the jobs named (those of the first one's owner and partition),
+// pending and not held, take in the order given
+// the highest priorities of the pool made of them and of their owner's
+// other pending jobs in their partition that rank above the lowest of
+// them; those others keep their order below. Each change is a change of
+// Nice (priority/basic: priority = base − nice), so the owner's total is
+// unchanged, and is recorded like scontrol update Nice=.
+func (c *Controller) topJobs(ctx context.Context, who *Caller, ids []int64) *api.CancelResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fail := func(id int64, msg string) *api.CancelResponse {
+		return &api.CancelResponse{Results: []api.JobResult{{ID: id, Error: msg}}}
+	}
+	if len(ids) == 0 {
+		return fail(0, msgInvalidJobIDTxt)
+	}
+	prioOf := func(j *job) int64 {
+		if j.Priority == 0 {
+			return basePriority(j.ID) - int64(j.Spec.Nice)
+		}
+		return j.Priority
+	}
+	var tops []*job
+	low := int64(-1)
+	for _, id := range ids {
+		j := c.jobs[id]
+		switch {
+		case j == nil:
+			return fail(id, msgInvalidJobIDTxt)
+		case !c.operators[who.UID]:
+			return fail(id, msgDenied)
+		case j.State.Finished():
+			return fail(id, msgFinished)
+		case j.State != api.StatePending:
+			return fail(id, msgNotPending)
+		case store.Held(&j.Job):
+			return fail(id, msgHeldPriority)
+		case len(tops) > 0 && (j.UID != tops[0].UID || j.Spec.Partition != tops[0].Spec.Partition):
+			// As 22.05.8 (measured) and its man page: a job of another
+			// user or partition than the first is left alone, silently.
+			continue
+		}
+		if slices.Contains(tops, j) {
+			continue
+		}
+		tops = append(tops, j)
+		if p := prioOf(j); low < 0 || p < low {
+			low = p
+		}
+	}
+	var others []*job
+	for _, id := range c.ids {
+		j := c.jobs[id]
+		if j.State != api.StatePending || store.Held(&j.Job) || slices.Contains(tops, j) ||
+			j.UID != tops[0].UID || j.Spec.Partition != tops[0].Spec.Partition || prioOf(j) <= low {
+			continue
+		}
+		others = append(others, j)
+	}
+	slices.SortStableFunc(others, func(a, b *job) int { return cmp.Compare(prioOf(b), prioOf(a)) })
+	pool := make([]int64, 0, len(tops)+len(others))
+	for _, j := range append(slices.Clone(tops), others...) {
+		pool = append(pool, prioOf(j))
+	}
+	slices.SortFunc(pool, func(a, b int64) int { return cmp.Compare(b, a) })
+	now := c.nowSec()
+	for k, j := range append(tops, others...) {
+		old := prioOf(j)
+		if pool[k] == old {
+			continue
+		}
+		upd := j.Job
+		upd.Priority = pool[k]
+		upd.Spec.Nice += int(old - pool[k])
+		if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: c.now().Unix(), Kind: store.KindUpdate, Job: &upd}); err != nil {
+			return fail(j.ID, "Unable to record the update: "+err.Error())
+		}
+		j.Priority, j.Spec.Nice = upd.Priority, upd.Spec.Nice
+		c.applyLocked(ctx, c.eng.Handle(scheduler.Update{Now: now, Job: c.schedJob(j)}))
+	}
+	return &api.CancelResponse{}
+}

@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"hora/api"
 )
@@ -201,5 +203,62 @@ func TestArrayThrottleUpdateDurable(t *testing.T) {
 	defer c2.mu.Unlock()
 	if a := c2.arrays[resp.JobID]; a == nil || a.throttle != 3 {
 		t.Fatalf("after restart the throttle is %+v, want 3", a)
+	}
+}
+
+// scontrol top with Slurm 22.05's pool rule: the jobs named take, in
+// order, the highest priorities among them and their owner's pending jobs
+// of the partition that rank above the lowest of them; a job of another
+// user is left alone; a non-operator is refused and nothing changes.
+func TestTopJobs(t *testing.T) {
+	f := newFixture(t)
+	c := f.controller(t)
+	user := &Caller{UID: 65534, GID: 65534, User: "nobody"}
+	later := f.spec("true")
+	later.Begin = time.Now().Add(time.Hour).Unix() // pending, not held
+	var ids []int64
+	for i := 0; i < 4; i++ {
+		r, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: later})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.JobID)
+	}
+	other, err := c.submit(t.Context(), user, api.SubmitRequest{Spec: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func() map[int64][2]int64 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		out := map[int64][2]int64{}
+		for _, id := range append(slices.Clone(ids), other.JobID) {
+			j := c.jobs[id]
+			out[id] = [2]int64{j.Priority, int64(j.Spec.Nice)}
+		}
+		return out
+	}
+	before := state()
+	if r := c.topJobs(t.Context(), user, []int64{other.JobID}); len(r.Results) != 1 || r.Results[0].Error != "Access/permission denied" {
+		t.Fatalf("top by a user: %+v", r.Results)
+	}
+	if got := state(); !maps.Equal(got, before) {
+		t.Fatalf("a refused top changed priorities: %v, was %v", got, before)
+	}
+	// top ids[2], then ids[1] (and the other user's job, left alone).
+	if r := c.topJobs(t.Context(), root, []int64{ids[2], ids[1], other.JobID}); len(r.Results) != 0 {
+		t.Fatalf("top: %+v", r.Results)
+	}
+	after := state()
+	p := func(id int64) int64 { return before[id][0] }
+	want := map[int64][2]int64{
+		ids[2]:      {p(ids[0]), p(ids[2]) - p(ids[0])}, // first: the highest of the pool, nice −2
+		ids[1]:      {p(ids[1]), 0},                     // second: its own place
+		ids[0]:      {p(ids[2]), p(ids[0]) - p(ids[2])}, // moved below both, nice +2
+		ids[3]:      before[ids[3]],                     // below the lowest named: untouched
+		other.JobID: before[other.JobID],
+	}
+	if !maps.Equal(after, want) {
+		t.Fatalf("after top: %v, want %v", after, want)
 	}
 }

@@ -1,6 +1,7 @@
 package sbatch
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 type optError struct {
 	msg  string
 	exit int
+	pre  string // a bare line before it (Slurm's time parser's own)
 }
 
 func (e *optError) Error() string { return e.msg }
@@ -71,7 +73,18 @@ func setAbsTime(field func(*state) *int64) setFunc {
 	return func(st *state, o *Option, v string) error {
 		t, err := ParseSlurmTime(v, st.in.Now)
 		if err != nil {
-			return invalidSpec(o)
+			// Slurm's parse_time complains first, naming where it
+			// stopped: the start of the word it could not read.
+			pos := 0
+			var se *SyntaxError
+			if errors.As(err, &se) && se.Pos > 0 && se.Pos <= len(v) {
+				pos = se.Pos
+				for pos > 0 && isLetter(v[pos-1]) && (pos == len(v) || isLetter(v[pos])) {
+					pos--
+				}
+			}
+			return &optError{msg: "Invalid --" + o.Long + " specification",
+				pre: fmt.Sprintf("Invalid time specification (pos=%d): %s", pos, v)}
 		}
 		*field(st) = t.Unix()
 		return nil
@@ -131,8 +144,18 @@ func setOpenMode(st *state, o *Option, v string) error {
 	return nil
 }
 
+// isZeroCount: a node count of zero, as verify_node_count reads it.
+func isZeroCount(v string) bool {
+	n, ok := nodeCount(v)
+	return ok && n == 0
+}
+
 func setNodes(st *state, _ *Option, v string) error {
 	lo, hi, msg := parseNodeRange(v)
+	if msg != "" && st.cmd == Sbatch && isZeroCount(v) {
+		// sbatch 22.05 sends -N 0 and slurmctld refuses it (measured).
+		return &optError{msg: "Batch job submission failed: Node count specification invalid", exit: exitFile}
+	}
 	if msg != "" {
 		return &optError{msg: msg}
 	}
@@ -405,3 +428,5 @@ func finishPeriodic(sp *api.JobSpec) error {
 	sp.NTasks = len(sp.RTWork)
 	return nil
 }
+
+func isLetter(b byte) bool { return (b|0x20) >= 'a' && (b|0x20) <= 'z' }

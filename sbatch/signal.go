@@ -15,14 +15,24 @@ var SignalNumbers = map[string]int{
 	"VTALRM": 26, "PROF": 27, "WINCH": 28, "IO": 29, "PWR": 30, "SYS": 31,
 }
 
-// SignalNumber reads a signal: a name with or without SIG, any case, or a
-// positive number.
+// slurmSignalNames are the names Slurm 22.05's commands know
+// (sig_name2num, src/common/proc_args.c): scancel and sbatch refuse the
+// other Linux names ("Unknown job signal: WINCH"), though a number works.
+var slurmSignalNames = map[string]bool{
+	"HUP": true, "INT": true, "QUIT": true, "ABRT": true, "KILL": true, "ALRM": true, "TERM": true,
+	"USR1": true, "USR2": true, "URG": true, "CONT": true, "STOP": true, "TSTP": true, "TTIN": true,
+	"TTOU": true, "XCPU": true,
+}
+
+// SignalNumber reads a signal as Slurm's commands do: one of Slurm's
+// names, with or without SIG, any case, or a positive number.
 func SignalNumber(s string) (int, bool) {
 	if n, err := strconv.Atoi(s); err == nil {
 		return n, n > 0 && n < 128
 	}
-	n, ok := SignalNumbers[strings.TrimPrefix(strings.ToUpper(s), "SIG")]
-	return n, ok
+	name := strings.TrimPrefix(strings.ToUpper(s), "SIG")
+	n, ok := SignalNumbers[name]
+	return n, ok && slurmSignalNames[name]
 }
 
 // SignalSpec is a parsed --signal=[R:|B:]sig[@secs].

@@ -42,6 +42,9 @@ type Flags struct {
 type Error struct {
 	Msg  string
 	Exit int
+	// Pre is printed before Msg without the program's name, as
+	// Slurm's own parsers print their lines (parse_time).
+	Pre string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -229,6 +232,9 @@ func BuildSpec(in Input) (*api.JobSpec, *Flags, error) {
 			var oe *optError
 			if errors.As(err, &oe) && oe.exit != 0 {
 				e.Exit = oe.exit
+			}
+			if oe != nil {
+				e.Pre = oe.pre
 			}
 			if s.where != "" {
 				// Slurm names no place; hora adds one so that a bad

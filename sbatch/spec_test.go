@@ -283,7 +283,7 @@ func TestBuildSpecErrors(t *testing.T) {
 		{[]string{"badshort.sh"}, nil, "error: Invalid --time specification\nerror: at badshort.sh:2: -t bogus", 255},
 		{[]string{"quote.sh"}, nil, "fatal: quote.sh: line 2: Unmatched `'` in [#SBATCH -J 'x]", 1},
 		{[]string{"--wrap=x"}, []string{"SBATCH_TIMELIMIT=1h"}, "error: Invalid --time specification\nerror: at environment variable SBATCH_TIMELIMIT: --time=1h", 255},
-		{[]string{"-N", "0", "--wrap=x"}, nil, "error: \"0\" is not a valid node count", 255},
+		{[]string{"-N", "0", "--wrap=x"}, nil, "error: Batch job submission failed: Node count specification invalid", 1},
 		{[]string{"-N", "2x", "--wrap=x"}, nil, "error: \"2x\" is not a valid node count", 255},
 		{[]string{"-N", "1-y", "--wrap=x"}, nil, "error: \"y\" is not a valid node count", 255},
 		{[]string{"-N", "4-2", "--wrap=x"}, nil, "error: Maximum node count 2 is less than minimum node count 4", 255},

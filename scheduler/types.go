@@ -36,6 +36,11 @@ type Job struct {
 	Load        float64 // divisible load σ (data units); 0 = rigid job
 	Held        bool    // user hold (JobHeldUser)
 	Reservation string  // run inside this named reservation
+	// Priority orders a partition's pending jobs, higher first, before
+	// Submit (the batch policy; Slurm's priority/basic with scontrol
+	// update Nice=/Priority= and scontrol top). 0 for every job (replay)
+	// leaves the order FCFS.
+	Priority int64
 
 	// Name is the job name, which singleton dependencies compare.
 	Name string

@@ -252,6 +252,9 @@ func lazyTasks(ctx context.Context, q querier, f Filter, out []api.Job) ([]api.J
 	}
 	added := false
 	for _, a := range arrays {
+		if f.UIDs != nil && !slices.Contains(f.UIDs, a.proto.UID) {
+			continue
+		}
 		if f.IDs != nil && !slices.Contains(f.IDs, a.first) && !slices.ContainsFunc(f.IDs, func(id int64) bool {
 			return id >= a.first && id < a.first+int64(len(a.tasks))
 		}) {

@@ -1,14 +1,18 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"hora/api"
@@ -16,9 +20,10 @@ import (
 
 // Filter selects jobs for Jobs; its conditions are ANDed.
 type Filter struct {
-	Active bool    // only jobs not in a final state
-	Since  int64   // only jobs not ended before this Unix time (sacct -S): end_time 0 or >= Since
-	IDs    []int64 // only these ids (nil = any)
+	Active bool     // only jobs not in a final state
+	Since  int64    // only jobs not ended before this Unix time (sacct -S): end_time 0 or >= Since
+	IDs    []int64  // only these ids (nil = any)
+	UIDs   []uint32 // only jobs of these owners (nil = any): sacct -u over a long history
 }
 
 // metaNextJobID is the meta key of the next id to allocate. It only grows, and
@@ -121,8 +126,21 @@ func nextJobID(ctx context.Context, tx execer) (int64, error) {
 // uses. Events with Time 0 get the current time. Submit events go through
 // Submit, which allocates the id.
 func (s *Store) Append(ctx context.Context, evs ...Event) error {
+	wait, err := s.AppendQueued(ctx, evs...)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// AppendQueued is Append in two halves, as SubmitQueued is Submit: it queues
+// the write and returns at once; wait blocks until the events are durable
+// (or not). Appends queued one after another commit in that order, and
+// those queued together share a commit: horad records a whole pass's
+// starts with one fsync instead of one each.
+func (s *Store) AppendQueued(ctx context.Context, evs ...Event) (wait func() error, err error) {
 	if len(evs) == 0 {
-		return nil
+		return func() error { return nil }, nil
 	}
 	now := time.Now().Unix()
 	evs = slices.Clone(evs)
@@ -131,10 +149,10 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 			evs[i].Time = now
 		}
 		if evs[i].Kind == KindSubmit {
-			return &EventError{JobID: evs[i].JobID, Kind: KindSubmit, Msg: "use Submit, which allocates the id"}
+			return nil, &EventError{JobID: evs[i].JobID, Kind: KindSubmit, Msg: "use Submit, which allocates the id"}
 		}
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	req, err := s.enqueue(ctx, func(tx *sql.Tx) error {
 		type touched struct{ before, after api.Job }
 		jobs := map[int64]*touched{}
 		arrays := map[int64]*arrayRec{} // read once per call, for lazy tasks
@@ -144,7 +162,7 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 			ev := &evs[i]
 			t := jobs[ev.JobID]
 			if t == nil {
-				before, err := loadJob(ctx, tx, ev.JobID)
+				before, err := loadJob(ctx, ptx, ev.JobID)
 				if errors.Is(err, ErrNotFound) {
 					// A task of an array gets its row with its first event.
 					before, err = materialize(ctx, tx, ptx, ev.JobID, arrays)
@@ -177,6 +195,10 @@ func (s *Store) Append(ctx context.Context, evs ...Event) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return s.wait(ctx, req) }, nil
 }
 
 // jobColumns are the jobs columns in the order scanJob reads them.
@@ -185,9 +207,10 @@ const jobColumns = `id, uid, gid, user_name, group_name, state, reason, priority
 	restarts, stdout_path, stderr_path, spec, suspend_time, suspended_secs, alloc, max_rss_kb, total_cpu_ms,
 	array_job_id, array_task_id`
 
-// sqlPutJob inserts or replaces a job's row.
-const sqlPutJob = `INSERT INTO jobs (` + jobColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+// sqlPutJob inserts or replaces a job's row, its columns and its record
+// (record.go) together.
+const sqlPutJob = `INSERT INTO jobs (` + jobColumns + `, rec)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	uid = excluded.uid, gid = excluded.gid, user_name = excluded.user_name,
 	group_name = excluded.group_name, state = excluded.state, reason = excluded.reason,
@@ -199,7 +222,7 @@ ON CONFLICT (id) DO UPDATE SET
 	stdout_path = excluded.stdout_path, stderr_path = excluded.stderr_path, spec = excluded.spec,
 	suspend_time = excluded.suspend_time, suspended_secs = excluded.suspended_secs,
 	alloc = excluded.alloc, max_rss_kb = excluded.max_rss_kb, total_cpu_ms = excluded.total_cpu_ms,
-	array_job_id = excluded.array_job_id, array_task_id = excluded.array_task_id`
+	array_job_id = excluded.array_job_id, array_task_id = excluded.array_task_id, rec = excluded.rec`
 
 // putJob writes a job's row and the steps that differ from oldSteps.
 func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) error {
@@ -224,7 +247,8 @@ func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) err
 		j.ID, j.UID, j.GID, j.User, j.Group, string(j.State), j.Reason, j.Priority, j.Spec.Partition,
 		j.Spec.Name, j.SubmitTime, j.EligibleTime, j.StartTime, j.EndTime, j.ExitCode, j.Signal,
 		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, string(spec),
-		j.SuspendTime, j.SuspendedSecs, string(alloc), j.MaxRSSKB, j.TotalCPUMs, j.ArrayJobID, j.ArrayTaskID)
+		j.SuspendTime, j.SuspendedSecs, string(alloc), j.MaxRSSKB, j.TotalCPUMs, j.ArrayJobID, j.ArrayTaskID,
+		encodeRecord(nil, j))
 	if err != nil {
 		return fmt.Errorf("job %d: %w", j.ID, err)
 	}
@@ -274,8 +298,20 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
+// whereID selects one job; its queries are prepared (hotStatements), as
+// Append loads every job it advances.
+const whereID = `WHERE id = ?`
+
+const (
+	sqlJobRecords  = `SELECT id, rec FROM jobs `
+	sqlStepColumns = `SELECT job_id, idx, node, state, chunk_offset, chunk_size,
+	start_time, end_time, exit_code, signal, name, ntasks, cpus
+FROM job_steps `
+	sqlJobSteps = sqlStepColumns + `WHERE job_id = ? ORDER BY idx`
+)
+
 func loadJob(ctx context.Context, q querier, id int64) (api.Job, error) {
-	js, err := queryJobs(ctx, q, `WHERE id = ?`, id)
+	js, err := queryJobs(ctx, q, whereID, id)
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -287,13 +323,113 @@ func loadJob(ctx context.Context, q querier, id int64) (api.Job, error) {
 
 // queryJobs reads the jobs selected by where (over the jobs table) with their
 // steps, ordered by id.
+//
+// The SQL has no ORDER BY: with one, SQLite walks the whole table in id
+// order rather than the index of the condition (recovery over a million
+// finished jobs read all of them to keep the recent ones). The (id,
+// record) pairs are sorted here instead, and the records, all read, are
+// decoded on every CPU.
 func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api.Job, error) {
+	rows, err := q.QueryContext(ctx, sqlJobRecords+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	type raw struct {
+		id  int64
+		rec string
+	}
+	var recs []raw
+	var old []int64 // rows written before migration 9, without a record
+	for rows.Next() {
+		var id int64
+		var rec sql.RawBytes
+		if err := rows.Scan(&id, &rec); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if rec == nil {
+			old = append(old, id)
+			continue
+		}
+		recs = append(recs, raw{id, string(rec)})
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if !slices.IsSortedFunc(recs, func(a, b raw) int { return cmp.Compare(a.id, b.id) }) {
+		slices.SortFunc(recs, func(a, b raw) int { return cmp.Compare(a.id, b.id) })
+	}
+	out := make([]api.Job, len(recs))
+	err = parallel(len(recs), func(i int) error {
+		if err := decodeRecord(recs[i].rec, &out[i]); err != nil {
+			return fmt.Errorf("job %d: %w", recs[i].id, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(old) > 0 {
+		ids, err := json.Marshal(old)
+		if err != nil {
+			return nil, err
+		}
+		cols, err := scanColumns(ctx, q, `WHERE id IN (SELECT value FROM json_each(?))`, string(ids))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cols...)
+		sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	}
+	return withSteps(ctx, q, out, where, args...)
+}
+
+// parallel runs fn(0..n-1) on GOMAXPROCS goroutines, in contiguous ranges,
+// and returns the error of the lowest failing index, as a loop would.
+func parallel(n int, fn func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), n/1024+1)
+	if workers <= 1 {
+		for i := range n {
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w * n / workers; i < (w+1)*n/workers; i++ {
+				if err := fn(i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanColumns reads jobs from their columns, as rows without a record (rec
+// NULL, written before migration 9) must be read; without their steps.
+func scanColumns(ctx context.Context, q querier, where string, args ...any) ([]api.Job, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
 	var out []api.Job
-	byID := map[int64]int{}
 	for rows.Next() {
 		var j api.Job
 		var state, nodes, spec, alloc string
@@ -323,21 +459,44 @@ func queryJobs(ctx context.Context, q querier, where string, args ...any) ([]api
 				return nil, fmt.Errorf("job %d: alloc: %w", j.ID, err)
 			}
 		}
-		byID[j.ID] = len(out)
 		out = append(out, j)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
+	return out, rows.Err()
+}
+
+// withSteps adds their steps to out, the jobs where selects, and finishes
+// them as every reader returns them.
+func withSteps(ctx context.Context, q querier, out []api.Job, where string, args ...any) ([]api.Job, error) {
 	if len(out) == 0 {
 		return nil, nil
 	}
-	rows, err = q.QueryContext(ctx, `SELECT job_id, idx, node, state, chunk_offset, chunk_size,
-	start_time, end_time, exit_code, signal, name, ntasks, cpus
-FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, idx`, args...)
+	query := sqlJobSteps
+	if where != whereID {
+		// Only a job that has run has steps: the fold adds steps to a
+		// running job only, and a requeue (back to PENDING) drops them. So
+		// the steps of the others are read by id, not through the whole
+		// selection again (100,000 ids in a temporary b-tree at recovery,
+		// to find that pending jobs have none).
+		var ran []int64
+		for i := range out {
+			if out[i].State != api.StatePending {
+				ran = append(ran, out[i].ID)
+			}
+		}
+		if len(ran) == 0 {
+			return finish(ctx, q, out)
+		}
+		ids, err := json.Marshal(ran)
+		if err != nil {
+			return nil, err
+		}
+		query = sqlStepColumns + `WHERE job_id IN (SELECT value FROM json_each(?)) ORDER BY job_id, idx`
+		args = []any{string(ids)}
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -351,13 +510,19 @@ FROM job_steps WHERE job_id IN (SELECT id FROM jobs `+where+`) ORDER BY job_id, 
 			return nil, err
 		}
 		st.State = api.JobState(state)
-		if i, ok := byID[id]; ok {
+		// out is ordered by id.
+		if i := sort.Search(len(out), func(i int) bool { return out[i].ID >= id }); i < len(out) && out[i].ID == id {
 			out[i].Steps = append(out[i].Steps, st)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	return finish(ctx, q, out)
+}
+
+// finish gives array tasks their array's spec and makes every job canonical.
+func finish(ctx context.Context, q querier, out []api.Job) ([]api.Job, error) {
 	if err := shareArraySpecs(ctx, q, out); err != nil {
 		return nil, err
 	}
@@ -402,9 +567,28 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 	if f.Active {
 		conds = append(conds, `state IN (`+activeStates()+`)`)
 	}
-	if f.Since != 0 {
+	var uids string
+	if f.UIDs != nil {
+		b, err := json.Marshal(f.UIDs)
+		if err != nil {
+			return nil, err
+		}
+		uids = string(b)
+	}
+	switch {
+	case f.Since != 0 && f.UIDs != nil:
+		// Spelled so that both halves search jobs(uid, end_time): given
+		// as one AND of an OR, SQLite takes jobs(end_time) and reads every
+		// user's jobs of the period (sacct -u over a million jobs).
+		conds = append(conds, `id IN (SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time = 0
+	UNION ALL SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time >= ?)`)
+		args = append(args, uids, uids, f.Since)
+	case f.Since != 0:
 		conds = append(conds, `(end_time = 0 OR end_time >= ?)`)
 		args = append(args, f.Since)
+	case f.UIDs != nil:
+		conds = append(conds, `uid IN (SELECT value FROM json_each(?))`)
+		args = append(args, uids)
 	}
 	if f.IDs != nil {
 		// One JSON parameter, not one '?' per id: a long scancel list

@@ -17,7 +17,7 @@ type execer interface {
 // tenth of horad's CPU per sbatch; they are prepared once at Open, on the
 // writer's only connection, before any transaction holds it.
 var hotStatements = []string{sqlNextJobID, sqlSetNextJobID, sqlPutJob, sqlPutEvent,
-	sqlSavepoint, sqlRelease, sqlArrayLazyDown}
+	sqlSavepoint, sqlRelease, sqlArrayLazyDown, sqlJobRecords + whereID, sqlJobSteps}
 
 const (
 	sqlSavepoint = "SAVEPOINT req"
@@ -51,6 +51,13 @@ func (p preparedTx) ExecContext(ctx context.Context, q string, args ...any) (sql
 		return p.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return p.tx.ExecContext(ctx, q, args...)
+}
+
+func (p preparedTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st, ok := p.stmts[q]; ok {
+		return p.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return p.tx.QueryContext(ctx, q, args...)
 }
 
 func (p preparedTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {

@@ -49,7 +49,7 @@ func TestShowJobResources(t *testing.T) {
 	var b strings.Builder
 	jobRecord(j, time.Unix(10, 0), "").write(&b, true)
 	for _, w := range []string{"ReqNodeList=n1 ExcNodeList=n2", "NumCPUs=4 NumTasks=2 CPUs/Task=2",
-		"AllocTRES=cpu=4,mem=400M,node=1,billing=4,gres/gpu=1", "NtasksPerN:B:S:C=2:0:*:*",
+		"TRES=cpu=4,mem=400M,node=1,billing=4,gres/gpu=1", "NtasksPerN:B:S:C=2:0:*:*",
 		"MinCPUsNode=2 MinMemoryCPU=100M", "Features=ib", "OverSubscribe=NO"} {
 		if !strings.Contains(b.String(), w) {
 			t.Errorf("scontrol show job lacks %q:\n%s", w, b.String())

@@ -106,6 +106,9 @@ func printSbatchError(env *Env, err error) int {
 		fmt.Fprintf(env.Stderr, "sbatch: error: %v\n", err)
 		return 1
 	}
+	if se.Pre != "" {
+		fmt.Fprintln(env.Stderr, se.Pre)
+	}
 	lines := strings.Split(strings.TrimRight(se.Msg, "\n"), "\n")
 	for i, l := range lines {
 		if i == 0 || strings.HasPrefix(l, "error: ") {
@@ -177,7 +180,18 @@ func waitJob(ctx context.Context, env *Env, cl *api.Client, id int64) int {
 	}
 }
 
-func versionLine() string { return "hora " + version + " (slurm 22.05 compatible)" }
+// versionLine is what every Slurm command prints for -V/--version: the
+// Slurm whose commands hora speaks, in upstream Slurm's form ("slurm
+// 22.05.8"; Debian's build says slurm-wlm), because clients parse it
+// with `^slurm (\d+)\.(\d+)\.(\d+)` (law's get_slurm_version, FirecREST's
+// sinfo -V, puppet-slurm's facts). hora's own version is horad --version
+// and `scontrol show config` says which program answers
+// (AccountingStorageType = accounting_storage/hora).
+func versionLine() string { return "slurm " + slurmVersion }
+
+// slurmVersion is the Slurm release hora's commands pass for
+// (SLURM_VERSION in scontrol show config).
+const slurmVersion = "22.05.8"
 
 // version is set by the build (-ldflags -X main.version=...).
 var version = "0.1.0-dev"

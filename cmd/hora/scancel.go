@@ -209,7 +209,13 @@ func scancelReport(env *Env, req api.CancelRequest, targets []scancelTarget, res
 			continue
 		}
 		what := "job id " + strconv.FormatInt(r.ID, 10)
-		if s, ok := spelled[r.ID]; ok {
+		id := r.ID
+		if id < 0 {
+			// horad's answer for a task selector that named no task of
+			// array -id: the user's spelling names it (7_99)
+			id = -id
+		}
+		if s, ok := spelled[id]; ok {
 			if i := strings.IndexByte(s, '.'); i >= 0 {
 				what = "job step id " + s
 			} else {

@@ -59,6 +59,12 @@ func (r *record) write(w io.Writer, oneliner bool) {
 // jobRecord lays out `scontrol show job` as measured on 22.05.8 and
 // described in COMPAT.md §5.2.
 func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
+	return jobRecordMem(j, now, tfmt, 0)
+}
+
+// jobRecordMem is jobRecord knowing the memory of one node of the job's
+// partition (the smallest; 0 = unknown), for a pending job's TRES.
+func jobRecordMem(j *api.Job, now time.Time, tfmt string, nodeMem int64) *record {
 	t := func(u int64) string { return fmtTime(u, tfmt, now) }
 	r := &record{}
 	id := strconv.FormatInt(j.ID, 10)
@@ -138,12 +144,18 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 	}
 	r.add("NumNodes="+strconv.Itoa(nodes), "NumCPUs="+strconv.Itoa(cpus), "NumTasks="+strconv.Itoa(tasks),
 		"CPUs/Task="+strconv.Itoa(max(j.Spec.CPUsPerTask, 1)), "ReqB:S:C:T=0:0:*:*")
+	// Slurm 22.05 prints one TRES= line: what the job holds once it has
+	// started, what it asks for before (newer Slurm splits them into
+	// ReqTRES/AllocTRES). A pending job that names no memory may use all
+	// of its nodes' memory, which Slurm counts in the request.
 	tres := fmt.Sprintf("cpu=%d", cpus)
-	if j.Spec.MemMB > 0 {
-		tres += fmt.Sprintf(",mem=%dM", j.Spec.MemMB)
+	switch {
+	case j.Spec.MemMB > 0:
+		tres += ",mem=" + mbText(j.Spec.MemMB)
+	case j.StartTime == 0 && j.Spec.MemPerCPU == 0 && nodeMem > 0:
+		tres += ",mem=" + mbText(nodeMem*int64(nodes))
 	}
 	tres += fmt.Sprintf(",node=%d,billing=%d", nodes, cpus)
-	r.add("ReqTRES=" + tres)
 	switch {
 	case j.StartTime != 0 && len(j.Alloc) > 0:
 		// What the job holds, in scontrol's order.
@@ -155,17 +167,15 @@ func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
 		}
 		at := fmt.Sprintf("cpu=%d", cpus)
 		if mem > 0 {
-			at += fmt.Sprintf(",mem=%dM", mem)
+			at += ",mem=" + mbText(mem)
 		}
 		at += fmt.Sprintf(",node=%d,billing=%d", nodes, cpus)
 		if gpus > 0 {
 			at += fmt.Sprintf(",gres/gpu=%d", gpus)
 		}
-		r.add("AllocTRES=" + at)
-	case j.StartTime != 0:
-		r.add("AllocTRES=" + tres)
+		r.add("TRES=" + at)
 	default:
-		r.add("AllocTRES=(null)")
+		r.add("TRES=" + tres)
 	}
 	r.add("Socks/Node=*", fmt.Sprintf("NtasksPerN:B:S:C=%d:0:*:*", j.Spec.NTasksPerNode), "CoreSpec=*")
 	minMem := fmt.Sprintf("MinMemoryNode=%s", memText(j.Spec.MemMB))
@@ -282,10 +292,16 @@ func partitionRecord(p *api.Partition, nodes []api.Node) *record {
 		return sbatch.FormatLongDuration(s)
 	}
 	cpus := 0
+	var mem int64
+	var gres []string
 	for _, name := range p.Nodes {
 		for i := range nodes {
 			if nodes[i].Name == name {
 				cpus += nodes[i].CPUs
+				mem += nodes[i].MemoryMB
+				if nodes[i].Gres != "" {
+					gres = append(gres, nodes[i].Gres)
+				}
 			}
 		}
 	}
@@ -309,6 +325,17 @@ func partitionRecord(p *api.Partition, nodes []api.Node) *record {
 		"TotalNodes="+strconv.Itoa(len(p.Nodes)), "SelectTypeParameters=NONE")
 	r.add("JobDefaults=(null)")
 	r.add("DefMemPerNode=UNLIMITED", "MaxMemPerNode=UNLIMITED")
+	// The partition's total, in 22.05's order: cpu, mem, node, billing,
+	// then the gres counts as CfgTRES writes them.
+	if len(p.Nodes) == 0 {
+		return r // no TRES to count
+	}
+	tres := "cpu=" + strconv.Itoa(cpus)
+	if mem > 0 {
+		tres += ",mem=" + mbText(mem)
+	}
+	tres += fmt.Sprintf(",node=%d,billing=%d", len(p.Nodes), cpus)
+	r.add("TRES=" + tres + strings.TrimPrefix(tresText(0, 0, strings.Join(gres, ","), 0), "cpu=0"))
 	return r
 }
 
@@ -351,6 +378,11 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 			oneliner = true
 		case "-a", "--all", "-d", "--details", "-Q", "--quiet", "-v", "--verbose":
 		default:
+			if strings.HasPrefix(w, "--") && len(w) > 2 {
+				// getopt reads options after the verb too.
+				fmt.Fprintf(env.Stderr, "%s: unrecognized option '%s'\nTry \"%s --help\" for more information\n", env.Prog, w, env.Prog)
+				return 1
+			}
 			rest = append(rest, w)
 		}
 	}
@@ -374,6 +406,10 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 		return scontrolSuspend(ctx, env, verb, words[1:])
 	case verb == "hold" || verb == "uhold" || verb == "release":
 		return scontrolHold(ctx, env, verb, words[1:])
+	case verb == "top":
+		return scontrolTop(ctx, env, words[1:])
+	case verb == "listpids":
+		return scontrolListPids(ctx, env, words[1:])
 	case verb == "version":
 		return printVersion(env)
 	case verb == "ping":
@@ -562,10 +598,38 @@ func showJobs(ctx context.Context, env *Env, name string, oneliner bool) int {
 		}
 		jobs = kept
 	}
-	return writeJobs(env, jobs, name != "", oneliner)
+	return writeJobs(env, jobs, name != "", oneliner, partitionNodeMem(ctx, cl, jobs))
 }
 
-func writeJobs(env *Env, jobs []api.Job, named, oneliner bool) int {
+// partitionNodeMem is the smallest node memory of each partition that a
+// pending job without a memory request is in (nil when there is none).
+func partitionNodeMem(ctx context.Context, cl *api.Client, jobs []api.Job) map[string]int64 {
+	need := slices.ContainsFunc(jobs, func(j api.Job) bool {
+		return j.StartTime == 0 && j.Spec.MemMB == 0 && j.Spec.MemPerCPU == 0
+	})
+	if !need {
+		return nil
+	}
+	parts, err := cl.Partitions(ctx)
+	if err != nil {
+		return nil
+	}
+	nodes, err := cl.Nodes(ctx)
+	if err != nil {
+		return nil
+	}
+	out := map[string]int64{}
+	for _, p := range parts {
+		for _, n := range nodes {
+			if slices.Contains(p.Nodes, n.Name) && n.MemoryMB > 0 && (out[p.Name] == 0 || n.MemoryMB < out[p.Name]) {
+				out[p.Name] = n.MemoryMB
+			}
+		}
+	}
+	return out
+}
+
+func writeJobs(env *Env, jobs []api.Job, named, oneliner bool, partMem map[string]int64) int {
 	if len(jobs) == 0 {
 		if named {
 			fmt.Fprintln(env.Stderr, "slurm_load_jobs error: Invalid job id specified")
@@ -576,7 +640,7 @@ func writeJobs(env *Env, jobs []api.Job, named, oneliner bool) int {
 	}
 	now, tfmt := nowFunc(), timeFormat(env)
 	for i := range jobs {
-		jobRecord(&jobs[i], now, tfmt).write(env.Stdout, oneliner)
+		jobRecordMem(&jobs[i], now, tfmt, partMem[jobs[i].Spec.Partition]).write(env.Stdout, oneliner)
 	}
 	return 0
 }
@@ -651,7 +715,12 @@ func reportJobResults(env *Env, results []api.JobResult) string {
 		if last == "" {
 			last = codeText(r.Code)
 		}
-		fmt.Fprintf(env.Stderr, "%s for job %d\n", last, r.ID)
+		id := r.ID
+		if id < 0 {
+			// a task selector that named no task of array -id
+			id = -id
+		}
+		fmt.Fprintf(env.Stderr, "%s for job %d\n", last, id)
 	}
 	return last
 }

@@ -24,6 +24,41 @@ func isJobUpdate(words []string) bool {
 	return false
 }
 
+// scontrolTop is `scontrol top <job_list>`: the jobs, in the order given,
+// move to the top of their owner's pending jobs in their partition
+// (operators only, as Slurm without enable_user_top).
+func scontrolTop(ctx context.Context, env *Env, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintf(env.Stderr, "too few arguments for keyword:top\n")
+		return 1
+	}
+	var ids []int64
+	for _, s := range strings.Split(args[0], ",") {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id <= 0 {
+			fmt.Fprintf(env.Stderr, "Invalid job id specified for job %s\n", args[0])
+			return 1
+		}
+		ids = append(ids, id)
+	}
+	cl := dial(env)
+	if cl == nil {
+		return 1
+	}
+	resp, err := cl.Update(ctx, api.JobUpdateRequest{IDs: ids, Top: true})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "%s for job %s\n", apiErrText(err), args[0])
+		return 1
+	}
+	for _, r := range resp.Results {
+		if r.Error != "" {
+			fmt.Fprintf(env.Stderr, "%s for job %s\n", r.Error, args[0])
+			return 1
+		}
+	}
+	return 0
+}
+
 // scontrolUpdateJob parses `scontrol update JobId=<ids> Key=Value…` as
 // scontrol does — values it checks itself (TimeLimit, StartTime, Deadline,
 // NumNodes, Nice, Priority) fail here with its texts, unknown keys with
@@ -103,16 +138,23 @@ func scontrolUpdateJob(ctx context.Context, env *Env, words []string) int {
 			req.Comment = &v
 		case "nice":
 			n, err := strconv.Atoi(v)
-			if err != nil || n < -2147483645 || n > 2147483645 {
+			if err != nil {
 				return bad("Nice")
+			}
+			if n < -2147483645 || n > 2147483645 {
+				fmt.Fprintf(env.Stderr, "%s: error: Nice value out of range (+/- 2147483645). Value ignored\n", env.Prog)
+				return 1
 			}
 			req.Nice = &n
 		case "priority":
 			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return bad("Priority")
+			if err != nil || n < 0 || n >= 4294967295 {
+				fmt.Fprintf(env.Stderr, "%s: error: Invalid Priority value: %s\n", env.Prog, v)
+				return 1
 			}
 			req.Priority = &n
+		case "excnodelist":
+			req.Exclude = &v
 		case "features":
 			req.Features = &v
 		case "rtmisses":

@@ -112,7 +112,7 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Letter: 'f', Names: []string{"feature"}, Header: "FEATURES", Value: sqConst("(null)")},
 	{Letter: 'B', Names: []string{"batchhost"}, Header: "EXEC_HOST", Value: sqBatchHost},
 	{Letter: 'Y', Names: []string{"schednodes"}, Header: "SCHEDNODES", Value: sqConst("(null)")},
-	{Letter: 'y', Names: []string{"nice"}, Header: "NICE", Value: sqConst("0")},
+	{Letter: 'y', Names: []string{"nice"}, Header: "NICE", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(j.Spec.Nice) }},
 	{Letter: 'h', Names: []string{"oversubscribe"}, Header: "OVER_SUBSCRIBE", Value: sqConst("OK")},
 	{Letter: 'x', Names: []string{"excnodes"}, Header: "EXC_NODES", Value: sqConst("")},
 	{Letter: 'n', Names: []string{"reqnodes"}, Header: "REQ_NODES", Value: sqConst("")},
@@ -711,6 +711,13 @@ func squeueMain(ctx context.Context, env *Env, args []string) int {
 	}
 	keys, err := parseSort(sortSpec)
 	if err != nil {
+		// squeue 22.05 prints the header before it reads the sort.
+		if !has("noheader") {
+			if long {
+				fmt.Fprintln(env.Stdout, ctimeLine(nowFunc()))
+			}
+			writeSqueue(env.Stdout, nil, fields, true, nowFunc(), timeFormat(env))
+		}
 		fmt.Fprintf(env.Stderr, "%s: error: %v\n", env.Prog, err)
 		return 1
 	}

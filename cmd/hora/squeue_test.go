@@ -44,7 +44,7 @@ func TestSqueueGolden(t *testing.T) {
 		{"time_format_epoch", map[string]string{"SLURM_TIME_FORMAT": "%s"}, []string{"-o", "%i %S %e %V", "-t", "all"}},
 		{"env_format", map[string]string{"SQUEUE_FORMAT": "%i:%t", "SQUEUE_STATES": "all", "SQUEUE_USERS": "bob"}, nil},
 		{"env_format2", map[string]string{"SQUEUE_FORMAT2": "jobid:5,state", "SQUEUE_PARTITION": "batch"}, nil},
-		{"bad_letter", nil, []string{"-o", "%i %z|%t"}},
+		{"bad_letter", nil, []string{"-o", "%i %!|%t"}},
 		{"bad_user", nil, []string{"-u", "nosuchuser"}},
 		// Checked against squeue 22.05.8 (offline, option parsing only):
 		{"states_all_in_list", nil, []string{"-t", "all,CF"}},

@@ -543,13 +543,20 @@ func (l *launch) taskStartFailed(t *task) {
 	}
 	msg := t.startErr.Error()
 	var ee *exec.Error
-	if errors.As(t.startErr, &ee) {
+	var errno syscall.Errno
+	switch {
+	case errors.As(t.startErr, &ee):
 		msg = "No such file or directory"
 		if errors.Is(ee.Err, os.ErrPermission) {
 			msg = "Permission denied"
 		}
+	case errors.As(t.startErr, &errno):
+		// execve's strerror, as slurmstepd prints it.
+		msg = errno.Error()
+		msg = strings.ToUpper(msg[:1]) + msg[1:]
 	}
-	fmt.Fprintf(l.env.Stderr, "slurmstepd: error: execve(): %s: %s\n", name, msg)
+	// slurmstepd names its node in its program name.
+	fmt.Fprintf(l.env.Stderr, "slurmstepd-%s: error: execve(): %s: %s\n", l.grant.Nodes[t.node], name, msg)
 	fmt.Fprintf(l.env.Stderr, "srun: error: %s: task %d: Exited with exit code 2\n", l.grant.Nodes[t.node], t.id)
 }
 

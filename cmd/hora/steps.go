@@ -227,6 +227,11 @@ func showSteps(ctx context.Context, env *Env, name string, oneliner bool) int {
 		fmt.Fprintf(env.Stderr, "slurm_get_job_steps error: %s\n", apiErrText(err))
 		return 1
 	}
+	if name != "" && len(jobs) == 0 {
+		// As 22.05.8: a job it does not know is an error of the request.
+		fmt.Fprintf(env.Stderr, "slurm_get_job_steps error: Invalid job id specified\n")
+		return 1
+	}
 	rows := runningSteps(jobs, want)
 	if len(rows) == 0 {
 		if name != "" {

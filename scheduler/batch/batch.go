@@ -1,7 +1,8 @@
 // Package batch is hora's best-effort policy: FCFS with EASY backfilling
 // over whole nodes (Lifka 1995; Mu'alem & Feitelson 2001).
 //
-// Pending jobs queue in (Submit, ID) order. A pass starts jobs from the front
+// Pending jobs queue in (Priority descending, Submit, ID) order: with
+// equal priorities (replay), FCFS. A pass starts jobs from the front
 // while they fit. The first eligible job that does not fit is the head: it
 // gets a reservation at the shadow time, the earliest time enough nodes are
 // expected free by the running jobs' limits. Any later job may start now if
@@ -38,7 +39,7 @@ const (
 type Policy struct {
 	p    *scheduler.Partition
 	easy bool
-	// queue is the pending jobs in (Submit, ID) order.
+	// queue is the pending jobs in (−Priority, Submit, ID) order.
 	queue []*scheduler.Job
 	byID  map[scheduler.JobID]*scheduler.Job
 	// head is the job that blocked the last pass (reason Resources).
@@ -78,6 +79,10 @@ func New(p *scheduler.Partition) (scheduler.Policy, error) {
 
 func before(a, b *scheduler.Job) int {
 	switch {
+	case a.Priority > b.Priority:
+		return -1
+	case a.Priority < b.Priority:
+		return 1
 	case a.Submit < b.Submit:
 		return -1
 	case a.Submit > b.Submit:

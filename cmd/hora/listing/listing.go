@@ -179,8 +179,8 @@ type Format[R any] []Item[R]
 // tokenises on '%' with strtok, text before the first '%' is a literal
 // prefix, text after the type letter is the field's suffix, and runs of '%'
 // collapse ("%%i" is "%i", which ReFrame relies on). Unknown letters are
-// returned so that the caller can complain; their suffix is kept as literal
-// text.
+// returned so that the caller can complain; their whole token ("%-10i|") is
+// printed as literal text, as Slurm prints it.
 func (t *Table[R]) ParsePercent(f string) (items Format[R], bad []string) {
 	toks := strings.Split(f, "%")
 	if toks[0] != "" {
@@ -212,10 +212,10 @@ func (t *Table[R]) ParsePercent(f string) (items Format[R], bad []string) {
 		suffix := tok[i+1:]
 		fld, ok := t.ByLetter(tok[i])
 		if !ok {
+			// Slurm's job_format_add_invalid: the whole token, its '%'
+			// and width included, is printed as it was written.
 			bad = append(bad, string(tok[i]))
-			if suffix != "" {
-				items = append(items, Item[R]{Text: suffix})
-			}
+			items = append(items, Item[R]{Text: "%" + tok})
 			continue
 		}
 		c.Trunc = !fld.Keep
