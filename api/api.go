@@ -155,6 +155,11 @@ type JobSpec struct {
 	Comment     string `json:"comment,omitempty"`
 	SubmitHost  string `json:"submit_host,omitempty"`
 	OpenAppend  bool   `json:"open_append,omitempty"` // --open-mode=append
+	// MailType is --mail-type's events, upper case, comma-separated
+	// (BEGIN,END,FAIL,REQUEUE,TIME_LIMIT,... ; ALL; "" or NONE: no mail);
+	// MailUser is --mail-user (default the job's owner).
+	MailType string `json:"mail_type,omitempty"`
+	MailUser string `json:"mail_user,omitempty"`
 	// Alloc marks an allocation made by salloc or srun: no batch script
 	// runs; the allocation lasts until its client releases it.
 	Alloc bool `json:"alloc,omitempty"`

@@ -18,7 +18,7 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL7"
+const listingMagic = "HJL8"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
@@ -56,6 +56,8 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, v)
 	}
 	b = appendBool(b, s.OpenAppend)
+	b = appendStr(b, s.MailType)
+	b = appendStr(b, s.MailUser)
 	b = appendBool(b, s.Alloc)
 	for _, v := range [...]string{s.Array, s.Dependency, s.KillOnInvalidDep} {
 		b = appendStr(b, v)
@@ -358,6 +360,7 @@ func (d *listingDecoder) job(j *Job) {
 	s.Load = d.float()
 	s.Input, s.Reservation, s.Account, s.QOS, s.Comment, s.SubmitHost = d.field(), d.field(), d.field(), d.field(), d.field(), d.field()
 	s.OpenAppend = d.bool()
+	s.MailType, s.MailUser = d.field(), d.field()
 	s.Alloc = d.bool()
 	s.Array, s.Dependency, s.KillOnInvalidDep = d.field(), d.field(), d.field()
 	s.Nice = d.int()

@@ -69,6 +69,8 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.str("comment", s.Comment, true)
 	w.str("submit_host", s.SubmitHost, true)
 	w.bool("open_append", s.OpenAppend)
+	w.str("mail_type", s.MailType, true)
+	w.str("mail_user", s.MailUser, true)
 	w.bool("alloc", s.Alloc)
 	w.str("array", s.Array, true)
 	w.str("dependency", s.Dependency, true)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"sort"
@@ -36,6 +37,9 @@ type Config struct {
 	KillWaitS   int      `toml:"kill_wait_s"`   // grace between TERM and KILL (Slurm KillWait)
 	MinJobAgeS  int      `toml:"min_job_age_s"` // finished jobs stay in squeue -t all this long
 	Executor    string   `toml:"executor"`      // "local" (default), "ssh", or "emulated" (benchmarks: no processes)
+	// MailProg is the sendmail(8)-compatible program --mail-type messages
+	// are handed to ("" = /usr/sbin/sendmail when it exists, else none).
+	MailProg string `toml:"mail_prog"`
 	// ReservationAccess says who may create, update and delete advance
 	// reservations: "operators" (default: root and Operators, as Slurm's
 	// root/SlurmUser) or "users" (also any user, for reservations whose only
@@ -523,6 +527,9 @@ func (c *Config) Validate() error {
 	var ps Problems
 	if c.KillWaitS < 0 {
 		ps = append(ps, c.problem("kill_wait_s", "must be ≥ 0, got %d", c.KillWaitS))
+	}
+	if c.MailProg != "" && !filepath.IsAbs(c.MailProg) {
+		ps = append(ps, c.problem("mail_prog", "must be an absolute path, got %q", c.MailProg))
 	}
 	if c.MinJobAgeS < 0 {
 		ps = append(ps, c.problem("min_job_age_s", "must be ≥ 0, got %d", c.MinJobAgeS))

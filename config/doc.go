@@ -30,6 +30,7 @@ var Keys = []KeyDoc{
 	{"operators", "array of strings", `[]`, "Users (names or numeric uids) who may act on every job, change nodes and manage reservations, as root may. Re-read on reload."},
 	{"kill_wait_s", "integer", `30`, "Seconds between TERM and KILL when a job is cancelled or reaches its time limit (Slurm's KillWait)."},
 	{"min_job_age_s", "integer", `300`, "Seconds a finished job stays listed by squeue -t all (Slurm's MinJobAge). sacct reads finished jobs from the database at any age."},
+	{"mail_prog", "string", `""`, "The sendmail(8)-compatible program that --mail-type messages are handed to (run as *prog -oi -t* with the message on its standard input). Empty: /usr/sbin/sendmail when it exists, else no mail is sent."},
 	{"executor", "string", `"local"`, "How jobs are run: \"local\" runs every node on this machine (a single-machine setup); \"ssh\" runs them on the hosts named by [[node]] over SSH."},
 	{"reservation_access", "string", `"operators"`, "Who may create, update and delete advance reservations: \"operators\" (root and operators, as Slurm's SlurmUser) or \"users\" (also any user, for reservations whose only user is themselves)."},
 	{"return_to_service", "integer", `1`, "Slurm's ReturnToService: 0 keeps a DOWN node down until scontrol update State=RESUME; 1 returns a node that was down for not responding when it answers again; 2 returns any DOWN node when it answers."},

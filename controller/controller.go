@@ -539,6 +539,7 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 			ev := store.Event{JobID: j.ID, Time: j.StartTime, Kind: store.KindStart, Nodes: a.Nodes,
 				Alloc: j.Alloc, StdoutPath: j.StdoutPath, StderrPath: j.StderrPath}
 			c.pushLaunch(spec, ev)
+			c.mailLocked(j, mailBegin)
 		case scheduler.End:
 			j := c.jobs[int64(a.ID)]
 			if j == nil {
@@ -553,6 +554,7 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 			}
 			// The store keeps StartTime 0 for a job that never ran; memory agrees.
 			j.State, j.Reason, j.ExitCode, j.EndTime = st, a.Reason, 1, now
+			c.mailLocked(j, mailEnd)
 			// A policy may end a running divisible job (an overrun that would
 			// break an admitted deadline): its chunks are stopped.
 			for step, node := range j.chunks {
@@ -794,6 +796,10 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, s.ExitCode, s.Signal, end
 	j.MaxRSSKB, j.TotalCPUMs = ev.MaxRSSKB, ev.TotalCPUMs
 	c.endSrunStepsLocked(j)
+	if st == api.StateTimeout {
+		c.mailLocked(j, mailTimeLimit)
+	}
+	c.mailLocked(j, mailEnd)
 	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID),
 		Step: scheduler.BatchStep, Failed: st != api.StateCompleted}))
 	return nil

@@ -389,6 +389,7 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 		return err
 	}
 	c.log.Warn("job requeued", "job", j.ID, "why", why, "restarts", j.Restarts+1)
+	c.mailLocked(j, mailRequeue)
 	// The run that ended is forgotten by whoever saw its end (watchExits,
 	// recovery): the next run has its own step (runOf), so that Forget may
 	// come at any time, before or after the relaunch.

@@ -300,12 +300,12 @@ func TestSameSetterEverywhere(t *testing.T) {
 		"kill-on-invalid-dep": "yes", "signal": "B:USR1@30",
 		"cpus-per-gpu": "2", "exclusive": "user", "gpus": "a100:2", "gpus-per-node": "1", "gpus-per-task": "1",
 		"hint": "nomultithread", "mem-per-gpu": "1G", "mincpus": "4", "gres": "gpu:a100:2", "nodelist": "n[1-2]",
-		"exclude": "n3", "constraint": "ib&avx", "rt-frame": "100ms", "rt-buffer": "4", "rt-work": "10ms",
+		"exclude": "n3", "constraint": "ib&avx", "mail-type": "END,FAIL", "rt-frame": "100ms", "rt-buffer": "4", "rt-work": "10ms",
 	}
 	bad := map[string]string{
 		"nodes": "x", "ntasks": "0", "cpus-per-task": "-1", "ntasks-per-node": "x", "time": "bogus",
 		"time-min": "bogus", "begin": "yesterday", "deadline": "yesterday", "mem": "12Q", "mem-per-cpu": "1X",
-		"load": "-1", "open-mode": "x", "kill-on-invalid-dep": "maybe", "signal": "USR1@x",
+		"load": "-1", "open-mode": "x", "kill-on-invalid-dep": "maybe", "signal": "USR1@x", "mail-type": "sometimes",
 	}
 	normal := func(s *api.JobSpec) api.JobSpec {
 		c := *s

@@ -507,17 +507,26 @@ func (st *qsubState) apply(s qsubSetting) *PBSError {
 	case "e":
 		st.err = v
 	case "m":
+		// a (abort), b (begin), e (end) are Slurm's FAIL, BEGIN, END;
+		// n is none (j, OpenPBS's subjob mail, adds nothing here).
+		var types []string
 		for _, c := range v {
 			if !strings.ContainsRune("abenj", c) {
 				return st.illegal("m")
 			}
+			if t := map[rune]string{'a': "FAIL", 'b': "BEGIN", 'e': "END"}[c]; t != "" {
+				types = append(types, t)
+			}
 		}
+		st.spec.MailType = strings.Join(types, ",")
+	case "M":
+		st.spec.MailUser = v
 	case "X":
 		st.flags.X11 = true
-	case "M", "k", "c", "u", "R", "f", "F", "L", "T", "K", "b", "D", "x", "n":
-		// Mail, keep, checkpoint, user list, remove files, foreground
+	case "k", "c", "u", "R", "f", "F", "L", "T", "K", "b", "D", "x", "n":
+		// Keep, checkpoint, user list, remove files, foreground
 		// and Torque's extras: nothing of them changes how hora runs
-		// the job (mail is not sent; output is written in place).
+		// the job (output is written in place).
 	case "P":
 		if st.fl == FlavourTorque {
 			return &PBSError{Text: "qsub: hora does not run jobs as a proxy user (-P " + v + ")\n", Exit: 2}

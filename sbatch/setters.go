@@ -430,3 +430,27 @@ func finishPeriodic(sp *api.JobSpec) error {
 }
 
 func isLetter(b byte) bool { return (b|0x20) >= 'a' && (b|0x20) <= 'z' }
+
+// mailTypes are the events --mail-type names (Slurm's parse_mail_type).
+var mailTypes = map[string]bool{"NONE": true, "BEGIN": true, "END": true, "FAIL": true, "REQUEUE": true,
+	"ALL": true, "TIME_LIMIT": true, "TIME_LIMIT_90": true, "TIME_LIMIT_80": true, "TIME_LIMIT_50": true,
+	"ARRAY_TASKS": true, "INVALID_DEPEND": true, "STAGE_OUT": true}
+
+// setMailType reads a comma-separated list of events, case-insensitive;
+// one unknown event refuses the whole value with Slurm's text. Repeated
+// options add up, as in Slurm (opt.mail_type |= ...).
+func setMailType(st *state, o *Option, v string) error {
+	var events []string
+	for _, e := range strings.Split(v, ",") {
+		e = strings.ToUpper(strings.TrimSpace(e))
+		if !mailTypes[e] {
+			return &optError{msg: "--mail-type=" + v + " invalid"}
+		}
+		events = append(events, e)
+	}
+	if st.spec.MailType != "" {
+		events = append(strings.Split(st.spec.MailType, ","), events...)
+	}
+	st.spec.MailType = strings.Join(events, ",")
+	return nil
+}

@@ -159,6 +159,9 @@ func TestBuildSpecOptions(t *testing.T) {
 		}},
 		{[]string{"--open-mode=Tr"}, nil, func(s *api.JobSpec, _ *Flags) bool { return !s.OpenAppend }},
 		{[]string{"--open-mode=a"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.OpenAppend }},
+		{[]string{"--mail-type=begin,End", "--mail-type=FAIL", "--mail-user=ops"}, nil, func(s *api.JobSpec, _ *Flags) bool {
+			return s.MailType == "BEGIN,END,FAIL" && s.MailUser == "ops"
+		}},
 		{[]string{"-N3"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.Nodes == 3 && s.NodesMax == 0 }},
 		{[]string{"--nodes=1k"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.Nodes == 1024 }},
 		{[]string{"-n", "8", "-c", "2"}, nil, func(s *api.JobSpec, _ *Flags) bool { return s.NTasks == 8 && s.CPUsPerTask == 2 }},
@@ -347,7 +350,7 @@ func TestEveryOptionHandled(t *testing.T) {
 		"time-min": "5", "begin": "now", "deadline": "now+1hour", "mem": "1", "mem-per-cpu": "1",
 		"load": "1k", "open-mode": "append", "export": "ALL", "chdir": "/tmp", "array": "", "dependency": "", "kill-on-invalid-dep": "yes", "signal": "B:USR1@30",
 		"cpus-per-gpu": "1", "gpus": "1", "gpus-per-node": "a100:1", "gpus-per-task": "1", "hint": "nomultithread",
-		"mem-per-gpu": "1G", "mincpus": "2", "rt-frame": "1", "rt-buffer": "2", "rt-work": "1ms",
+		"mem-per-gpu": "1G", "mincpus": "2", "mail-type": "END", "rt-frame": "1", "rt-buffer": "2", "rt-work": "1ms",
 	}
 	for _, o := range GetoptTable(Sbatch) {
 		switch o.Key {
@@ -485,6 +488,7 @@ func TestBuildSpecResources(t *testing.T) {
 		{[]string{"--gres=gpu:0"}, "error: Batch job submission failed: Invalid generic resource (gres) specification", 1},
 		{[]string{"--gpus=a100:x"}, "error: Batch job submission failed: Invalid generic resource (gres) specification", 1},
 		{[]string{"--exclusive=bogus"}, "error: Invalid --exclusive specification", 255},
+		{[]string{"--mail-type=BEGIN,bogus"}, "error: --mail-type=BEGIN,bogus invalid", 255},
 		{[]string{"--hint=fast"}, `error: unrecognized --hint argument "fast", see --hint=help`, 255},
 		{[]string{"-C", "a&b|c"}, "error: Batch job submission failed: Invalid feature specification", 1},
 	}

@@ -66,7 +66,7 @@ func pbsDocs() []pbsDoc {
 				"K": "Kill delay in seconds (Torque).",
 				"l": "Resource list, comma-separated: *walltime*, *cput* (a bare number is seconds), *mem*, *vmem* (a bare number is bytes), *ncpus*, *ngpus*, *nodes=*_N_[:*ppn=*_P_] (Torque), *select=*_N_:*ncpus=*_C_:*mem=*_M_:*ngpus=*_G_ with *place=scatter*|*pack*|*excl* (OpenPBS).",
 				"L": "NUMA resource request (Torque).",
-				"m": "When mail is sent: any of *a* (abort), *b* (begin), *e* (end), or *n*.",
+				"m": "When mail is sent: any of *a* (abort: Slurm's FAIL), *b* (begin), *e* (end), or *n* (none); horad hands it to the local sendmail (mail_prog in *hora.toml*(5)).",
 				"M": "Whom mail is sent to.",
 				"n": "Exclusive use of the nodes (Torque).",
 				"N": "The job's name (at most 236 characters, not starting with a digit); by default the script's file name, or STDIN.",
@@ -88,7 +88,7 @@ func pbsDocs() []pbsDoc {
 				"X": "With *-I*: the job gets your *DISPLAY* (hora forwards no X11 connection, so this serves nodes that share your display); refused without *DISPLAY* or without *-I*.",
 				"z": "Prints no job id.",
 			},
-			ignored: "MkcuRfFLTKbDxn"},
+			ignored: "kcuRfFLTKbDxn"},
 		{name: "qstat", summary: "show the status of hora's jobs, queues and server, as PBS does",
 			description: []string{
 				"*qstat* lists the jobs horad knows in the layout of OpenPBS or Torque, as [pbs] flavour in *hora.toml*(5) says. Each hora partition is a queue. Jobs from sbatch and from qsub are listed alike."},
