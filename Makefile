@@ -66,9 +66,19 @@ bench-slurm: build
 	@mkdir -p var
 	scripts/bench-slurm.sh | tee var/bench-slurm.md
 
+# Every fuzz target, FUZZTIME each (docs/robustness.md records the runs).
+# Not part of make test; a plain go test replays their seeds and
+# testdata/fuzz/ corpora. A failing input lands in testdata/fuzz/<target>/.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := \
+	sbatch:FuzzParseSlurmDuration sbatch:FuzzParseSlurmTime sbatch:FuzzHostlist \
+	sbatch:FuzzScanDirectives sbatch:FuzzQsubDirectives sbatch:FuzzArray sbatch:FuzzDependency \
+	sbatch:FuzzSbatchCommandLine sbatch:FuzzQsubResources config:FuzzParse replay/swf:FuzzRead \
+	api:FuzzParseListing
 fuzz:
-	@for f in FuzzParseSlurmDuration FuzzParseSlurmTime FuzzHostlist FuzzScanDirectives; do \
-		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 60s ./sbatch/ || exit 1; done
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; f=$${t#*:}; \
+		echo "== $$pkg $$f ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./$$pkg/ || exit 1; done
 
 # The fault harness (cmd/horad TestFaultHarness) for SOAK_DURATION, plus
 # any test named Soak. `make test` runs the harness for 20 s.

@@ -581,6 +581,10 @@ const (
 	// CodeSubmitLimit: the user's submit limit (Slurm's
 	// ESLURM_ACCOUNTING_POLICY).
 	CodeSubmitLimit = "SubmitLimit"
+	// CodeRateLimited: the user's request rate limit (Slurm's
+	// SLURMCTLD_COMMUNICATIONS_BACKOFF); nothing was done, and the client
+	// sleeps and sends the request again.
+	CodeRateLimited = "RateLimited"
 	CodeReservation = "ReservationInvalid"
 	// CodeTimeout is set by the client itself, never sent by horad: no
 	// answer came within the message timeout (Slurm's MessageTimeout).

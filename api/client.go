@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultSocketPaths are tried in order when $HORA_SOCKET is not set: the
@@ -36,7 +37,10 @@ type Client struct {
 	// own; 0 means no bound (a caller that waits on purpose passes a
 	// context with its own deadline or cancellation).
 	Timeout time.Duration
-	t       *transport
+	// OnRateLimited, if set, is told of each refusal by horad's rate limit
+	// before the client sleeps and retries (n counts them).
+	OnRateLimited func(n int)
+	t             *transport
 }
 
 // MessageTimeout is the per-request bound from $HORA_MESSAGE_TIMEOUT
@@ -113,7 +117,33 @@ func newClient(path string, first net.Conn) *Client {
 	return &Client{Socket: path, t: t}
 }
 
+// do sends one request. A refusal by the rate limit (CodeRateLimited: horad
+// did nothing) is slept off and the request sent again, 1 s, 2 s, ... up to
+// 10 s apart, as Slurm's commands do on SLURMCTLD_COMMUNICATIONS_BACKOFF;
+// each attempt has its own message timeout, and the caller's context ends
+// the retrying.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	for n := 1; ; n++ {
+		err := c.doOnce(ctx, method, path, in, out)
+		var ae *Error
+		if err == nil || !errors.As(err, &ae) || ae.Code != CodeRateLimited {
+			return err
+		}
+		if c.OnRateLimited != nil {
+			c.OnRateLimited(n)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(min(n, 10)) * rateLimitPause):
+		}
+	}
+}
+
+// rateLimitPause is the unit of the sleeps after a rate-limit refusal.
+var rateLimitPause = time.Second
+
+func (c *Client) doOnce(ctx context.Context, method, path string, in, out any) error {
 	if _, has := ctx.Deadline(); !has && c.Timeout > 0 {
 		// The bound covers the whole exchange, answer body included: a
 		// daemon stopped half-way through a listing is as hung as one that
@@ -206,8 +236,28 @@ func readBody(resp *response) ([]byte, error) {
 
 // Submit queues a job.
 func (c *Client) Submit(ctx context.Context, r SubmitRequest) (*SubmitResponse, error) {
+	if err := CheckUTF8(&r.Spec); err != nil {
+		return nil, err
+	}
 	out := &SubmitResponse{}
 	return out, c.do(ctx, "POST", PathSubmit, r, out)
+}
+
+// CheckUTF8 refuses a spec whose name, words or paths are not UTF-8: the
+// JSON that carries them would change each invalid byte into U+FFFD, and
+// a job named or writing to something else than asked is worse than a
+// clear refusal (docs/robustness.md).
+func CheckUTF8(s *JobSpec) error {
+	for _, f := range []struct{ what, v string }{
+		{"job name", s.Name}, {"account", s.Account}, {"comment", s.Comment}, {"partition", s.Partition},
+		{"work dir", s.WorkDir}, {"output", s.Stdout}, {"error", s.Stderr}, {"input", s.Stdin},
+		{"reservation", s.Reservation}, {"qos", s.QOS},
+	} {
+		if !utf8.ValidString(f.v) {
+			return &Error{Message: fmt.Sprintf("Invalid %s %q: not UTF-8 text", f.what, f.v), Code: CodeBadRequest}
+		}
+	}
+	return nil
 }
 
 // JobFilter selects jobs server-side; empty fields select everything.

@@ -136,6 +136,19 @@ type Limits struct {
 	// MaxSubmitJobsPerUser is Slurm's MaxSubmitJobs of an association:
 	// pending and running jobs of one user. Operators are exempt.
 	MaxSubmitJobsPerUser int `toml:"max_submit_jobs_per_user"`
+	// RateLimitBucket and RateLimitRefill are Slurm's RPC rate limit
+	// (SlurmctldParameters rl_bucket_size, rl_refill_rate per second): a
+	// token bucket per uid, root and horad's own user exempt. A request
+	// finding the bucket empty is refused with "Rate limit exceeded, please
+	// retry momentarily"; the clients sleep and retry. 0: no rate limit.
+	RateLimitBucket int     `toml:"rate_limit_bucket"`
+	RateLimitRefill float64 `toml:"rate_limit_refill"`
+	// MaxConnections bounds the connections horad serves at once; beyond
+	// it, connections wait and are taken in turn by uid, so one user's
+	// flood does not starve another's command. MaxConnectionsPerUser
+	// bounds one uid's connections in service (root exempt).
+	MaxConnections        int `toml:"max_connections"`
+	MaxConnectionsPerUser int `toml:"max_connections_per_user"`
 }
 
 // Mix is the fairness ratio between the real-time and best-effort classes
@@ -541,6 +554,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxSubmitJobsPerUser < 0 {
 		ps = append(ps, c.problem("limits.max_submit_jobs_per_user", "must be ≥ 0 (0: no limit), got %d", c.Limits.MaxSubmitJobsPerUser))
+	}
+	for _, l := range []struct {
+		key string
+		v   int
+	}{{"limits.rate_limit_bucket", c.Limits.RateLimitBucket}, {"limits.max_connections", c.Limits.MaxConnections},
+		{"limits.max_connections_per_user", c.Limits.MaxConnectionsPerUser}} {
+		if l.v < 0 {
+			ps = append(ps, c.problem(l.key, "must be ≥ 0 (0: no limit), got %d", l.v))
+		}
+	}
+	if r := c.Limits.RateLimitRefill; r < 0 || r > 1e6 || (c.Limits.RateLimitBucket > 0 && r == 0) {
+		ps = append(ps, c.problem("limits.rate_limit_refill", "must be a number of requests per second greater than 0 when rate_limit_bucket is set, got %g", r))
 	}
 	if c.PBS.Flavour != "openpbs" && c.PBS.Flavour != "torque" {
 		ps = append(ps, c.problem("pbs.flavour", "must be \"openpbs\" or \"torque\", got %q", c.PBS.Flavour))

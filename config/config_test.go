@@ -130,6 +130,8 @@ func TestParseErrorsNameKeyAndLine(t *testing.T) {
 		{"unknown pbs key", "[pbs]\nflavor = \"torque\"\n", []string{"t.toml:2: pbs.flavor: unknown key"}},
 		{"limits", "[limits]\nmax_job_count = -1\nmax_submit_jobs_per_user = -5\n",
 			[]string{"t.toml:2: limits.max_job_count: must be ≥ 0", "t.toml:3: limits.max_submit_jobs_per_user: must be ≥ 0 (0: no limit), got -5"}},
+		{"rate limit", "[limits]\nrate_limit_bucket = 30\nmax_connections = -1\n",
+			[]string{"t.toml:3: limits.max_connections: must be ≥ 0", "limits.rate_limit_refill: must be a number of requests per second greater than 0 when rate_limit_bucket is set, got 0"}},
 		{"unknown limits key", "[limits]\nmax_jobs = 10\n", []string{"t.toml:2: limits.max_jobs: unknown key"}},
 		{"return_to_service negative", "return_to_service = -1\n", []string{"t.toml:1: return_to_service: must be 0, 1 or 2"}},
 		{"node resources", "[[node]]\nname = \"a\"\ncpus = 6\nsockets = 2\ncores_per_socket = 2\ngres = \"gpu:-1\"\nfeatures = [\"a&b\"]\nmemory_mb = -5\n" +

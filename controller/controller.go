@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"hora/api"
@@ -38,13 +39,17 @@ var Version = "0.1.0-dev"
 
 // Controller is a running horad.
 type Controller struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	st    *store.Store
-	exec  nodes.Executor
-	now   func() time.Time
-	euid  uint32
-	nodes []config.Node
+	cfg *config.Config
+	// limits is cfg.Limits for the socket server's goroutines, which
+	// read it without mu (connlimit.go); rate holds the per-uid buckets.
+	limits atomic.Pointer[config.Limits]
+	rate   rateLimiter
+	log    *slog.Logger
+	st     *store.Store
+	exec   nodes.Executor
+	now    func() time.Time
+	euid   uint32
+	nodes  []config.Node
 
 	mu     sync.Mutex
 	eng    *scheduler.Engine
@@ -175,6 +180,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(), started: o.Now(),
 		recordingOf: map[uint32]int{},
 	}
+	c.setLimits(o.Config.Limits)
 	for _, p := range o.Config.Partitions {
 		if p.Policy == "dlt" {
 			c.stageQ[p.Name] = newWorkQueue()

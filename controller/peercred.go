@@ -38,22 +38,41 @@ type callerKey struct{}
 // connection. A connection whose credentials cannot be read gets none, and
 // every handler refuses it.
 func connContext(ctx context.Context, c net.Conn) context.Context {
+	var who *Caller
+	if lc, ok := c.(*limitedConn); ok {
+		who = lc.caller // read at accept (Limit)
+	} else {
+		who = peerCaller(c)
+	}
+	if who == nil {
+		return ctx
+	}
+	// The name is looked up here, in the connection's own goroutine, not
+	// in the listener's accept loop.
+	named := *who
+	named.User = userName(who.UID)
+	return context.WithValue(ctx, callerKey{}, &named)
+}
+
+// peerCaller reads a Unix connection's SO_PEERCRED, or nil; User is left
+// empty.
+func peerCaller(c net.Conn) *Caller {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return ctx
+		return nil
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return ctx
+		return nil
 	}
 	var cred *unix.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil || cerr != nil {
-		return ctx
+		return nil
 	}
-	return context.WithValue(ctx, callerKey{}, &Caller{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, User: userName(cred.Uid)})
+	return &Caller{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid}
 }
 
 func callerFrom(ctx context.Context) (*Caller, error) {

@@ -104,6 +104,7 @@ func (c *Controller) Reload(ctx context.Context, nc *config.Config) error {
 		return fmt.Errorf("%s: %w", nc.Path(), err)
 	}
 	c.operators = operators
+	c.setLimits(nc.Limits)
 	for _, p := range nc.Partitions {
 		if p.Policy == "dlt" && c.stageQ[p.Name] == nil {
 			q := newWorkQueue()

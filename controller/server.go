@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"hora/api"
 	"hora/scheduler"
@@ -72,7 +75,12 @@ func (c *Controller) Server() *http.Server {
 		Handler:           mux,
 		ConnContext:       connContext,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(c.log.Handler(), slog.LevelWarn),
+		// An idle keep-alive connection is closed after a minute: without
+		// it (and without ReadTimeout, which would cut srun's streams) a
+		// client that connects, asks once and stays holds its connection,
+		// and a slot of [limits]'s max_connections, for ever.
+		IdleTimeout: 60 * time.Second,
+		ErrorLog:    slog.NewLogLogger(c.log.Handler(), slog.LevelWarn),
 	}
 }
 
@@ -86,6 +94,17 @@ func (c *Controller) handle(h handlerFunc) http.HandlerFunc {
 		if err != nil {
 			writeJSON(w, http.StatusUnauthorized, &api.Error{Message: "Access/permission denied: " + err.Error(), Code: api.CodeAccessDenied})
 			return
+		}
+		if c.rateLimited(who) {
+			// Refused before anything is read or done: the client may
+			// send the same request again, a submission included.
+			c.log.Debug("rate limited", "path", r.URL.Path, "uid", who.UID)
+			writeJSON(w, http.StatusTooManyRequests, rateLimitError())
+			return
+		}
+		if r.Method == http.MethodPost {
+			// decode bounds the body's reading through it (bodyTimeout).
+			r = r.WithContext(context.WithValue(r.Context(), respCtlKey{}, http.NewResponseController(w)))
 		}
 		out, err := h(r.Context(), who, r)
 		if err != nil {
@@ -144,8 +163,37 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// bodyTimeout bounds the reading of a request's body: a client that
+// announces more than it sends (a truncating or stalled client) is cut off
+// instead of holding a goroutine and a connection for ever.
+const bodyTimeout = 30 * time.Second
+
+type respCtlKey struct{}
+
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
+	if rc, ok := r.Context().Value(respCtlKey{}).(*http.ResponseController); ok {
+		_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+		defer rc.SetReadDeadline(time.Time{})
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 64<<20))
+	if err != nil {
+		return &api.Error{Message: "malformed request body: " + err.Error(), Code: api.CodeBadRequest}
+	}
+	// JSON decoding would turn invalid UTF-8 into U+FFFD without a word:
+	// a request carrying it is refused instead (hora's client never sends
+	// it; docs/robustness.md).
+	if !utf8.Valid(body) {
+		n := 0
+		for n < len(body) {
+			r, size := utf8.DecodeRune(body[n:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			n += size
+		}
+		return &api.Error{Message: fmt.Sprintf("malformed request body: invalid UTF-8 at byte %d", n), Code: api.CodeBadRequest}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return &api.Error{Message: "malformed request body: " + err.Error(), Code: api.CodeBadRequest}
@@ -158,7 +206,16 @@ func (c *Controller) hSubmit(ctx context.Context, who *Caller, r *http.Request) 
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	resp, err := c.submit(ctx, who, req)
+	if err := checkFieldSizes(&req.Spec); err != nil {
+		return nil, err
+	}
+	// A submission read whole is carried out whether or not its client
+	// still listens, as slurmctld does: net/http cancels the request's
+	// context when the client half-closes or goes, and a commit cut there
+	// answered "Unable to record the job: context canceled" to a client
+	// that had only shut its sending side (found by the fault harness's
+	// hostile client).
+	resp, err := c.submit(context.WithoutCancel(ctx), who, req)
 	if err == nil && !req.TestOnly {
 		c.log.Info("submitted", "job", resp.JobID, "uid", who.UID, "partition", resp.Partition)
 	}

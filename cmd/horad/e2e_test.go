@@ -28,6 +28,8 @@ type cluster struct {
 	daemon *exec.Cmd
 	log    *lockedBuffer
 	config string // optional hora.toml
+	// killed lists the processes cleanup had to kill (cleanup_e2e_test.go).
+	killed []string
 }
 
 // lockedBuffer collects horad's stderr while a test reads it.
@@ -102,8 +104,8 @@ func newClusterSeeded(t testing.TB, configText string, seed func(varDir string))
 		seed(c.varDir)
 	}
 	c.start()
-	t.Cleanup(c.removeCgroups) // after the stop below (cleanups run last first)
-	t.Cleanup(c.stop)
+	t.Cleanup(c.removeCgroups) // after the cleanup below (cleanups run last first)
+	t.Cleanup(c.cleanup)       // ends the jobs, stops horad, sweeps the test's processes
 	return c
 }
 

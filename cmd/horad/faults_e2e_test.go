@@ -69,6 +69,7 @@ func TestFaultHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.script = writeScript(t, h.work, "fault-job.sh", "#!/bin/sh\nexec "+h.sleeper+" \"$1\"\n")
+	h.hostileSetup()
 
 	stopAt := time.Now().Add(duration)
 	var wg sync.WaitGroup
@@ -79,6 +80,11 @@ func TestFaultHarness(t *testing.T) {
 			h.client(rand.New(rand.NewPCG(seed, uint64(i+1))), stopAt)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		h.hostile(rand.New(rand.NewPCG(seed, 99)), stopAt)
+	}()
 	h.nemesis(rand.New(rand.NewPCG(seed, 0)), stopAt)
 	wg.Wait()
 	h.settle()
@@ -96,6 +102,12 @@ type harness struct {
 	cancelled map[int64]bool // acknowledged scancels
 	ops, oks  int
 	faults    map[string]int
+
+	// The hostile client (hostile_e2e_test.go).
+	rootDir, canary string
+	refusedNames    map[string]bool  // job names of submissions horad must not record
+	hostileJobs     map[int64]string // nobody's jobs aimed at files it may not write
+	hostileOps      map[string]int
 }
 
 // cmd runs a client command with a short message timeout, so that a
@@ -270,6 +282,9 @@ func (h *harness) settle() {
 // check stops horad and reads its store directly.
 func (h *harness) check() {
 	t := h.t
+	if h.c.daemon.ProcessState != nil {
+		t.Errorf("horad exited on its own (%v) during the harness", h.c.daemon.ProcessState)
+	}
 	h.c.stop()
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(h.c.varDir, "hora.db"))
@@ -290,6 +305,7 @@ func (h *harness) check() {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.hostileCheck(jobs)
 	for id := range h.acked {
 		if _, ok := byID[id]; !ok {
 			t.Errorf("acknowledged job %d is not in the store", id)

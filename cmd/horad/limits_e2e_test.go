@@ -77,3 +77,42 @@ func TestSubmitLimitsEndToEnd(t *testing.T) {
 		t.Fatalf("retrying sbatch still waiting 90 s after a job left memory: stderr %q", stderr.String())
 	}
 }
+
+// MinJobAge (min_job_age_s): a finished job leaves horad's memory once it
+// is that old — squeue -t all and scontrol show job no longer know it, as
+// Slurm's do after MinJobAge — and stays in the store for sacct.
+func TestMinJobAgeForgetsFinishedJobs(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, "min_job_age_s = 2\n"+localBatch)
+	work := c.workDir()
+	id := c.submit(work, "-o", "/dev/null", "--wrap", "true")
+	// Seen finished in memory first (it may already be gone on a slow
+	// machine: then squeue answers nothing, which the loop below accepts).
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r := c.run(0, work, "sacct", "-n", "-X", "-P", "-j", id, "-o", "State")
+		if r.stdout == "COMPLETED\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s never completed: sacct %+v", id, r)
+		}
+	}
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		r := c.run(0, work, "squeue", "-h", "-t", "all", "-j", id, "-o", "%i %T")
+		if r.stdout == "" {
+			break
+		}
+		if r.stdout != id+" COMPLETED\n" {
+			t.Fatalf("squeue of the finished job before min_job_age_s: %+v", r)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still in memory 90 s after it ended with min_job_age_s = 2", id)
+		}
+	}
+	if r := c.run(0, work, "scontrol", "show", "job", id); r.code != 1 || !strings.Contains(r.stderr, "Invalid job id specified") {
+		t.Errorf("scontrol show job of a forgotten job: %+v, want exit 1 and \"Invalid job id specified\"", r)
+	}
+	if r := c.run(0, work, "sacct", "-n", "-X", "-P", "-j", id, "-o", "JobID,State,ExitCode"); r.stdout != id+"|COMPLETED|0:0\n" {
+		t.Errorf("sacct of the forgotten job: %+v, want it from the store", r)
+	}
+}

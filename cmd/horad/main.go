@@ -162,7 +162,8 @@ func serve(cc *cli.Context) error {
 	defer ln.Close()
 	srv := ctl.Server()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	// [limits]'s connection bounds and fair service by uid (docs/limits.md).
+	go func() { serveErr <- srv.Serve(ctl.Limit(ln)) }()
 	runDone := make(chan error, 1)
 	go func() { runDone <- ctl.Run(ctx) }()
 

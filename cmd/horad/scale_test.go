@@ -103,6 +103,9 @@ default = true
 			t.Fatalf("squeue listed %d jobs, want %d", n, pending)
 		}
 	}, "squeue", "-h")
+	// Memory with the 100,000 pending jobs in it (issue 16 item 3: RSS
+	// ≤ 1 GiB), after five listings of all of them.
+	t.Logf("horad memory with %d pending jobs: %s", pending, memoryOf(t, c.daemon.Process.Pid))
 	day := time.Unix(now, 0).UTC().Truncate(24 * time.Hour).Add(-3 * 24 * time.Hour)
 	timed("sacct of one user's day", 5, func(r result) {
 		if strings.Count(r.stdout, "\n") == 0 {
@@ -113,6 +116,7 @@ default = true
 
 	c.kill9()
 	recovery("restart after kill -9")
+	t.Logf("horad memory after recovering %d pending jobs: %s", pending, memoryOf(t, c.daemon.Process.Pid))
 
 	// Release 20,000 held jobs in commands of 1,000 ids and count their
 	// start events per wall-clock second.
@@ -282,4 +286,20 @@ func fillStore(t *testing.T, path string, finished, pending, users int, now int6
 	held := submit(pending, true)
 	sort.Slice(held, func(i, k int) bool { return held[i] < held[k] })
 	return held
+}
+
+// memoryOf reads a process's resident set now and at its peak
+// (/proc/PID/status VmRSS, VmHWM).
+func memoryOf(t *testing.T, pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") || strings.HasPrefix(line, "VmHWM:") {
+			out = append(out, strings.Join(strings.Fields(line), " "))
+		}
+	}
+	return strings.Join(out, ", ")
 }
