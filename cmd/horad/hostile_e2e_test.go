@@ -133,12 +133,15 @@ func (h *harness) hostile(r *rand.Rand, stopAt time.Time) {
 	}
 }
 
-// cmdAs is cmd run as uid (the hostile jobs' owner is nobody).
+// cmdAs is cmd run as uid (the hostile jobs' owner is nobody); 0 runs it
+// as this process's user.
 func (h *harness) cmdAs(uid int, name string, args ...string) (string, string, int) {
 	cmd := exec.Command(filepath.Join(h.c.bin, name), args...)
 	cmd.Env = append(os.Environ(), "HORA_SOCKET="+h.c.sock, "HORA_MESSAGE_TIMEOUT=2", "TZ=UTC")
 	cmd.Dir = h.work
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	if uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
