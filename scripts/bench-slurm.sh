@@ -6,12 +6,13 @@
 # submitters of PER jobs each (jobs/s); hora and Slurm alternate inside each
 # round. Prints a markdown table of medians, with date, machine and load.
 #
-# The Slurm oracle (/work/shared/tools/slurm-oracle.sh) is started if `sinfo`
+# The Slurm oracle (../shared/tools/slurm-oracle.sh beside the checkout, or
+# $ORACLE) is started if `sinfo`
 # does not answer, and stopped at the end only if this script started it.
 # Only the jobs this script submitted (its job name) are cancelled.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ORACLE=${ORACLE:-/work/shared/tools/slurm-oracle.sh}
+ORACLE=${ORACLE:-$ROOT/../shared/tools/slurm-oracle.sh}
 ROUNDS=${ROUNDS:-5} SEQ=${SEQ:-50} PER=${PER:-10}
 QUEUES=${QUEUES:-"1500 10000"}
 NAME=hbench$$

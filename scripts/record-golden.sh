@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 oracle=${1:-../shared/tools/slurm-oracle.sh}
-[ -x "$oracle" ] || oracle=/work/shared/tools/slurm-oracle.sh
+[ -x "$oracle" ] || { echo "record-golden: no Slurm oracle at $oracle (give its path)" >&2; exit 1; }
 if ! sinfo >/dev/null 2>&1; then
 	"$oracle" start --accounting
 fi
