@@ -287,6 +287,10 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		return nil, &api.Error{Message: "pbs_state: invalid state letters " + strconv.Quote(pbsStates), Code: api.CodeBadRequest}
 	}
 	nowU := c.now().Unix()
+	arrays, ok := c.newPBSArraySel(q.Get("pbs_arrays"), nowU)
+	if !ok {
+		return nil, &api.Error{Message: "pbs_arrays: invalid value " + strconv.Quote(q.Get("pbs_arrays")), Code: api.CodeBadRequest}
+	}
 	// show is one job of the answer: presented (pending reason, planned
 	// start, owner-only fields), or only what selects it (qselect).
 	show := func(j *api.Job) api.Job {
@@ -317,7 +321,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			if !slices.Contains(states, j.State) {
 				return false
 			}
-		} else if !all && !history && j.State.Finished() {
+		} else if !all && !history && j.State.Finished() && !arrays.Live(j) {
 			return false
 		}
 		if len(parts) > 0 && !slices.Contains(parts, j.Spec.Partition) {
@@ -326,10 +330,10 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		if len(names) > 0 && !slices.Contains(names, j.Spec.Name) {
 			return false
 		}
-		if pbsStates != "" && !strings.Contains(pbsStates, api.PBSState(j, torque, nowU)) {
+		if pbsStates != "" && !strings.Contains(pbsStates, arrays.State(j, torque, nowU)) {
 			return false
 		}
-		return true
+		return arrays.First(j)
 	}
 	if idsOnly && !history {
 		out := &api.JobIDsResponse{IDs: []int64{}}

@@ -45,6 +45,8 @@ type srunStep struct {
 	stopRun context.CancelFunc
 	inputs  map[int]*io.PipeWriter // stdin of the tasks that read it, by task id
 	signals []chan nodes.Signum    // one per task, to RunTask
+	// resizes carries the window sizes of the tasks on a pty, by task id.
+	resizes map[int]chan nodes.Winsize
 	// limit fires at the step's own time limit (srun -t); timedOut once
 	// it has, so the step's end is recorded TIMEOUT.
 	limit    *time.Timer

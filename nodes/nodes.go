@@ -143,7 +143,22 @@ type TaskSpec struct {
 	// INT, QUIT, TERM, USR1, USR2, ALRM, CONT, STOP, TSTP; others are
 	// dropped: KILL is cancelling RunTask's context). nil: none.
 	Signals <-chan Signum
+	// Pty runs the task on a pseudo-terminal of its node (srun --pty,
+	// qsub -I): Stdin is what is typed on it, and the task's stdout and
+	// stderr both come back as stdout. nil: pipes.
+	Pty *Pty
 }
+
+// Pty is a task's pseudo-terminal: the caller's terminal type and window
+// size, and the window's later sizes as the caller's terminal changes.
+type Pty struct {
+	Term       string
+	Rows, Cols int
+	Resize     <-chan Winsize
+}
+
+// Winsize is a terminal's size in characters.
+type Winsize struct{ Rows, Cols int }
 
 // TaskExit is how a task ended: its exit code, or the signal that killed it.
 type TaskExit struct {

@@ -25,7 +25,7 @@ func taskUnit(spec nodes.TaskSpec) string {
 // (setpriv), in its working directory (entered as the owner, so a
 // directory the owner cannot enter is refused), with exactly the given
 // environment and default signal dispositions. Its stdout and stderr are
-// the session's, and so is its stdin when $6 is 1 (else /dev/null). The
+// the session's, and so is its stdin when $6 is 1 or pty (else /dev/null). The
 // task runs in the background of this (root) shell, which records its pid
 // in $7 (root's, under the node's state directory) while it runs, so that
 // signalTask can reach it, and removes the record once it has reaped it.
@@ -33,7 +33,7 @@ func taskUnit(spec nodes.TaskSpec) string {
 // N, so sshd sends exit-signal rather than exit-status 128+N.
 //
 // $1 uid, $2 gid, $3 unit, $4 props ("-" for none), $5 workdir, $6 stdin
-// (1 or 0), $7 pid file, then the environment entries, then argv (whose
+// (1, 0, or pty: the session's pty), $7 pid file, then the environment entries, then argv (whose
 // first word has no "=", or env would take it for one more entry: RunTask
 // refuses such a program name).
 const shTask = `
@@ -52,7 +52,7 @@ if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
 fi
 # An asynchronous command's stdin is /dev/null before its redirections are
 # applied: the session's stdin goes through fd 3.
-if [ "$input" = 1 ]; then exec 3<&0; else exec 3</dev/null; fi
+if [ "$input" = 0 ]; then exec 3</dev/null; else exec 3<&0; fi
 mkdir -p -- "${pidf%/*}"
 $run setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c '
 	cd -- "$1" 2>/dev/null || { printf "slurmstepd: error: couldn\047t chdir to \140%s\047: No such file or directory: going to /tmp instead\n" "$1" >&2; cd /tmp || exit 1; }
@@ -62,6 +62,9 @@ $run setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c '
 ' hora-task "$dir" "$@" <&3 3<&- &
 pid=$!
 exec 3<&-
+# On a pty (pty.go) this shell shares the terminal's foreground group
+# with the task: ^C and ^\ typed there are the task's alone.
+if [ "$input" = pty ]; then trap '' INT QUIT; fi
 echo "$pid" > "$pidf.tmp" && mv -f -- "$pidf.tmp" "$pidf"
 wait "$pid"; rc=$?
 rm -f -- "$pidf"
@@ -122,6 +125,13 @@ func (e *Executor) RunTask(ctx context.Context, spec nodes.TaskSpec, stdout, std
 	if spec.Stdin != nil {
 		sess.Stdin, input = spec.Stdin, "1"
 	}
+	var resize <-chan nodes.Winsize
+	if spec.Pty != nil {
+		if err := requestPty(sess, spec.Pty); err != nil {
+			return nodes.TaskExit{}, &UnreachableError{h.node.Name, err}
+		}
+		input, resize = "pty", spec.Pty.Resize
+	}
 	unit := taskUnit(spec)
 	pidf := path.Join(h.dir, "tasks", unit+".pid")
 	args := []string{strconv.FormatUint(uint64(spec.UID), 10), strconv.FormatUint(uint64(spec.GID), 10),
@@ -137,6 +147,9 @@ wait:
 		if name := signame(sig); name != "" {
 			go h.signalTask(ctx, pidf, name)
 		}
+		goto wait
+	case ws := <-resize:
+		_ = sess.WindowChange(ws.Rows, ws.Cols)
 		goto wait
 	case <-ctx.Done():
 		// The task outlives the closed session unless its scope is
