@@ -106,3 +106,43 @@ func (p *ptyOutput) String() string {
 	defer p.mu.Unlock()
 	return p.b.String()
 }
+
+// BenchmarkRunTaskPtyEcho measures a keystroke's round trip on a remote
+// pty: a line typed into the task's stdin until the task (cat) has written
+// it back through the node's terminal, over the pooled connection.
+func BenchmarkRunTaskPtyEcho(b *testing.B) {
+	v := start(b, 1)
+	ctx, cancel := context.WithCancel(b.Context())
+	b.Cleanup(cancel)
+	in, typed := io.Pipe()
+	b.Cleanup(func() { typed.Close() })
+	lines := make(chan struct{}, 1)
+	out := &lineCounter{lines: lines}
+	spec := nodes.TaskSpec{Node: v.c.Hosts[0].Name, Key: nodes.StepKey{Job: 12, Step: 0}, Task: 0, UID: v.uid, GID: v.gid,
+		WorkDir: v.out, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: in,
+		Pty:  &nodes.Pty{Term: "dumb", Rows: 24, Cols: 80},
+		Argv: []string{"/bin/sh", "-c", "stty -echo; echo ready; exec cat"}}
+	go v.e.RunTask(ctx, spec, out, out)
+	next := func() {
+		select {
+		case <-lines:
+		case <-time.After(60 * time.Second):
+			b.Fatal("the task on the pty wrote no line")
+		}
+	}
+	next() // ready
+	for b.Loop() {
+		typed.Write([]byte("x\n"))
+		next()
+	}
+}
+
+// lineCounter signals each line the task writes.
+type lineCounter struct{ lines chan struct{} }
+
+func (l *lineCounter) Write(p []byte) (int, error) {
+	for range bytes.Count(p, []byte("\n")) {
+		l.lines <- struct{}{}
+	}
+	return len(p), nil
+}
