@@ -2,16 +2,10 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"hora/nodes/ssh/sshtest"
 )
@@ -33,95 +27,71 @@ func TestQsubInteractiveOnSSHNodeEndToEnd(t *testing.T) {
 	os.MkdirAll(home, 0o755)
 	os.Chown(home, 65534, 65534)
 
-	master, slave := testPty(t)
-	setSize := func(rows, cols uint16) {
-		t.Helper()
-		if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	setSize(30, 101)
-	cmd := exec.Command(filepath.Join(c.bin, "qsub"), "-I", "-N", "remote")
-	cmd.Env = append(os.Environ(), "HORA_SOCKET="+c.sock, "TZ=UTC", "SHELL=/bin/sh", "TERM=dumb",
-		"HOME="+home, "USER=nobody", "LOGNAME=nobody")
-	cmd.Dir = home
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0,
-		Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-		}
-	})
-	out := &syncBuffer{}
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			out.write(buf[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
-	// find polls the terminal's output for re, typing line (if any) again
-	// every few seconds until it shows: a shell prompt, a resize, or the
-	// step's start may come late on a loaded machine.
-	find := func(re *regexp.Regexp, line string) []string {
-		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for next := time.Now(); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if m := re.FindStringSubmatch(out.String()); m != nil {
-				return m
-			}
-			if line != "" && !time.Now().Before(next) {
-				master.Write([]byte(line))
-				next = time.Now().Add(3 * time.Second)
-			}
-		}
-		t.Fatalf("no %s on qsub -I's terminal:\n%s", re, out.String())
-		return nil
-	}
-	seq := find(regexp.MustCompile(`qsub: job (\d+)\.headnode ready\r?\n`), "")[1]
-	m := find(regexp.MustCompile(`U=(\d+) T=(\S+) S=(\d+ \d+) A=(.*?) E=(\S*)\r?\n`),
+	term := startOnTerminal(t, c, 65534, home, []string{"SHELL=/bin/sh", "TERM=dumb", "HOME=" + home, "USER=nobody", "LOGNAME=nobody"},
+		"qsub", "-I", "-N", "remote")
+	seq := term.find(regexp.MustCompile(`qsub: job (\d+)\.headnode ready\r?\n`), "")[1]
+	m := term.find(regexp.MustCompile(`U=(\d+) T=(\S+) S=(\d+ \d+) A=(.*?) E=(\S*)\r?\n`),
 		"echo \"U=$(id -u) T=$(tty) S=$(stty size) A=$(ip -4 -o addr show scope global | tr -s ' ' | cut -d' ' -f4 | tr '\\n' ,) E=$PBS_ENVIRONMENT\"\n")
 	if m[1] != "65534" || !strings.HasPrefix(m[2], "/dev/pts/") || m[3] != "30 101" || m[5] != "PBS_INTERACTIVE" {
 		t.Errorf("the shell answered uid %s, tty %s, size %q, PBS_ENVIRONMENT %q; want 65534, /dev/pts/N, \"30 101\", PBS_INTERACTIVE:\n%s",
-			m[1], m[2], m[3], m[5], out.String())
+			m[1], m[2], m[3], m[5], term.out.String())
 	}
-	var addrs []string
-	for _, h := range cl.Hosts {
-		addrs = append(addrs, h.Addr+"/24,")
-	}
-	if !slices.Contains(addrs, m[4]) {
-		t.Errorf("the shell's network is %q, not one SSH node's (%v): it did not run on a node", m[4], addrs)
-	}
+	checkOnNode(t, cl, m[4])
 	// The caller's window grows: the kernel signals qsub (SIGWINCH), which
 	// passes the size on to the node's pty.
-	setSize(42, 133)
-	find(regexp.MustCompile(`R=42 133\r?\n`), "echo \"R=$(stty size)\"\n")
-	master.Write([]byte("exit 7\n"))
-	find(regexp.MustCompile(`\r?\nqsub: job `+seq+`\.headnode completed\r?\n`), "")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("qsub -I exit: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("qsub -I did not exit:\n%s", out.String())
+	term.resize(42, 133)
+	term.find(regexp.MustCompile(`R=42 133\r?\n`), "echo \"R=$(stty size)\"\n")
+	term.type_("exit 7\n")
+	term.find(regexp.MustCompile(`\r?\nqsub: job `+seq+`\.headnode completed\r?\n`), "")
+	if code := term.exit(); code != 0 {
+		t.Errorf("qsub -I exit %d", code)
 	}
-	if !strings.Contains(out.String(), "qsub: waiting for job "+seq+".headnode to start") {
-		t.Errorf("no waiting line:\n%s", out.String())
+	if !strings.Contains(term.out.String(), "qsub: waiting for job "+seq+".headnode to start") {
+		t.Errorf("no waiting line:\n%s", term.out.String())
 	}
 	c.waitState(seq, "COMPLETED", "FAILED")
 	if r := c.run(65534, home, "qstat", "-x", "-f", seq); !strings.Contains(r.stdout, "    Exit_status = 7\n") ||
 		!strings.Contains(r.stdout, "    Job_Owner = nobody@") {
 		t.Errorf("the shell's status is not the job's (%s):\n%s", c.state(seq), r.stdout)
+	}
+}
+
+// checkOnNode fails unless addrs (a shell's global IPv4 addresses, "a/24,"
+// each) is exactly one SSH node's address: the shell ran in that node's
+// network namespace, not on the submit host.
+func checkOnNode(t *testing.T, cl *sshtest.Cluster, addrs string) {
+	t.Helper()
+	for _, h := range cl.Hosts {
+		if addrs == h.Addr+"/24," {
+			return
+		}
+	}
+	t.Errorf("the shell's network is %q, no SSH node's: it did not run on a node", addrs)
+}
+
+// TestSrunPtyOnSSHNodeEndToEnd: srun --pty (outside an allocation, as a
+// user at a login node) runs its task on a pty of the SSH node it was
+// given, as the user, and returns the task's exit status.
+func TestSrunPtyOnSSHNodeEndToEnd(t *testing.T) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3)
+	c := newClusterWith(t, sshConfig(cl, "", ""))
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+	term := startOnTerminal(t, c, 65534, dir, []string{"TERM=dumb"}, "srun", "--pty", "-N1", "/bin/sh", "-i")
+	m := term.find(regexp.MustCompile(`U=(\d+) T=(\S+) S=(\d+ \d+) A=(.*?) J=(\d+)\.(\d+)\r?\n`),
+		"echo \"U=$(id -u) T=$(tty) S=$(stty size) A=$(ip -4 -o addr show scope global | tr -s ' ' | cut -d' ' -f4 | tr '\\n' ,) J=$SLURM_JOB_ID.$SLURM_STEP_ID\"\n")
+	if m[1] != "65534" || !strings.HasPrefix(m[2], "/dev/pts/") || m[3] != "30 101" {
+		t.Errorf("the task answered uid %s, tty %s, size %q; want 65534, /dev/pts/N, \"30 101\":\n%s", m[1], m[2], m[3], term.out.String())
+	}
+	checkOnNode(t, cl, m[4])
+	term.type_("exit 3\n")
+	if code := term.exit(); code != 3 {
+		t.Errorf("srun --pty exit %d, want the task's 3:\n%s", code, term.out.String())
+	}
+	c.waitState(m[5], "COMPLETED", "FAILED")
+	if r := c.run(65534, dir, "sacct", "-j", m[5], "-n", "-P", "-o", "JobID,State,ExitCode"); !strings.Contains(r.stdout, m[5]+"."+m[6]+"|FAILED|3:0") {
+		t.Errorf("sacct:\n%s", r.stdout)
 	}
 }
