@@ -45,13 +45,7 @@ func TestQsubInteractiveEndToEnd(t *testing.T) {
 	// Typed on the terminal: the shell's answers come back on it.
 	term.type_("echo \"E=$PBS_ENVIRONMENT J=$PBS_JOBID T=$(tty)\"; exit 7\n")
 	term.find(regexp.MustCompile(`E=PBS_INTERACTIVE J=`+seq+`\.headnode T=/dev/pts/\d+`), "")
-	term.find(regexp.MustCompile(`\r?\nqsub: job `+seq+`\.headnode completed\r?\n`), "")
-	if code := term.exit(); code != 0 {
-		t.Errorf("qsub -I exit %d", code)
-	}
-	if !strings.Contains(term.out.String(), "qsub: waiting for job "+seq+".headnode to start") {
-		t.Errorf("no waiting line:\n%s", term.out.String())
-	}
+	term.qsubCompleted(seq + ".headnode")
 	c.waitState(seq, "COMPLETED", "FAILED")
 	if r = c.run(0, work, "qstat", "-x", "-f", seq); !strings.Contains(r.stdout, "    Exit_status = 7\n") {
 		t.Errorf("the shell's status is not the job's (%s):\n%s", c.state(seq), r.stdout)
@@ -136,6 +130,19 @@ func (term *terminal) resize(rows, cols uint16) {
 	term.t.Helper()
 	if err := unix.IoctlSetWinsize(int(term.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
 		term.t.Fatal(err)
+	}
+}
+
+// qsubCompleted waits for qsub -I's last line and its exit 0, and checks
+// its first line (OP qsub_sup.c interactive()).
+func (term *terminal) qsubCompleted(id string) {
+	term.t.Helper()
+	term.find(regexp.MustCompile(`\r?\nqsub: job `+regexp.QuoteMeta(id)+` completed\r?\n`), "")
+	if code := term.exit(); code != 0 {
+		term.t.Errorf("qsub -I exit %d", code)
+	}
+	if !strings.Contains(term.out.String(), "qsub: waiting for job "+id+" to start\r\n") {
+		term.t.Errorf("no waiting line:\n%s", term.out.String())
 	}
 }
 
