@@ -66,6 +66,9 @@ type Controller struct {
 	resvs       map[string]*api.Reservation // advance reservations by name (reservations.go)
 	arrays      map[int64]*arrayInfo        // job arrays by id (arrays.go)
 	timeWatch   map[int64]*job              // running jobs with time limit warnings to mail (mail.go)
+	// lastBusy is when each node last ran a job among the jobs already
+	// forgotten (pruneLocked); the jobs still in memory say the rest.
+	lastBusy map[string]int64
 	// recovering is set while recover rebuilds the Engine: no scheduling
 	// pass may run before every running job holds its nodes again.
 	recovering bool
@@ -178,7 +181,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
-		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{}, timeWatch: map[int64]*job{},
+		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{}, timeWatch: map[int64]*job{}, lastBusy: map[string]int64{},
 		work: newWorkQueue(), forgets: newWorkQueue(), wake: make(chan struct{}, 1),
 		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(), started: o.Now(),
 		recordingOf: map[uint32]int{},
@@ -865,6 +868,9 @@ func (c *Controller) pruneLocked() {
 		j := c.jobs[id]
 		if j.State.Finished() && j.EndTime < cut {
 			delete(c.jobs, id)
+			for _, n := range j.Nodes {
+				c.lastBusy[n] = max(c.lastBusy[n], j.EndTime)
+			}
 			c.eng.Handle(scheduler.Purge{Now: c.nowSec(), ID: schedID(id)})
 			if a := c.arrays[j.ArrayJobID]; a != nil && j.ArrayJobID != 0 {
 				if i, found := slices.BinarySearch(a.ids, id); found {
