@@ -178,22 +178,28 @@ func (l *launch) attachRemotePty(t *task) {
 }
 
 // followWindow sends the caller terminal's size to a remote pty task each
-// time it changes (SIGWINCH), until ctx ends.
-func (l *launch) followWindow(ctx context.Context, cl *api.Client, task int) {
-	fd := l.ptyFd
+// time it changes (SIGWINCH), until ctx ends; a change since t's size was
+// read (before the task started) is sent at once.
+func (l *launch) followWindow(ctx context.Context, cl *api.Client, t *task) {
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
 	defer signal.Stop(winch)
 	g := l.grant
+	sent := *t.pty
+	send := func() {
+		ws, err := unix.IoctlGetWinsize(l.ptyFd, unix.TIOCGWINSZ)
+		if err != nil || (int(ws.Row) == sent.Rows && int(ws.Col) == sent.Cols) {
+			return
+		}
+		sent.Rows, sent.Cols = int(ws.Row), int(ws.Col)
+		size := &api.StepPty{Rows: sent.Rows, Cols: sent.Cols}
+		_ = cl.StepInput(ctx, api.StepInput{JobID: g.JobID, StepID: g.StepID, Task: t.id, Resize: size})
+	}
+	send()
 	for {
 		select {
 		case <-winch:
-			ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
-			if err != nil {
-				continue
-			}
-			size := &api.StepPty{Rows: int(ws.Row), Cols: int(ws.Col)}
-			_ = cl.StepInput(ctx, api.StepInput{JobID: g.JobID, StepID: g.StepID, Task: task, Resize: size})
+			send()
 		case <-ctx.Done():
 			return
 		}

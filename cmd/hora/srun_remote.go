@@ -38,7 +38,7 @@ func (l *launch) startRemote(ctx context.Context, cl *api.Client, exits chan<- e
 				go l.sendInput(rctx, cl, t.id, in)
 			}
 			if t.pty != nil && l.ptyFd >= 0 {
-				go l.followWindow(rctx, cl, t.id)
+				go l.followWindow(rctx, cl, t)
 			}
 		}
 	}
