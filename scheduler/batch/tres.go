@@ -23,6 +23,7 @@ type shapeKey struct {
 	nodes, tasks, cpt, tpn, nmax, mincpus int
 	mem, mpc                              int64
 	memAll, excl, set, nomt, whole, extra bool
+	share                                 int
 }
 
 func shapeOf(j *scheduler.Job, extra bool) (shapeKey, bool) {
@@ -35,7 +36,7 @@ func shapeOf(j *scheduler.Job, extra bool) (shapeKey, bool) {
 	}
 	return shapeKey{nodes: j.Nodes, tasks: q.NTasks, cpt: q.CPUsPerTask, tpn: q.TasksPerNode, nmax: q.NodesMax,
 		mincpus: q.MinCPUs, mem: q.MemPerNode, mpc: q.MemPerCPU, memAll: q.MemAll, excl: q.Exclusive,
-		set: q.NodesSet, nomt: q.NoMultithread, extra: extra}, true
+		set: q.NodesSet, nomt: q.NoMultithread, extra: extra, share: q.Share}, true
 }
 
 // minCPUs is a lower bound of the CPUs j holds, to skip it at once when
@@ -73,9 +74,12 @@ func (b *Policy) scanTres(now float64) {
 		b.queue[w] = j
 		w++
 	}
+	// A job that may share CPUs (OverSubscribe=YES/FORCE) can fit where
+	// no CPU is free: the free-CPU bounds do not apply to it.
+	sharing := b.p.OverSubscribe().Jobs > 1
 	for ; i < len(b.queue); i++ {
 		j := b.queue[i]
-		if b.hasHead && (free == 0 || !b.easy) {
+		if b.hasHead && (free == 0 && !sharing || !b.easy) {
 			break
 		}
 		if !b.eligible(j, now) {
@@ -97,12 +101,16 @@ func (b *Policy) scanTres(now float64) {
 		// Cheap bounds first: CPUs left in the partition, CPUs free on the
 		// best node (a task fits on one node), idle nodes for whole-node
 		// jobs, shapes that already failed in this pass.
-		fits := minCPUs(j) <= free && scheduler.TaskCPUs(j) <= most &&
+		shares := j.Req != nil && j.Req.Share > 1
+		fits := (shares || minCPUs(j) <= free && scheduler.TaskCPUs(j) <= most) &&
 			!(j.Req == nil && j.Nodes > idle) && !(memo && b.failed[key])
 		if fits {
 			// Only the nodes that had a task's CPUs free at the start of
 			// the pass can take one now.
-			among := b.byFree[:scheduler.Among(b.freeOf, scheduler.TaskCPUs(j))]
+			var among []int
+			if !shares {
+				among = b.byFree[:scheduler.Among(b.freeOf, scheduler.TaskCPUs(j))]
+			}
 			pl = b.p.PlaceNow(j, ex, ok, among)
 		}
 		if pl == nil {
@@ -131,7 +139,12 @@ func (b *Policy) scanTres(now float64) {
 		if j.Req != nil {
 			b.nreq--
 		}
-		free -= pl.CPUs()
+		if shares {
+			// It took free CPUs or shared held ones: count again.
+			free, most = b.p.FreeCPUs()
+		} else {
+			free -= pl.CPUs()
+		}
 		if j.Req == nil {
 			idle -= pl.Nodes()
 		}
