@@ -301,6 +301,7 @@ type Step struct {
 	EndTime   int64    `json:"end_time,omitempty"`
 	ExitCode  int      `json:"exit_code"`
 	Signal    int      `json:"signal"`
+	TimeLimit int64    `json:"time_limit,omitempty"` // srun -t, seconds (0 = the job's): re-armed after a restart
 }
 
 // SubmitRequest asks horad to queue a job (or, with TestOnly, to say when it
