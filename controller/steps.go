@@ -180,6 +180,11 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	if _, ok := c.exec.(nodes.StepCgrouper); ok && req.MemMB > 0 && !ss.remote {
 		ss.memMB, grant.MemGate = req.MemMB, true
 	}
+	if ss.remote && req.MemMB > 0 {
+		// horad starts the tasks itself, in the step's memory group
+		// (TaskSpec.StepMemMB): no gate needed.
+		ss.memMB = req.MemMB
+	}
 	if j.srun == nil {
 		j.srun = map[int]*srunStep{}
 	}
@@ -683,10 +688,16 @@ func (c *Controller) enterStepMemory(j *job, s *srunStep, req api.StepStarted) e
 	return nil
 }
 
+// stepMemoryEnder reads and removes a step's own memory group on a node:
+// nodes/local for srun's tasks, nodes/ssh for the tasks it ran itself.
+type stepMemoryEnder interface {
+	EndStepMemory(node string, key nodes.StepKey) int
+}
+
 // endStepMemory reads and removes the memory groups of a step with its own
 // --mem, once: the number of tasks the kernel killed for it.
 func (c *Controller) endStepMemory(j *job, s *srunStep) int {
-	sc, ok := c.exec.(nodes.StepCgrouper)
+	sc, ok := c.exec.(stepMemoryEnder)
 	if !ok || len(s.memNodes) == 0 {
 		return 0
 	}

@@ -190,7 +190,11 @@ func (c *Controller) claimRemoteStep(who *Caller, req api.StepRun, stop context.
 		s.signals = append(s.signals, sigs)
 		spec := nodes.TaskSpec{Node: t.Node, Key: stepKey(j, s.id),
 			Task: t.ID, UID: j.UID, GID: j.GID, WorkDir: t.WorkDir, Env: t.Env, Argv: t.Argv, CPUs: cpus, MemMB: mem,
-			Signals: sigs}
+			StepMemMB: s.memMB, Signals: sigs}
+		if s.memMB > 0 && !slices.Contains(s.memNodes, t.Node) {
+			// Its memory group there is read and removed at the end.
+			s.memNodes = append(s.memNodes, t.Node)
+		}
 		if t.Stdin {
 			pr, pw := io.Pipe()
 			if s.inputs == nil {
