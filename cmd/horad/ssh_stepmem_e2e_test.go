@@ -53,3 +53,64 @@ func TestSrunStepMemoryOnSSHNodesEndToEnd(t *testing.T) {
 		t.Errorf("srun within its --mem: %+v", r)
 	}
 }
+
+// Commands other than srun inside a batch job on an SSH node (issue 11):
+// scontrol show job, squeue, sbatch and scancel reach horad through the
+// node's callback socket, authenticated by the job's step key, and act as
+// the job's owner: the job sees itself, submits and cancels a job of its
+// own, and is refused another user's job with Slurm's text. A forged key
+// gets nothing.
+func TestCommandsInsideBatchJobOnSSHNodeEndToEnd(t *testing.T) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3)
+	c := newClusterWith(t, sshConfig(cl, "", ""))
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+	// Another user's job, held so that it stays.
+	r := c.run(1, c.dir, "sbatch", "--hold", "-o", "/dev/null", "--wrap", "true")
+	m := submitted.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("sbatch as uid 1: %+v", r)
+	}
+	other := m[1]
+	bin := func(name string) string { return filepath.Join(c.bin, name) }
+	script := "#!/bin/sh\n" +
+		bin("scontrol") + " show job $SLURM_JOB_ID | head -1\n" +
+		bin("squeue") + " -h -j $SLURM_JOB_ID -o 'sq %i %T %u'\n" +
+		"child=$(" + bin("sbatch") + " --parsable --hold -o /dev/null --wrap true); echo \"child rc=$? $child\"\n" +
+		bin("scancel") + " $child; echo \"scancel child rc=$?\"\n" +
+		bin("scancel") + " " + other + " 2>&1; echo \"scancel other rc=$?\"\n" +
+		"HORA_STEP_KEY=\"$SLURM_JOB_ID.0000\" " + bin("squeue") + " -h 2>&1 | sed 's/^/forged: /'\n"
+	r = c.run(65534, dir, "sbatch", "-o", filepath.Join(dir, "out"), "--wrap", script)
+	m = submitted.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("sbatch: %+v", r)
+	}
+	id := m[1]
+	if st := c.waitState(id, "COMPLETED", "FAILED"); st != "COMPLETED" {
+		t.Errorf("job ended %s", st)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "out"))
+	out := string(b)
+	child := regexp.MustCompile(`child rc=0 ([0-9]+)\n`).FindStringSubmatch(out)
+	for _, want := range []string{"JobId=" + id + " JobName=", "sq " + id + " RUNNING nobody\n", "scancel child rc=0\n",
+		"scancel: error: Kill job error on job id " + other + ": Access/permission denied\nscancel other rc=1\n",
+		"forged: ", "Access/permission denied"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("job output lacks %q:\n%s", want, out)
+		}
+	}
+	if child == nil {
+		t.Fatalf("sbatch inside the job:\n%s", out)
+	}
+	if st := c.state(child[1]); st != "CANCELLED" {
+		t.Errorf("the job's own child %s is %s, want CANCELLED", child[1], st)
+	}
+	if st := c.state(other); st != "PENDING" {
+		t.Errorf("the other user's job %s is %s, want PENDING (untouched)", other, st)
+	}
+	if r := c.run(0, dir, "squeue", "-h", "-t", "all", "-j", child[1], "-o", "%u"); strings.TrimSpace(r.stdout) != "nobody" {
+		t.Errorf("the child job's owner %q, want nobody", r.stdout)
+	}
+}
