@@ -66,6 +66,9 @@ oversubscribe = "`+tc.over+`"
 			if p := c.run(0, work, "scontrol", "show", "partition", "batch").stdout; !strings.Contains(p, " "+tc.part+"\n") {
 				t.Errorf("scontrol show partition lacks %q:\n%s", tc.part, p)
 			}
+			if r := c.run(0, work, "sinfo", "-h", "-o", "%h"); strings.TrimSpace(r.stdout) != strings.TrimPrefix(tc.part, "OverSubscribe=") {
+				t.Errorf("sinfo %%h %q, want %s", r.stdout, tc.part)
+			}
 			if j := c.run(0, work, "scontrol", "show", "job", ids[0]).stdout; !strings.Contains(j, " "+tc.job+" ") {
 				t.Errorf("scontrol show job lacks %q:\n%s", tc.job, j)
 			}
