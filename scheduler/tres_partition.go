@@ -450,6 +450,46 @@ func (p *Partition) FreeCPUs() (total, most int) {
 	return total, most
 }
 
+// ShareableCPUs is, for jobs that may share each CPU with up to lim-1
+// others, what FreeCPUs is for the others: the CPUs they may take on up
+// nodes not held whole (free ones and shared ones below lim), in the
+// partition and on the best node.
+func (p *Partition) ShareableCPUs(lim int) (total, most int) {
+	for i := range p.nodes {
+		n := p.NodeShareable(i, lim)
+		total += n
+		most = max(most, n)
+	}
+	return total, most
+}
+
+// NodeShareable is ShareableCPUs of node i alone.
+func (p *Partition) NodeShareable(i, lim int) int {
+	r := &p.eng.nodes[p.nodes[i]]
+	if r.down || r.busy && len(r.res.shares) == 0 {
+		return 0
+	}
+	return r.res.fcpu + r.res.shareable(lim)
+}
+
+// NodeFree is node i's free CPUs (0 when down or held whole).
+func (p *Partition) NodeFree(i int) int {
+	r := &p.eng.nodes[p.nodes[i]]
+	if r.down || r.busy && len(r.res.shares) == 0 {
+		return 0
+	}
+	return r.res.fcpu
+}
+
+// NodeIndices lists the partition indices of the plan's nodes.
+func (pl *TresPlan) NodeIndices(dst []int) []int {
+	dst = dst[:0]
+	for _, s := range pl.slots {
+		dst = append(dst, s.i)
+	}
+	return dst
+}
+
 // ByFree lists the up nodes not held whole by their free CPUs, most first
 // (indices into idx, counts into free, both reused). Free CPUs only fall
 // during a pass, so the nodes that may fit a task of c CPUs stay among

@@ -75,11 +75,18 @@ func (b *Policy) scanTres(now float64) {
 		w++
 	}
 	// A job that may share CPUs (OverSubscribe=YES/FORCE) can fit where
-	// no CPU is free: the free-CPU bounds do not apply to it.
-	sharing := b.p.OverSubscribe().Jobs > 1
+	// no CPU is free: its bounds count the CPUs it may share too (sfree,
+	// smost), kept up to date node by node after every start.
+	lim := b.p.OverSubscribe().Jobs
+	sharing := lim > 1
+	var sfree, smost int
+	var before [][2]int
+	if sharing {
+		sfree, smost = b.p.ShareableCPUs(lim)
+	}
 	for ; i < len(b.queue); i++ {
 		j := b.queue[i]
-		if b.hasHead && (free == 0 && !sharing || !b.easy) {
+		if b.hasHead && (free == 0 && (!sharing || sfree == 0) || !b.easy) {
 			break
 		}
 		if !b.eligible(j, now) {
@@ -102,7 +109,8 @@ func (b *Policy) scanTres(now float64) {
 		// best node (a task fits on one node), idle nodes for whole-node
 		// jobs, shapes that already failed in this pass.
 		shares := j.Req != nil && j.Req.Share > 1
-		fits := (shares || minCPUs(j) <= free && scheduler.TaskCPUs(j) <= most) &&
+		fits := (shares && minCPUs(j) <= sfree && scheduler.TaskCPUs(j) <= smost ||
+			!shares && minCPUs(j) <= free && scheduler.TaskCPUs(j) <= most) &&
 			!(j.Req == nil && j.Nodes > idle) && !(memo && b.failed[key])
 		if fits {
 			// Only the nodes that had a task's CPUs free at the start of
@@ -131,6 +139,13 @@ func (b *Policy) scanTres(now float64) {
 			keep(j)
 			continue
 		}
+		if sharing {
+			b.planned = pl.NodeIndices(b.planned)
+			before = before[:0]
+			for _, n := range b.planned {
+				before = append(before, [2]int{b.p.NodeFree(n), b.p.NodeShareable(n, lim)})
+			}
+		}
 		if err := b.p.StartPlan(j.ID, scheduler.BatchStep, pl, end, ex); err != nil {
 			keep(j)
 			continue
@@ -139,9 +154,14 @@ func (b *Policy) scanTres(now float64) {
 		if j.Req != nil {
 			b.nreq--
 		}
-		if shares {
-			// It took free CPUs or shared held ones: count again.
-			free, most = b.p.FreeCPUs()
+		if sharing {
+			// What the start took, node by node: free CPUs, or shared
+			// ones (which stay shareable below lim). The best-node
+			// bounds stay upper bounds.
+			for k, n := range b.planned {
+				free += b.p.NodeFree(n) - before[k][0]
+				sfree += b.p.NodeShareable(n, lim) - before[k][1]
+			}
 		} else {
 			free -= pl.CPUs()
 		}
