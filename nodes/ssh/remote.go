@@ -108,6 +108,18 @@ sigscope() {
 	done
 	return 0
 }
+rmgroup() {
+	# A cgroup v1 group of a step: what is left in it is killed, as at a
+	# step's end; the group (and its node's, when empty) removed.
+	_i=0
+	while [ -d "$1" ] && [ "$_i" -lt 50 ]; do
+		for _q in $(cat "$1/cgroup.procs" 2>/dev/null); do kill -s KILL "$_q" 2>/dev/null; done
+		rmdir -- "$1" 2>/dev/null || sleep 0.1
+		_i=$((_i+1))
+	done
+	rmdir -- "${1%/*}" 2>/dev/null
+	return 0
+}
 unitgone() {
 	case $1 in hora-job-*.scope) ;; *) return 0;; esac
 	[ -e "/run/systemd/transient/$1" ] || return 0
@@ -462,32 +474,10 @@ if [ -f "$d/unit" ] && [ ! -L "$d/unit" ]; then
 	IFS= read -r un < "$d/unit" && unitgone "$un"
 fi
 if [ -f "$d/memcg" ] && [ ! -L "$d/memcg" ] && IFS= read -r mg < "$d/memcg"; then
-	case $mg in
-	/sys/fs/cgroup/memory/hora-node-*/*)
-		# What is left in the step's memory group is killed, as at a
-		# step's end; the group (and its node's, when empty) removed.
-		_i=0
-		while [ -d "$mg" ] && [ "$_i" -lt 50 ]; do
-			for _q in $(cat "$mg/cgroup.procs" 2>/dev/null); do kill -s KILL "$_q" 2>/dev/null; done
-			rmdir -- "$mg" 2>/dev/null || sleep 0.1
-			_i=$((_i+1))
-		done
-		rmdir -- "${mg%/*}" 2>/dev/null
-		;;
-	esac
+	case $mg in /sys/fs/cgroup/memory/hora-node-*/*) rmgroup "$mg";; esac
 fi
 if [ -f "$d/devcg" ] && [ ! -L "$d/devcg" ] && IFS= read -r dgp < "$d/devcg"; then
-	case $dgp in
-	/sys/fs/cgroup/devices/hora-node-*/*)
-		_i=0
-		while [ -d "$dgp" ] && [ "$_i" -lt 50 ]; do
-			for _q in $(cat "$dgp/cgroup.procs" 2>/dev/null); do kill -s KILL "$_q" 2>/dev/null; done
-			rmdir -- "$dgp" 2>/dev/null || sleep 0.1
-			_i=$((_i+1))
-		done
-		rmdir -- "${dgp%/*}" 2>/dev/null
-		;;
-	esac
+	case $dgp in /sys/fs/cgroup/devices/hora-node-*/*) rmgroup "$dgp";; esac
 fi
 rm -rf -- "$d"
 `

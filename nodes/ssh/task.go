@@ -253,15 +253,8 @@ ck=$(printf '%s' "$1" | cksum | cut -d' ' -f1)
 mg=/sys/fs/cgroup/memory/hora-node-$ck/$2
 n=0
 [ -d "$mg" ] && n=$(sed -n 's/^oom_kill //p' "$mg/memory.oom_control" 2>/dev/null)
-for g in "$mg" /sys/fs/cgroup/devices/hora-node-$ck/$2; do
-	_i=0
-	while [ -d "$g" ] && [ "$_i" -lt 50 ]; do
-		for _q in $(cat "$g/cgroup.procs" 2>/dev/null); do kill -s KILL "$_q" 2>/dev/null; done
-		rmdir -- "$g" 2>/dev/null || sleep 0.1
-		_i=$((_i+1))
-	done
-	rmdir -- "${g%/*}" 2>/dev/null
-done
+rmgroup "$mg"
+rmgroup /sys/fs/cgroup/devices/hora-node-$ck/$2
 echo "${n:-0}"
 `
 
