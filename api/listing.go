@@ -18,7 +18,7 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL8"
+const listingMagic = "HJL9"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
@@ -113,7 +113,7 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, string(st.State))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Offset))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Size))
-		for _, v := range [...]int64{st.StartTime, st.EndTime, int64(st.ExitCode), int64(st.Signal)} {
+		for _, v := range [...]int64{st.StartTime, st.EndTime, int64(st.ExitCode), int64(st.Signal), st.TimeLimit} {
 			b = binary.AppendVarint(b, v)
 		}
 	}
@@ -414,7 +414,7 @@ func (d *listingDecoder) job(j *Job) {
 			st.State = JobState(d.str())
 			st.Offset = d.float()
 			st.Size = d.float()
-			st.StartTime, st.EndTime, st.ExitCode, st.Signal = d.varint(), d.varint(), d.int(), d.int()
+			st.StartTime, st.EndTime, st.ExitCode, st.Signal, st.TimeLimit = d.varint(), d.varint(), d.int(), d.int(), d.varint()
 		}
 	}
 	j.StdoutPath = d.field()

@@ -203,7 +203,7 @@ type Partition struct {
 	// MaxMemPerNode (MiB, 0 = none) refuses larger jobs at submit.
 	DefMemPerCPU  int64             `toml:"def_mem_per_cpu"`
 	MaxMemPerNode int64             `toml:"max_mem_per_node"`
-	OverSubscribe string            `toml:"oversubscribe"` // NO (default), EXCLUSIVE, YES, FORCE
+	OverSubscribe string            `toml:"oversubscribe"` // NO (default), EXCLUSIVE, YES[:N], FORCE[:N]
 	Params        map[string]string `toml:"params"`        // policy-specific settings
 }
 
@@ -669,8 +669,8 @@ func (c *Config) Validate() error {
 		if p.DefMemPerCPU < 0 || p.MaxMemPerNode < 0 {
 			ps = append(ps, c.problem(key+".def_mem_per_cpu", "def_mem_per_cpu and max_mem_per_node must be ≥ 0"))
 		}
-		if o, _, _ := strings.Cut(strings.ToUpper(p.OverSubscribe), ":"); o != "" && o != "NO" && o != "YES" && o != "EXCLUSIVE" && o != "FORCE" {
-			ps = append(ps, c.problem(key+".oversubscribe", "must be NO, YES, EXCLUSIVE or FORCE, got %q", p.OverSubscribe))
+		if _, err := scheduler.ParseOverSubscribe(p.OverSubscribe); err != nil {
+			ps = append(ps, c.problem(key+".oversubscribe", "%v", err))
 		}
 		for _, t := range []struct{ k, v string }{{"max_time", p.MaxTime}, {"default_time", p.DefaultTime}} {
 			if t.v == "" {

@@ -64,7 +64,7 @@ var Keys = []KeyDoc{
 	{"partition.default_time", "string", `""`, "Time limit of a job that gives none, in the same syntax. Empty: max_time (Slurm's rule); it never exceeds max_time."},
 	{"partition.def_mem_per_cpu", "integer", `0`, "Memory in MiB per CPU of a job that asks for none (Slurm's DefMemPerCPU); 0 means such a job's memory is neither counted nor limited."},
 	{"partition.max_mem_per_node", "integer", `0`, "Largest memory per node in MiB a job may ask for; larger jobs are refused at submit (Slurm's MaxMemPerNode). 0: no limit."},
-	{"partition.oversubscribe", "string", `""`, "Slurm's OverSubscribe: NO (the default when empty), EXCLUSIVE, YES or FORCE."},
+	{"partition.oversubscribe", "string", `""`, "Slurm's OverSubscribe, any case: NO (the default when empty), each CPU to one job; YES[:N], a job that asks -s/--oversubscribe shares each of its CPUs with up to N−1 other such jobs (N 1 to 32767, default 4); FORCE[:N], every job that asks for resources does; EXCLUSIVE, every job gets whole nodes. Memory and generic resources are never shared. scontrol show partition prints it as NO, EXCLUSIVE, YES:N or FORCE:N."},
 	{"partition.params", "table", "", "Policy parameters as string values, for instance cms, cps and admission for the dlt policy and strategy for the reserve policy; docs/architecture.md lists them."},
 	{"partition.params.*", "string", "", "One policy parameter."},
 

@@ -356,6 +356,7 @@ func (c *Controller) recover(ctx context.Context) error {
 				c.log.Info("re-attached running job", "job", aj.ID, "node", s.Node)
 				c.restopMarked(j)
 				c.watchTimeLocked(j)
+				c.rearmSrunSteps(j)
 				continue
 			case ok && !(s.State == nodes.StepLost && s.Pid == 0):
 				// Ended while horad was away: record the real outcome.

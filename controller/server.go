@@ -554,7 +554,7 @@ func (c *Controller) hPartitions(ctx context.Context, who *Caller, r *http.Reque
 	for _, p := range c.cfg.Scheduler().Partitions {
 		out.Partitions = append(out.Partitions, api.Partition{Name: p.Name, Default: p.Default, State: "up",
 			Policy: p.Policy, Nodes: p.Nodes, MaxTime: limitSeconds(p.MaxTime), DefaultTime: limitSeconds(p.DefaultTime),
-			DefMemPerCPU: p.DefMemPerCPU, MaxMemPerNode: p.MaxMemPerNode, OverSubscribe: p.OverSubscribe})
+			DefMemPerCPU: p.DefMemPerCPU, MaxMemPerNode: p.MaxMemPerNode, OverSubscribe: overSubscribeText(p.OverSubscribe)})
 	}
 	return out, nil
 }

@@ -186,15 +186,22 @@ func (c *Controller) claimRemoteStep(who *Caller, req api.StepRun, stop context.
 		if !slices.Contains(s.nodes, t.Node) {
 			return nil, stepErr(api.CodeInvalidNodeCount, "Requested node configuration is not available")
 		}
-		cpus, mem := []int(nil), int64(0)
+		cpus, mem, gpus, nodeGPUs := []int(nil), int64(0), []int(nil), 0
 		if a := allocOn(&j.Job, t.Node); a != nil {
-			cpus, mem = a.CPUs, a.MemMB
+			// A job holding part of the node: its GPUs there, the
+			// others denied (a whole-node job has them all).
+			cpus, mem, gpus, nodeGPUs = a.CPUs, a.MemMB, a.GPUs, c.nodeGPUs(t.Node)
 		}
 		sigs := make(chan nodes.Signum, 8)
 		s.signals = append(s.signals, sigs)
 		spec := nodes.TaskSpec{Node: t.Node, Key: stepKey(j, s.id),
 			Task: t.ID, UID: j.UID, GID: j.GID, WorkDir: t.WorkDir, Env: t.Env, Argv: t.Argv, CPUs: cpus, MemMB: mem,
-			Signals: sigs}
+			StepMemMB: s.memMB, GPUs: gpus, NodeGPUs: nodeGPUs, Signals: sigs}
+		if (s.memMB > 0 || len(gpus) < nodeGPUs) && !slices.Contains(s.memNodes, t.Node) {
+			// Its memory and devices groups there are read and removed
+			// at the end.
+			s.memNodes = append(s.memNodes, t.Node)
+		}
 		if t.Pty != nil {
 			if apiErr := checkPty(t.Pty); apiErr != nil {
 				return nil, apiErr

@@ -137,6 +137,16 @@ type TaskSpec struct {
 	Argv     []string
 	CPUs     []int // AllowedCPUs of the task's scope; none: not restricted
 	MemMB    int64 // MemoryMax of the task's scope; 0: not restricted
+	// StepMemMB is the step's own --mem on the node (0: none): all its
+	// tasks there share one memory group of that limit where the node has
+	// no systemd but the cgroup v1 memory hierarchy (EndStepMemory reads
+	// and removes it); under systemd it caps each task's scope instead.
+	StepMemMB int64
+	// GPUs are the job's GPUs on the node, of the node's NodeGPUs: without
+	// systemd the tasks run in a devices group of the step that denies
+	// the others, as the batch step does (LaunchSpec.GPUs).
+	GPUs     []int
+	NodeGPUs int
 	// Stdin is the task's standard input; nil gives it /dev/null.
 	Stdin io.Reader
 	// Signals are delivered to the task's process while it runs (HUP,

@@ -96,8 +96,9 @@ type PartitionSpec struct {
 	// MaxMemPerNode (MiB, 0 = none) refuses larger jobs at submit.
 	DefMemPerCPU, MaxMemPerNode int64
 	// OverSubscribe: "" or "NO" (CPUs are never shared), "EXCLUSIVE"
-	// (every job takes whole nodes), "YES"/"FORCE" (read; CPUs are still
-	// not shared, docs/resources.md).
+	// (every job takes whole nodes), "YES[:N]" (a job that asks -s shares
+	// each CPU with up to N-1 other such jobs), "FORCE[:N]" (every resource
+	// job does); N defaults to 4 (ParseOverSubscribe, docs/resources.md).
 	OverSubscribe string
 	// Params holds policy-specific settings (e.g. dlt: cms, cps, admission;
 	// reserve: strategy), already validated by the config layer.

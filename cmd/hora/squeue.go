@@ -113,7 +113,7 @@ var squeueFields = listing.NewTable([]listing.Field[api.Job]{
 	{Letter: 'B', Names: []string{"batchhost"}, Header: "EXEC_HOST", Value: sqBatchHost},
 	{Letter: 'Y', Names: []string{"schednodes"}, Header: "SCHEDNODES", Value: sqConst("(null)")},
 	{Letter: 'y', Names: []string{"nice"}, Header: "NICE", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(j.Spec.Nice) }},
-	{Letter: 'h', Names: []string{"oversubscribe"}, Header: "OVER_SUBSCRIBE", Value: sqConst("OK")},
+	{Letter: 'h', Names: []string{"oversubscribe"}, Header: "OVER_SUBSCRIBE", Value: func(_ *listing.Ctx, j *api.Job) string { return api.JobOverSubscribe("", &j.Spec) }},
 	{Letter: 'x', Names: []string{"excnodes"}, Header: "EXC_NODES", Value: sqConst("")},
 	{Letter: 'n', Names: []string{"reqnodes"}, Header: "REQ_NODES", Value: sqConst("")},
 	{Letter: 'w', Names: []string{"wckey"}, Header: "WCKEY", Value: sqConst("(null)")},

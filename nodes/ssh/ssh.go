@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -712,6 +713,18 @@ func scopeProps(spec nodes.LaunchSpec) string {
 	}
 	if spec.MemMB > 0 {
 		ps = append(ps, "MemoryMax="+strconv.FormatInt(spec.MemMB<<20, 10), "MemorySwapMax=0")
+	}
+	// The node's GPUs the step was not given: not a systemd property, the
+	// launcher denies them with a devices group where it runs without
+	// systemd (docs/resources.md).
+	var deny []string
+	for id := 0; id < spec.NodeGPUs; id++ {
+		if !slices.Contains(spec.GPUs, id) {
+			deny = append(deny, strconv.Itoa(id))
+		}
+	}
+	if len(deny) > 0 {
+		ps = append(ps, "HoraDenyGPUs="+strings.Join(deny, ","))
 	}
 	if len(ps) == 0 {
 		return "-"
