@@ -176,3 +176,103 @@ func TestMixTDMFreezeOnSystemdNode(t *testing.T) {
 		t.Error("division owner \"all\" accepted")
 	}
 }
+
+// [mix] gang on a systemd node: the agent rotates the rows of its table
+// every quantum on its own clock, freezing the scope of the job not in the
+// row: two BE jobs in rows 0 and 1 alternate (each is seen frozen while
+// the other is not, then the other way round, then back). A job the table
+// does not know is left running, the agent reports the node's jobs, and
+// "none" thaws everything.
+func TestMixGangOnSystemdNode(t *testing.T) {
+	v := start(t, 1, sshtest.WithSystemd(1))
+	h := v.c.Hosts[0]
+	v.e.Close()
+	cfg := fastConfig(v.c, v.state)
+	reported := make(chan string, 16)
+	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000, JobsChanged: func(n string) {
+		select {
+		case reported <- n:
+		default:
+		}
+	}}
+	e, err := hssh.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	exits := collect(e)
+	ctx := t.Context()
+	gate := v.out + "/gate"
+	var keys []nodes.StepKey
+	for _, job := range []int64{71, 72, 73} {
+		k := nodes.StepKey{Job: job, Step: -1}
+		keys = append(keys, k)
+		spec := v.spec(k, "n1", "#!/bin/sh\nwhile [ ! -e '"+gate+"' ]; do sleep 0.02; done\n")
+		if err := e.Launch(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frozen := func(k nodes.StepKey) string {
+		b, err := os.ReadFile(h.CgroupDir() + "/hora.slice/hora-be.slice/" + unitOf(k) + ".scope/cgroup.events")
+		if err != nil {
+			return "gone"
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f, ok := strings.CutPrefix(l, "frozen "); ok {
+				return f
+			}
+		}
+		return "?"
+	}
+	sched := hssh.MixSchedule{Mode: "gang", Quantum: 300 * time.Millisecond, Rows: [][]int64{{71}, {72}}}
+	if err := e.SetMixSchedule(ctx, "n1", sched); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][2]string{{"1", "0"}, {"0", "1"}, {"1", "0"}} {
+		for deadline := time.Now().Add(hang); ; time.Sleep(5 * time.Millisecond) {
+			a, b := frozen(keys[0]), frozen(keys[1])
+			if a == want[0] && b == want[1] {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("phase %d: jobs 71 and 72 frozen %s %s, want %s %s", i, a, b, want[0], want[1])
+			}
+		}
+		if f := frozen(keys[2]); f != "0" {
+			t.Errorf("phase %d: job 73, in no row of the table, frozen=%s", i, f)
+		}
+	}
+	for deadline := time.Now().Add(hang); ; {
+		jobs, _ := e.MixJobs("n1")
+		if len(jobs) == 3 && jobs[0] == (hssh.MixJob{ID: 71}) && jobs[2] == (hssh.MixJob{ID: 73}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs reported on n1: %v, want 71 72 73 (BE)", jobs)
+		}
+		select {
+		case <-reported:
+		case <-time.After(time.Second):
+		}
+	}
+	if err := e.SetMixSchedule(ctx, "n1", hssh.MixSchedule{Mode: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(hang); frozen(keys[0]) != "0" || frozen(keys[1]) != "0"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after none: jobs 71 and 72 frozen %s %s", frozen(keys[0]), frozen(keys[1]))
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if st := exits.wait(t, k, hang); st.State != nodes.StepExited {
+			t.Fatalf("%v: %+v", k, st)
+		}
+	}
+	bad := hssh.MixSchedule{Mode: "gang", Quantum: time.Second, Rows: [][]int64{{-4}}}
+	if err := e.SetMixSchedule(ctx, "n1", bad); err == nil || !strings.Contains(err.Error(), "job id -4") {
+		t.Errorf("gang row with job -4: %v", err)
+	}
+}

@@ -49,8 +49,7 @@ import (
 // scopes (hora-job-J-*.scope in either class slice) are frozen when the
 // table knows J and J is not in the row; a job the table does not know yet
 // runs. Freezes come before thaws.
-const shMixAgent = `set -f
-c=/sys/fs/cgroup/hora.slice
+const shMixAgent = `c=/sys/fs/cgroup/hora.slice
 if [ -n "${EPOCHREALTIME:-}" ]; then
 	now() { t=${EPOCHREALTIME/[.,]/}; }
 else
@@ -167,7 +166,7 @@ while :; do
 	if [ -n "$to" ]; then read -r -t "$to" line; rc=$?; else read -r line; rc=$?; fi
 	(( rc > 128 )) && continue
 	(( rc == 0 )) || { thawall; exit 0; }
-	set -- $line
+	set -f; set -- $line; set +f
 	case $1 in
 	tdm)
 		if ! num "$2" || ! num "$3" || ! num "$4" || (( $2 == 0 || $3 > $2 )); then echo "error: tdm $2 $3 $4: want P > 0, 0 ≤ R ≤ P, D ≥ 0 (µs)"; continue; fi
