@@ -845,6 +845,9 @@ func (c *Config) Scheduler() scheduler.Config {
 	if r, err := mix.ParseRatio(c.Mix.Ratio); err == nil {
 		sc.Ratio = r
 	}
+	if mode, _ := mix.ParseMode(c.Mix.Mode); mode == mix.GangMode && c.MixEnforced() {
+		sc.Gang = &scheduler.GangSpec{Rows: c.Mix.Rows, Quantum: c.Mix.Quantum, Sync: c.Mix.Sync}
+	}
 	return sc
 }
 

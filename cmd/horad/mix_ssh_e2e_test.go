@@ -101,7 +101,13 @@ func TestMixGangOnSSHNodes(t *testing.T) {
 	c, cl, dir := mixSSHCluster(t, "ratio = \"1:1\"\nmode = \"gang\"\nquantum = 0.3\nrows = 2\n")
 	gate := filepath.Join(dir, "gate")
 	loop := "while [ ! -e " + gate + " ]; do sleep 0.02; done"
-	rt := c.submit(dir, "--rt-frame=10ms", "--rt-work=2ms", "-o", "/dev/null", "--wrap", loop)
+	// Admitted by the rows test (§4.4): the 1GS cycle M·Q = 0.6 s is within
+	// the buffer of 10 frames of 100 ms; a buffer of one frame is refused.
+	if r := c.run(0, dir, "sbatch", "--rt-frame=100ms", "--rt-work=2ms", "--wrap", "true"); r.code != 1 ||
+		!strings.Contains(r.stderr, "1GS cycle") {
+		t.Fatalf("a buffer shorter than the 1GS cycle: exit %d, %q", r.code, r.stderr)
+	}
+	rt := c.submit(dir, "--rt-frame=100ms", "--rt-buffer=10", "--rt-work=2ms", "-o", "/dev/null", "--wrap", loop)
 	be := c.submit(dir, "-w", "n1", "-o", "/dev/null", "--wrap", loop)
 	c.waitState(rt, "RUNNING")
 	c.waitState(be, "RUNNING")
