@@ -276,3 +276,97 @@ func TestMixGangOnSystemdNode(t *testing.T) {
 		t.Errorf("gang row with job -4: %v", err)
 	}
 }
+
+// [mix] tdm with a sync δ, kept by the node's agent on its own clock: with
+// an RT and a BE step running, each division opens with δ during which both
+// slices are frozen, then only the other class is; the agent reports its
+// switches (due and applied on its clock, in sync or not).
+func TestMixTDMSyncOnSystemdNode(t *testing.T) {
+	v := start(t, 1, sshtest.WithSystemd(1))
+	h := v.c.Hosts[0]
+	v.e.Close()
+	cfg := fastConfig(v.c, v.state)
+	switches := make(chan hssh.MixSwitch, 64)
+	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000, RT: func(s nodes.LaunchSpec) bool { return s.Key.Job == 61 },
+		Switched: func(s hssh.MixSwitch) {
+			select {
+			case switches <- s:
+			default:
+			}
+		}}
+	e, err := hssh.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	exits := collect(e)
+	ctx := t.Context()
+	gate := v.out + "/gate"
+	var keys []nodes.StepKey
+	for _, job := range []int64{61, 62} {
+		k := nodes.StepKey{Job: job, Step: -1}
+		keys = append(keys, k)
+		if err := e.Launch(ctx, v.spec(k, "n1", "#!/bin/sh\nwhile [ ! -e '"+gate+"' ]; do sleep 0.02; done\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frozen := func(class string) string {
+		b, _ := os.ReadFile(h.CgroupDir() + "/hora.slice/hora-" + class + ".slice/cgroup.events")
+		for _, l := range strings.Split(string(b), "\n") {
+			if f, ok := strings.CutPrefix(l, "frozen "); ok {
+				return f
+			}
+		}
+		return "?"
+	}
+	sched := hssh.MixSchedule{Mode: "tdm", Period: 1200 * time.Millisecond, RTLen: 600 * time.Millisecond, Sync: 250 * time.Millisecond}
+	if err := e.SetMixSchedule(ctx, "n1", sched); err != nil {
+		t.Fatal(err)
+	}
+	// δ, RT's division, δ, BE's division.
+	for i, want := range [][2]string{{"1", "1"}, {"0", "1"}, {"1", "1"}, {"1", "0"}} {
+		for deadline := time.Now().Add(hang); ; time.Sleep(5 * time.Millisecond) {
+			if frozen("rt") == want[0] && frozen("be") == want[1] {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("phase %d: rt frozen=%s be frozen=%s, want %s %s", i, frozen("rt"), frozen("be"), want[0], want[1])
+			}
+		}
+	}
+	// Reports: a switch into a sync ("rt 1 1 1": owner, in sync, both frozen)
+	// and one out of it, each applied at or after the boundary it was due at.
+	seen := map[string]bool{}
+	for deadline := time.After(hang); !seen["1 1 1"] || !seen["0 0 1"]; {
+		select {
+		case s := <-switches:
+			if s.Applied.Before(s.Due) {
+				t.Fatalf("switch %+v applied before it was due", s)
+			}
+			if f := strings.Fields(s.What); len(f) == 4 && f[0] == "rt" {
+				seen[strings.Join(f[1:], " ")] = true
+			}
+		case <-deadline:
+			t.Fatalf("switch reports for RT divisions: %v", seen)
+		}
+	}
+	if err := e.SetMixSchedule(ctx, "n1", hssh.MixSchedule{Mode: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(hang); frozen("rt") != "0" || frozen("be") != "0"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after none: rt frozen=%s be frozen=%s", frozen("rt"), frozen("be"))
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if st := exits.wait(t, k, hang); st.State != nodes.StepExited {
+			t.Fatalf("%v: %+v", k, st)
+		}
+	}
+	if err := e.SetMixSchedule(ctx, "n1", hssh.MixSchedule{Mode: "tdm", Period: time.Second, RTLen: 2 * time.Second}); err == nil {
+		t.Error("a tdm schedule whose RT division is longer than the period was accepted")
+	}
+}

@@ -1,6 +1,7 @@
 package mix
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -70,5 +71,33 @@ func TestGangAdmit(t *testing.T) {
 	g.Release(10)
 	if g.NodesOf(10) != nil {
 		t.Fatal("job 10 still placed after Release")
+	}
+}
+
+// TDMFreezeAt: δ opens each division (both classes stopped where both have
+// processes, nothing stopped otherwise), then TDMFreeze's rule; next is the
+// end of the sync, then of the division.
+func TestTDMFreezeAt(t *testing.T) {
+	p, err := NewTDM(Ratio{X: 2, Y: 1}, 3, 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		now          float64
+		rtHas, beHas bool
+		want         [2]bool
+		next         float64
+	}{
+		{30.05, true, true, [2]bool{true, true}, 30.1},    // RT division's sync
+		{30.5, true, true, [2]bool{false, true}, 32},      // RT division
+		{32.05, true, true, [2]bool{true, true}, 32.1},    // BE division's sync
+		{32.5, true, true, [2]bool{true, false}, 33},      // BE division
+		{30.05, true, false, [2]bool{false, false}, 30.1}, // one class only: nothing to separate
+		{32.5, false, true, [2]bool{false, false}, 33},    // BE alone
+	} {
+		f, next := TDMFreezeAt(p, tc.now, tc.rtHas, tc.beHas)
+		if f != tc.want || math.Abs(next-tc.next) > 1e-9 {
+			t.Errorf("at %g (rt %v, be %v): %v until %g, want %v until %g", tc.now, tc.rtHas, tc.beHas, f, next, tc.want, tc.next)
+		}
 	}
 }
