@@ -1,6 +1,7 @@
 package ssh_test
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -120,7 +121,14 @@ func BenchmarkTDMSwitchMany(b *testing.B) {
 			}
 		}
 		if len(got) < n {
-			b.Fatalf("boundary %v: %d of %d nodes reported the switch", due, len(got), n)
+			mu.Lock()
+			var seen []string
+			for d, v := range byDue {
+				seen = append(seen, fmt.Sprintf("%s:%d", d.Format("15:04:05.000"), len(v)))
+			}
+			mu.Unlock()
+			slices.Sort(seen)
+			b.Fatalf("boundary %v: %d of %d nodes reported the switch (reports so far: %v)", due, len(got), n, seen)
 		}
 		first, last := got[0], got[0]
 		for _, d := range got {

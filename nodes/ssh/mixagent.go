@@ -304,15 +304,37 @@ func (a *mixAgent) close() {
 	})
 }
 
+// agentSlot holds a node's agent; its lock orders starting one, so that
+// a node slow to connect delays no other node.
+type agentSlot struct {
+	mu sync.Mutex
+	a  *mixAgent
+}
+
+func (e *Executor) slotOf(node string) *agentSlot {
+	e.divMu.Lock()
+	defer e.divMu.Unlock()
+	if e.agents == nil {
+		e.agents = map[string]*agentSlot{}
+	}
+	s := e.agents[node]
+	if s == nil {
+		s = &agentSlot{}
+		e.agents[node] = s
+	}
+	return s
+}
+
 // agent returns node's agent, starting one when there is none.
 func (e *Executor) agent(ctx context.Context, node string) (*mixAgent, error) {
 	h, err := e.host(node)
 	if err != nil {
 		return nil, err
 	}
-	e.divMu.Lock()
-	defer e.divMu.Unlock()
-	if a := e.agents[node]; a != nil {
+	slot := e.slotOf(node)
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if a := slot.a; a != nil {
 		select {
 		case <-a.done:
 		default:
@@ -348,10 +370,7 @@ func (e *Executor) agent(ctx context.Context, node string) (*mixAgent, error) {
 		return release(err)
 	}
 	a := &mixAgent{node: node, sess: sess, in: in, slot: h.ops, replies: make(chan string, 4), done: make(chan struct{})}
-	if e.agents == nil {
-		e.agents = map[string]*mixAgent{}
-	}
-	e.agents[node] = a
+	slot.a = a
 	e.wg.Add(1)
 	go e.readAgent(a, out)
 	return a, nil
@@ -484,9 +503,10 @@ func (e *Executor) SetMixSchedule(ctx context.Context, node string, s MixSchedul
 }
 
 func (e *Executor) runningAgent(node string) *mixAgent {
-	e.divMu.Lock()
-	defer e.divMu.Unlock()
-	a := e.agents[node]
+	slot := e.slotOf(node)
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	a := slot.a
 	if a == nil {
 		return nil
 	}

@@ -126,8 +126,8 @@ type Executor struct {
 	closeOnce sync.Once
 
 	divMu   sync.Mutex
-	agents  map[string]*mixAgent // [mix] tdm and gang: each node's agent (mixagent.go)
-	mixJobs map[string][]MixJob  // what each node's agent last reported
+	agents  map[string]*agentSlot // [mix] tdm and gang: each node's agent (mixagent.go)
+	mixJobs map[string][]MixJob   // what each node's agent last reported
 }
 
 var _ nodes.Executor = (*Executor)(nil)

@@ -60,7 +60,9 @@ func (e *Executor) TDMDivision(ctx context.Context, node, owner string) (frozen 
 	out, lerr := e.call(ctx, node, cmd, func(a *mixAgent, _ string) { a.key = "" })
 	if lerr != nil && !strings.HasPrefix(out, "error: ") {
 		e.log.Debug("tdm division: mix agent", "node", node, "err", lerr)
-		r, err := h.run(ctx, h.ops, false, shDivision, nil, owner)
+		// force: one dial now even within the backoff of a failed one (a
+		// division is due now; sshd may just have come back).
+		r, err := h.run(ctx, h.ops, true, shDivision, nil, owner)
 		if err != nil {
 			return frozen, fmt.Errorf("tdm division on node %s: %w", node, err)
 		}
