@@ -1,15 +1,19 @@
 package ssh_test
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"hora/nodes"
 	hssh "hora/nodes/ssh"
 	"hora/nodes/ssh/sshtest"
 )
@@ -57,8 +61,9 @@ func BenchmarkTDMSwitch4(b *testing.B) {
 // the lags as a percentage of Υ = 3 s, the paper's period (the issue's
 // goal: within 1 %). One op is one boundary. HORA_BENCH_SSH_NODES sets the
 // number of hosts (default 16); the first HORA_BENCH_SSH_SYSTEMD of them
-// (default 2) boot a real systemd, so their slices are really frozen; on
-// the others the agent runs but finds no slice to write.
+// (default 2) boot a real systemd and run a CPU-bound step in each class,
+// so one slice is really frozen at every switch; on the others the agent
+// runs but finds no slice to write.
 func BenchmarkTDMSwitchMany(b *testing.B) {
 	n := envInt(b, "HORA_BENCH_SSH_NODES", 16)
 	nsys := min(n, envInt(b, "HORA_BENCH_SSH_SYSTEMD", 2))
@@ -81,17 +86,45 @@ func BenchmarkTDMSwitchMany(b *testing.B) {
 	var mu sync.Mutex
 	byDue := map[time.Time][]time.Time{}
 	cfg := fastConfig(c, state)
+	var froze int // switches that left a slice frozen ("rt 0 0 1": owner, sync, RT, BE)
 	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000, Switched: func(s hssh.MixSwitch) {
 		mu.Lock()
 		byDue[s.Due] = append(byDue[s.Due], s.Applied)
+		if strings.HasSuffix(s.What, " 1") || strings.HasSuffix(s.What, " 1 0") {
+			froze++
+		}
 		mu.Unlock()
-	}}
+	}, RT: func(s nodes.LaunchSpec) bool { return s.Key.Job < 2000 }}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	e, err := hssh.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer e.Close()
+	// On every systemd host a CPU-bound step in each class (at nice 19, to
+	// spare the shared machine), so that every switch really freezes one:
+	// the agent must preempt what it stops.
+	out := filepath.Join(state, "out")
+	if err := os.Mkdir(out, 0o777); err != nil {
+		b.Fatal(err)
+	}
+	// The steps run as nobody: their directory must be reachable.
+	if err := errors.Join(os.Chmod(state, 0o755), os.Chmod(out, 0o777)); err != nil {
+		b.Fatal(err)
+	}
+	gate := filepath.Join(out, "gate")
+	defer os.WriteFile(gate, nil, 0o644)
+	for i := range nsys {
+		for _, job := range []int64{int64(1000 + i), int64(2000 + i)} {
+			spec := nodes.LaunchSpec{Key: nodes.StepKey{Job: job, Step: -1}, Node: c.Hosts[i].Name,
+				Script:  []byte("#!/bin/sh\nexec nice -n 19 sh -c 'while [ ! -e " + gate + " ]; do :; done'\n"),
+				WorkDir: out, Stdout: "/dev/null", Env: []string{"PATH=/usr/bin:/bin"},
+				UID: 65534, GID: 65534, User: "nobody", KillWait: time.Second}
+			if err := e.Launch(b.Context(), spec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	const every = 250 * time.Millisecond
 	sched := hssh.MixSchedule{Mode: "tdm", Period: 2 * every, RTLen: every}
 	var wg sync.WaitGroup
@@ -143,6 +176,9 @@ func BenchmarkTDMSwitchMany(b *testing.B) {
 	slices.Sort(skews)
 	slices.Sort(firsts)
 	q := func(v []float64, p float64) float64 { return v[min(len(v)-1, int(p*float64(len(v))))] }
+	mu.Lock()
+	b.ReportMetric(float64(froze)/float64(len(lags)), "frozen-nodes/op")
+	mu.Unlock()
 	b.ReportMetric(q(lags, 0.5), "lag-p50-ms")
 	b.ReportMetric(q(lags, 0.99), "lag-p99-ms")
 	b.ReportMetric(lags[len(lags)-1], "lag-max-ms")
