@@ -417,12 +417,16 @@ func (m *mixEnforcer) runSSH(ctx context.Context) {
 			return m.ssh.SetMixSchedule(ctx, n, hssh.MixSchedule{Mode: "none"})
 		})
 	}()
+	clockChecked := map[string]time.Time{}
 	for {
 		cfg, plan := m.current()
 		m.mu.Lock()
 		mode, ratio := m.mode, m.ratio
 		m.mu.Unlock()
 		scheds := m.sshSchedules(cfg, ratio, mode, plan)
+		if mode == mix.GangMode || plan != nil {
+			m.checkClocks(ctx, clockChecked, cfg)
+		}
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		m.eachNode(sctx, func(ctx context.Context, n string) error {
 			s, ok := scheds[n]
@@ -436,6 +440,51 @@ func (m *mixEnforcer) runSSH(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// clockCheckEvery is how often each node's clock is compared with horad's.
+const clockCheckEvery = 10 * time.Minute
+
+// checkClocks warns about a node whose clock is off horad's by more than
+// 1 % of the tdm period or the gang quantum: its agent switches on its own
+// clock, so its switches are off by as much. The estimate is Cristian's
+// (MixClock), the best of three round trips; nodes are checked every
+// clockCheckEvery, in the background of the driver's round.
+func (m *mixEnforcer) checkClocks(ctx context.Context, checked map[string]time.Time, cfg *config.Config) {
+	var due []string
+	for _, n := range m.nodes {
+		if time.Since(checked[n]) >= clockCheckEvery {
+			due = append(due, n)
+		}
+	}
+	if len(due) == 0 {
+		return
+	}
+	for _, n := range due {
+		checked[n] = time.Now()
+	}
+	limit := seconds(0.01 * cfg.Mix.Period)
+	if mode, _ := mix.ParseMode(cfg.Mix.Mode); mode == mix.GangMode {
+		limit = seconds(0.01 * cfg.Mix.Quantum)
+	}
+	go func() {
+		for _, n := range due {
+			var off, rtt time.Duration
+			for range 3 {
+				o, r, err := m.ssh.MixClock(ctx, n)
+				if err != nil {
+					break
+				}
+				if rtt == 0 || r < rtt {
+					off, rtt = o, r
+				}
+			}
+			if rtt > 0 && off.Abs() > rtt/2+limit {
+				m.log.Warn("mix: node clock differs from horad's; its tdm/gang switches are off by as much (keep the nodes' clocks synchronised, e.g. NTP)",
+					"node", n, "offset", off.Round(time.Microsecond), "uncertainty", (rtt / 2).Round(time.Microsecond))
+			}
+		}
+	}()
 }
 
 // sshSchedules is what every SSH node's agent keeps in the mode in force.

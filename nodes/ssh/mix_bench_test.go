@@ -85,11 +85,14 @@ func BenchmarkTDMSwitchMany(b *testing.B) {
 	})
 	var mu sync.Mutex
 	byDue := map[time.Time][]time.Time{}
+	var wakes, writes []float64 // per switch: woke − due, applied − woke (ms)
 	cfg := fastConfig(c, state)
 	var froze int // switches that left a slice frozen ("rt 0 0 1": owner, sync, RT, BE)
 	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000, Switched: func(s hssh.MixSwitch) {
 		mu.Lock()
 		byDue[s.Due] = append(byDue[s.Due], s.Applied)
+		wakes = append(wakes, s.Woke.Sub(s.Due).Seconds()*1000)
+		writes = append(writes, s.Applied.Sub(s.Woke).Seconds()*1000)
 		if strings.HasSuffix(s.What, " 1") || strings.HasSuffix(s.What, " 1 0") {
 			froze++
 		}
@@ -178,6 +181,14 @@ func BenchmarkTDMSwitchMany(b *testing.B) {
 	q := func(v []float64, p float64) float64 { return v[min(len(v)-1, int(p*float64(len(v))))] }
 	mu.Lock()
 	b.ReportMetric(float64(froze)/float64(len(lags)), "frozen-nodes/op")
+	// Where a node's lag goes, over every switch of every node: the wake-up
+	// (timer and scheduler) and the cgroup writes.
+	slices.Sort(wakes)
+	slices.Sort(writes)
+	b.ReportMetric(q(wakes, 0.99), "wake-p99-ms")
+	b.ReportMetric(wakes[len(wakes)-1], "wake-max-ms")
+	b.ReportMetric(q(writes, 0.99), "write-p99-ms")
+	b.ReportMetric(writes[len(writes)-1], "write-max-ms")
 	mu.Unlock()
 	b.ReportMetric(q(lags, 0.5), "lag-p50-ms")
 	b.ReportMetric(q(lags, 0.99), "lag-p99-ms")

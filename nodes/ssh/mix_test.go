@@ -255,6 +255,11 @@ func TestMixGangOnSystemdNode(t *testing.T) {
 		case <-time.After(time.Second):
 		}
 	}
+	// The node shares this machine's clock: the estimated offset is within
+	// the round trip's half, which bounds its error.
+	if off, rtt, err := e.MixClock(ctx, "n1"); err != nil || off.Abs() > rtt/2+time.Millisecond {
+		t.Errorf("MixClock: offset %v, round trip %v, %v", off, rtt, err)
+	}
 	if err := e.SetMixSchedule(ctx, "n1", hssh.MixSchedule{Mode: "none"}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,9 @@ import (
 //	clock              answer "clock T" with the node's clock
 //
 // Answers: "ok", "frozen RT BE" (div, none), "clock T", "error: …".
-// Lines it writes on its own: "sw B A …" after applying the switch due at
-// B, A being when it was done (the switch lag is A−B), and "jobs rt:12
+// Lines it writes on its own: "sw B W A …" after applying the switch due at
+// B, W being when it woke for it and A when it was done (the switch lag is
+// A−B: the timer's and scheduler's W−B, the cgroup writes' A−W), and "jobs rt:12
 // be:14 …" whenever the set of jobs with a scope on the node changes
 // (gang mode; once at start). On end of input or a hang-up it thaws
 // everything: nothing stays frozen while horad is away.
@@ -127,8 +128,8 @@ while :; do
 	tdm)
 		tdmat
 		if [ "$bnd" != "$done" ]; then
-			tdmapply; now; done=$bnd
-			[ "$bnd" = "$target" ] && rep="sw $bnd $t $own $syn $fr $fb"
+			w=$t; tdmapply; now; done=$bnd
+			[ "$bnd" = "$target" ] && rep="sw $bnd $w $t $own $syn $fr $fb"
 			tdmat
 		fi
 		;;
@@ -140,8 +141,8 @@ while :; do
 		nxt=$(( bnd + Q ))
 		[ -n "$pend" ] && (( pfrom < nxt )) && nxt=$pfrom
 		if [ "$bnd" != "$done" ]; then
-			gangapply $(( k % N )); now; done=$bnd
-			[ "$bnd" = "$target" ] && rep="sw $bnd $t row $(( k % N ))"
+			w=$t; gangapply $(( k % N )); now; done=$bnd
+			[ "$bnd" = "$target" ] && rep="sw $bnd $w $t row $(( k % N ))"
 			chk=1
 		fi
 		;;
@@ -269,12 +270,13 @@ func (s MixSchedule) line() (line, key string, err error) {
 	return "", "", fmt.Errorf("mix schedule: mode %q: want tdm, gang or none", s.Mode)
 }
 
-// MixSwitch is a switch an agent reports: the boundary it was due at and
-// when the node had applied it, both on the node's clock.
+// MixSwitch is a switch an agent reports: the boundary it was due at, when
+// the agent woke for it and when the node had applied it, all on the
+// node's clock.
 type MixSwitch struct {
-	Node         string
-	Due, Applied time.Time
-	What         string // "rt 0 0 1" (owner, in sync, frozen RT BE) or "row 2"
+	Node               string
+	Due, Woke, Applied time.Time
+	What               string // "rt 0 0 1" (owner, in sync, frozen RT BE) or "row 2"
 }
 
 // MixJob is a job with a step scope on a node, as its agent reports.
@@ -417,15 +419,18 @@ func (e *Executor) readAgent(a *mixAgent, out io.Reader) {
 
 func parseSwitch(node, line string) (MixSwitch, bool) {
 	f := strings.Fields(line)
-	if len(f) < 3 {
+	if len(f) < 4 {
 		return MixSwitch{}, false
 	}
-	due, err1 := strconv.ParseInt(f[1], 10, 64)
-	at, err2 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil {
-		return MixSwitch{}, false
+	var us [3]int64
+	for i := range us {
+		var err error
+		if us[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+			return MixSwitch{}, false
+		}
 	}
-	return MixSwitch{Node: node, Due: time.UnixMicro(due), Applied: time.UnixMicro(at), What: strings.Join(f[3:], " ")}, true
+	return MixSwitch{Node: node, Due: time.UnixMicro(us[0]), Woke: time.UnixMicro(us[1]), Applied: time.UnixMicro(us[2]),
+		What: strings.Join(f[4:], " ")}, true
 }
 
 func parseJobs(line string) []MixJob {
