@@ -94,6 +94,6 @@ var Keys = []KeyDoc{
 	{"mix.mode", "string", `"ps"`, "How a node enforces the ratio: \"ps\" (proportional share: the classes' cgroups get CPU weights x and y), \"tdm\" (time division: every period the real-time class runs for its share, then the best-effort class), \"gang\" (an Ousterhout matrix rotated every quantum, each job on a node stopped and continued in its own freezer group or systemd scope)."},
 	{"mix.period", "float", `3.0`, "tdm: the period in seconds that is divided between the classes."},
 	{"mix.quantum", "float", `0.5`, "gang: the time slice in seconds."},
-	{"mix.rows", "integer", `6`, "gang: the rows of the matrix, split between the classes by the ratio."},
-	{"mix.sync", "float", `0`, "tdm: the synchronisation δ in seconds at the start of each division, during which neither class runs on a node where both have processes (be-rt-mix-2001 §4.2): a guard against the skew of the switch between nodes, so that no node runs the new division's class while another still runs the old one. 0: none."},
+	{"mix.rows", "integer", `6`, "gang: the rows of the matrix, split between the classes by the ratio. Periodic real-time jobs are admitted by the 1GS rows test: r = M·(Q+δ)·ζmax/(d·Q) real-time rows with one free slot per process down the same nodes."},
+	{"mix.sync", "float", `0`, "tdm: the synchronisation δ in seconds at the start of each division, during which neither class runs on a node where both have processes (be-rt-mix-2001 §4.2): a guard against the skew of the switch between nodes, so that no node runs the new division's class while another still runs the old one. gang: the row switch δ that the real-time admission counts in the cycle M·(Q+δ) (§4.4). 0: none."},
 }
