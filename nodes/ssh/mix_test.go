@@ -184,45 +184,18 @@ func TestMixTDMFreezeOnSystemdNode(t *testing.T) {
 // does not know is left running, the agent reports the node's jobs, and
 // "none" thaws everything.
 func TestMixGangOnSystemdNode(t *testing.T) {
-	v := start(t, 1, sshtest.WithSystemd(1))
-	h := v.c.Hosts[0]
-	v.e.Close()
-	cfg := fastConfig(v.c, v.state)
 	reported := make(chan string, 16)
-	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000, JobsChanged: func(n string) {
+	v, e, exits := mixNode(t, &hssh.Mix{RTWeight: 5000, BEWeight: 5000, JobsChanged: func(n string) {
 		select {
 		case reported <- n:
 		default:
 		}
-	}}
-	e, err := hssh.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	exits := collect(e)
+	}})
+	h := v.c.Hosts[0]
 	ctx := t.Context()
-	gate := v.out + "/gate"
-	var keys []nodes.StepKey
-	for _, job := range []int64{71, 72, 73} {
-		k := nodes.StepKey{Job: job, Step: -1}
-		keys = append(keys, k)
-		spec := v.spec(k, "n1", "#!/bin/sh\nwhile [ ! -e '"+gate+"' ]; do sleep 0.02; done\n")
-		if err := e.Launch(ctx, spec); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gate, keys := waitingSteps(t, v, e, 71, 72, 73)
 	frozen := func(k nodes.StepKey) string {
-		b, err := os.ReadFile(h.CgroupDir() + "/hora.slice/hora-be.slice/" + unitOf(k) + ".scope/cgroup.events")
-		if err != nil {
-			return "gone"
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if f, ok := strings.CutPrefix(l, "frozen "); ok {
-				return f
-			}
-		}
-		return "?"
+		return cgroupFrozen(h.CgroupDir() + "/hora.slice/hora-be.slice/" + unitOf(k) + ".scope")
 	}
 	sched := hssh.MixSchedule{Mode: "gang", Quantum: 300 * time.Millisecond, Rows: [][]int64{{71}, {72}}}
 	if err := e.SetMixSchedule(ctx, "n1", sched); err != nil {
@@ -287,43 +260,18 @@ func TestMixGangOnSystemdNode(t *testing.T) {
 // slices are frozen, then only the other class is; the agent reports its
 // switches (due and applied on its clock, in sync or not).
 func TestMixTDMSyncOnSystemdNode(t *testing.T) {
-	v := start(t, 1, sshtest.WithSystemd(1))
-	h := v.c.Hosts[0]
-	v.e.Close()
-	cfg := fastConfig(v.c, v.state)
 	switches := make(chan hssh.MixSwitch, 64)
-	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000, RT: func(s nodes.LaunchSpec) bool { return s.Key.Job == 61 },
+	v, e, exits := mixNode(t, &hssh.Mix{RTWeight: 5000, BEWeight: 5000, RT: func(s nodes.LaunchSpec) bool { return s.Key.Job == 61 },
 		Switched: func(s hssh.MixSwitch) {
 			select {
 			case switches <- s:
 			default:
 			}
-		}}
-	e, err := hssh.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	exits := collect(e)
+		}})
+	h := v.c.Hosts[0]
 	ctx := t.Context()
-	gate := v.out + "/gate"
-	var keys []nodes.StepKey
-	for _, job := range []int64{61, 62} {
-		k := nodes.StepKey{Job: job, Step: -1}
-		keys = append(keys, k)
-		if err := e.Launch(ctx, v.spec(k, "n1", "#!/bin/sh\nwhile [ ! -e '"+gate+"' ]; do sleep 0.02; done\n")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	frozen := func(class string) string {
-		b, _ := os.ReadFile(h.CgroupDir() + "/hora.slice/hora-" + class + ".slice/cgroup.events")
-		for _, l := range strings.Split(string(b), "\n") {
-			if f, ok := strings.CutPrefix(l, "frozen "); ok {
-				return f
-			}
-		}
-		return "?"
-	}
+	gate, keys := waitingSteps(t, v, e, 61, 62)
+	frozen := func(class string) string { return cgroupFrozen(h.CgroupDir() + "/hora.slice/hora-" + class + ".slice") }
 	sched := hssh.MixSchedule{Mode: "tdm", Period: 1200 * time.Millisecond, RTLen: 600 * time.Millisecond, Sync: 250 * time.Millisecond}
 	if err := e.SetMixSchedule(ctx, "n1", sched); err != nil {
 		t.Fatal(err)
@@ -374,4 +322,47 @@ func TestMixTDMSyncOnSystemdNode(t *testing.T) {
 	if err := e.SetMixSchedule(ctx, "n1", hssh.MixSchedule{Mode: "tdm", Period: time.Second, RTLen: 2 * time.Second}); err == nil {
 		t.Error("a tdm schedule whose RT division is longer than the period was accepted")
 	}
+}
+
+// mixNode is an executor with [mix] m on one host booting systemd.
+func mixNode(t *testing.T, m *hssh.Mix) (*env, *hssh.Executor, *collector) {
+	v := start(t, 1, sshtest.WithSystemd(1))
+	v.e.Close()
+	cfg := fastConfig(v.c, v.state)
+	cfg.Mix = m
+	e, err := hssh.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return v, e, collect(e)
+}
+
+// waitingSteps launches on n1 a batch step of each job that waits until
+// the file gate exists.
+func waitingSteps(t *testing.T, v *env, e *hssh.Executor, jobs ...int64) (gate string, keys []nodes.StepKey) {
+	gate = v.out + "/gate"
+	for _, job := range jobs {
+		k := nodes.StepKey{Job: job, Step: -1}
+		keys = append(keys, k)
+		if err := e.Launch(t.Context(), v.spec(k, "n1", "#!/bin/sh\nwhile [ ! -e '"+gate+"' ]; do sleep 0.02; done\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return gate, keys
+}
+
+// cgroupFrozen is the "frozen" of a cgroup v2 directory's cgroup.events
+// ("gone" when it has none).
+func cgroupFrozen(dir string) string {
+	b, err := os.ReadFile(dir + "/cgroup.events")
+	if err != nil {
+		return "gone"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f, ok := strings.CutPrefix(l, "frozen "); ok {
+			return f
+		}
+	}
+	return "?"
 }
