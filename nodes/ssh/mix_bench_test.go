@@ -65,6 +65,29 @@ func BenchmarkTDMSwitch4(b *testing.B) {
 // so one slice is really frozen at every switch; on the others the agent
 // runs but finds no slice to write.
 func BenchmarkTDMSwitchMany(b *testing.B) {
+	benchSwitchMany(b, func(int) hssh.MixSchedule {
+		return hssh.MixSchedule{Mode: "tdm", Period: 2 * switchEvery, RTLen: switchEvery}
+	})
+}
+
+// BenchmarkGangSwitchMany is the same for [mix] gang: two rows rotated
+// every 250 ms, on each systemd host the RT step in row 0 and the BE step
+// in row 1, so every switch freezes one job's scope and thaws the other's.
+func BenchmarkGangSwitchMany(b *testing.B) {
+	benchSwitchMany(b, func(i int) hssh.MixSchedule {
+		rows := [][]int64{nil, nil}
+		if i < envInt(b, "HORA_BENCH_SSH_SYSTEMD", 2) {
+			rows = [][]int64{{int64(1000 + i)}, {int64(2000 + i)}}
+		}
+		return hssh.MixSchedule{Mode: "gang", Quantum: switchEvery, Rows: rows}
+	})
+}
+
+// switchEvery is the time between two switches in the switch benchmarks.
+const switchEvery = 250 * time.Millisecond
+
+// benchSwitchMany runs the switch benchmark with host i's schedule sched(i).
+func benchSwitchMany(b *testing.B, sched func(i int) hssh.MixSchedule) {
 	n := envInt(b, "HORA_BENCH_SSH_NODES", 16)
 	nsys := min(n, envInt(b, "HORA_BENCH_SSH_SYSTEMD", 2))
 	var opts []sshtest.Option
@@ -87,18 +110,30 @@ func BenchmarkTDMSwitchMany(b *testing.B) {
 	byDue := map[time.Time][]time.Time{}
 	var wakes, writes []float64 // per switch: woke − due, applied − woke (ms)
 	cfg := fastConfig(c, state)
+	reporting := map[string]bool{} // nodes that reported a switch
+	withSteps := map[string]bool{}
+	for _, h := range c.Hosts[:nsys] {
+		withSteps[h.Name] = true
+	}
 	var froze int // switches that left a slice frozen ("rt 0 0 1": owner, sync, RT, BE)
 	cfg.Mix = &hssh.Mix{RTWeight: 5000, BEWeight: 5000, Switched: func(s hssh.MixSwitch) {
 		mu.Lock()
 		byDue[s.Due] = append(byDue[s.Due], s.Applied)
+		reporting[s.Node] = true
 		wakes = append(wakes, s.Woke.Sub(s.Due).Seconds()*1000)
 		writes = append(writes, s.Applied.Sub(s.Woke).Seconds()*1000)
-		if strings.HasSuffix(s.What, " 1") || strings.HasSuffix(s.What, " 1 0") {
+		// tdm: a slice left frozen; gang: a row switch on a host with steps.
+		gang := strings.HasPrefix(s.What, "row ")
+		if !gang && (strings.HasSuffix(s.What, " 1") || strings.HasSuffix(s.What, " 1 0")) || gang && withSteps[s.Node] {
 			froze++
 		}
 		mu.Unlock()
 	}, RT: func(s nodes.LaunchSpec) bool { return s.Key.Job < 2000 }}
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	// The test configuration's 1 s keepalive drops connections when this
+	// machine is saturated; horad's driver would start the agent again,
+	// this benchmark does not.
+	cfg.KeepaliveInterval, cfg.KeepaliveTimeout = 5*time.Second, 15*time.Second
 	e, err := hssh.New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -128,14 +163,13 @@ func BenchmarkTDMSwitchMany(b *testing.B) {
 			}
 		}
 	}
-	const every = 250 * time.Millisecond
-	sched := hssh.MixSchedule{Mode: "tdm", Period: 2 * every, RTLen: every}
+	const every = switchEvery
 	var wg sync.WaitGroup
-	for _, h := range c.Hosts {
+	for i, h := range c.Hosts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := e.SetMixSchedule(b.Context(), h.Name, sched); err != nil {
+			if err := e.SetMixSchedule(b.Context(), h.Name, sched(i)); err != nil {
 				b.Error(err)
 			}
 		}()
@@ -162,8 +196,18 @@ func BenchmarkTDMSwitchMany(b *testing.B) {
 			for d, v := range byDue {
 				seen = append(seen, fmt.Sprintf("%s:%d", d.Format("15:04:05.000"), len(v)))
 			}
+			var silent []string
+			for _, h := range c.Hosts {
+				if !reporting[h.Name] {
+					silent = append(silent, h.Name)
+				}
+			}
 			mu.Unlock()
 			slices.Sort(seen)
+			for _, name := range silent {
+				off, rtt, err := e.MixClock(b.Context(), name)
+				b.Logf("node %s never reported a switch; its agent: clock offset %v, round trip %v, %v", name, off, rtt, err)
+			}
 			b.Fatalf("boundary %v: %d of %d nodes reported the switch (reports so far: %v)", due, len(got), n, seen)
 		}
 		first, last := got[0], got[0]
