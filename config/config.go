@@ -162,6 +162,7 @@ type Mix struct {
 	Period  float64 `toml:"period"`  // tdm: Υ in seconds, default 3
 	Quantum float64 `toml:"quantum"` // gang: Q in seconds, default 0.5
 	Rows    int     `toml:"rows"`    // gang: M, default 6
+	Sync    float64 `toml:"sync"`    // tdm: δ in seconds at the start of each division, default 0
 }
 
 // Share is the RT share s of the configured ratio (1 for "1:0").
@@ -706,9 +707,16 @@ func (c *Config) validateMix() Problems {
 	if !(m.Period > 0) || m.Period > 86400 {
 		ps = append(ps, c.problem("mix.period", "must be seconds in (0, 86400], got %g", m.Period))
 	} else if mode == mix.TDMMode && r.X+r.Y > 0 {
-		if _, err := mix.NewTDM(r, m.Period, 0.001); err != nil {
-			ps = append(ps, c.problem("mix.period", "%v", err))
+		if _, err := mix.NewTDM(r, m.Period, max(m.Sync, 0.001)); err != nil {
+			key := "mix.period"
+			if m.Sync > 0.001 {
+				key = "mix.sync"
+			}
+			ps = append(ps, c.problem(key, "%v", err))
 		}
+	}
+	if !(m.Sync >= 0) || m.Sync >= 60 {
+		ps = append(ps, c.problem("mix.sync", "must be seconds in [0, 60), got %g", m.Sync))
 	}
 	if !(m.Quantum > 0) || m.Quantum > 3600 {
 		ps = append(ps, c.problem("mix.quantum", "must be seconds in (0, 3600], got %g", m.Quantum))
@@ -836,6 +844,9 @@ func (c *Config) Scheduler() scheduler.Config {
 	}
 	if r, err := mix.ParseRatio(c.Mix.Ratio); err == nil {
 		sc.Ratio = r
+	}
+	if mode, _ := mix.ParseMode(c.Mix.Mode); mode == mix.GangMode && c.MixEnforced() {
+		sc.Gang = &scheduler.GangSpec{Rows: c.Mix.Rows, Quantum: c.Mix.Quantum, Sync: c.Mix.Sync}
 	}
 	return sc
 }

@@ -126,7 +126,7 @@ func New(cfg Config) (*Engine, error) {
 		byName:   make(map[string]int, len(cfg.Nodes)),
 		partName: make(map[string]*Partition, len(cfg.Partitions)),
 		jobs:     make(map[JobID]*jobRec),
-		rt:       rtAdmitter{ratio: cfg.Ratio},
+		rt:       rtAdmitter{ratio: cfg.Ratio, gang: cfg.Gang},
 	}
 	if len(cfg.Partitions) == 0 {
 		return nil, fmt.Errorf("scheduler: no partitions configured")

@@ -84,7 +84,13 @@ type Config struct {
 type Mix struct {
 	RTWeight, BEWeight int                         // cpu.weight, 1..10000; change with SetWeights
 	RT                 func(nodes.LaunchSpec) bool // the step is of the RT class
-	mu                 sync.Mutex
+	// Switched, if set, receives every switch a node's tdm/gang agent
+	// reports (the switch lag, docs/benchmarks.md); JobsChanged is called
+	// when a node's agent reports a new set of jobs (MixJobs). Both are
+	// called from the agent's reader and must not block.
+	Switched    func(MixSwitch)
+	JobsChanged func(node string)
+	mu          sync.Mutex
 }
 
 // SetWeights changes the weights the next launches set (a reload of the
@@ -120,8 +126,9 @@ type Executor struct {
 
 	closeOnce sync.Once
 
-	divMu sync.Mutex
-	divs  map[string]*divLoop // [mix] tdm: each node's division loop (tdm.go)
+	divMu   sync.Mutex
+	agents  map[string]*agentSlot // [mix] tdm and gang: each node's agent (mixagent.go)
+	mixJobs map[string][]MixJob   // what each node's agent last reported
 }
 
 var _ nodes.Executor = (*Executor)(nil)
