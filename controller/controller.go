@@ -68,6 +68,11 @@ type Controller struct {
 	// recovering is set while recover rebuilds the Engine: no scheduling
 	// pass may run before every running job holds its nodes again.
 	recovering bool
+	// recovered is closed once Recover has rebuilt the state. Until then
+	// the socket answers job listings from the store and holds every other
+	// request (docs/recovery.md, "Listings during recovery").
+	recovered       chan struct{}
+	heldForRecovery atomic.Int32 // requests waiting for Recover (untilRecovered)
 
 	work      *workQueue
 	forgets   *workQueue            // Forgets of ended steps, apart from work (see forgetStep)
@@ -160,6 +165,21 @@ type Options struct {
 // nodes: pending jobs are queued again, running jobs re-attached, and jobs
 // that ended while horad was down are recorded with their real exit status.
 func New(ctx context.Context, o Options) (*Controller, error) {
+	c, err := Open(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Recover(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Open builds a controller without recovering its state: its Server may
+// serve at once (job listings from the store, everything else held) while
+// Recover runs. horad under socket activation does this, so that the
+// client whose connection started it is answered before recovery ends.
+func Open(ctx context.Context, o Options) (*Controller, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -178,7 +198,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{},
 		work: newWorkQueue(), forgets: newWorkQueue(), wake: make(chan struct{}, 1),
 		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(), started: o.Now(),
-		recordingOf: map[uint32]int{},
+		recordingOf: map[uint32]int{}, recovered: make(chan struct{}),
 	}
 	c.setLimits(o.Config.Limits)
 	for _, p := range o.Config.Partitions {
@@ -196,10 +216,27 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	if err := c.loadStepSecret(); err != nil {
 		return nil, err
 	}
-	if err := c.recover(ctx); err != nil {
-		return nil, fmt.Errorf("recovery: %w", err)
-	}
 	return c, nil
+}
+
+// Recover rebuilds the state from the store and the nodes (New's second
+// half, after Open); then every request is served. It runs once.
+func (c *Controller) Recover(ctx context.Context) error {
+	if err := c.recover(ctx); err != nil {
+		return fmt.Errorf("recovery: %w", err)
+	}
+	close(c.recovered)
+	return nil
+}
+
+// isRecovered says whether Recover has finished.
+func (c *Controller) isRecovered() bool {
+	select {
+	case <-c.recovered:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *Controller) nowSec() float64 { return float64(c.now().UnixNano()) / 1e9 }

@@ -72,7 +72,7 @@ func (c *Controller) Server() *http.Server {
 	c.routeSteps(mux)
 	c.routeRemoteSteps(mux)
 	return &http.Server{
-		Handler:           mux,
+		Handler:           c.untilRecovered(mux),
 		ConnContext:       connContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		// An idle keep-alive connection is closed after a minute: without
@@ -331,6 +331,9 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		}
 		return true
 	}
+	if !history && !c.isRecovered() {
+		return c.jobsDuringRecovery(ctx, who, r, ids, uids, keep, full, idsOnly)
+	}
 	if idsOnly && !history {
 		out := &api.JobIDsResponse{IDs: []int64{}}
 		c.mu.Lock()
@@ -383,13 +386,9 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	// Sized for every job at once: growing a slice of 10,000 jobs by
 	// appends copied it a dozen times under the lock.
 	out.Jobs = listings.get(len(c.ids))
-	type foldKey struct {
-		array  int64
-		reason string
-	}
-	var folded map[foldKey]int // → index in out.Jobs of the row that stands for them
+	var folded arrayFolder
 	if q.Get("fold") == "1" {
-		folded = map[foldKey]int{}
+		folded = arrayFolder{}
 	}
 	for _, id := range c.ids {
 		j := c.jobs[id]
@@ -407,20 +406,35 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			if reason != "JobHeldUser" && reason != "JobHeldAdmin" {
 				reason = c.eng.Reason(schedID(j.ID))
 			}
-			k := foldKey{j.ArrayJobID, reason}
-			if i, ok := folded[k]; ok {
-				out.Jobs[i].ArrayPending = append(out.Jobs[i].ArrayPending, j.ArrayTaskID)
-				continue
-			}
-			folded[k] = len(out.Jobs)
-			row := show(&j.Job)
-			row.ArrayPending = []int64{j.ArrayTaskID}
-			out.Jobs = append(out.Jobs, row)
+			folded.add(&out.Jobs, &j.Job, reason, show)
 			continue
 		}
 		add(&out.Jobs, view)
 	}
 	return out, nil
+}
+
+// arrayFolder folds the pending tasks of an array that wait for the same
+// reason into one row, as squeue shows them without -r: foldKey → the
+// index of that row in the answer.
+type arrayFolder map[foldKey]int
+
+type foldKey struct {
+	array  int64
+	reason string
+}
+
+// add appends j's row, shown, or adds j's task to its array's row.
+func (f arrayFolder) add(out *[]api.Job, j *api.Job, reason string, show func(*api.Job) api.Job) {
+	k := foldKey{j.ArrayJobID, reason}
+	if i, ok := f[k]; ok {
+		(*out)[i].ArrayPending = append((*out)[i].ArrayPending, j.ArrayTaskID)
+		return
+	}
+	f[k] = len(*out)
+	row := show(j)
+	row.ArrayPending = []int64{j.ArrayTaskID}
+	*out = append(*out, row)
 }
 
 // present fills in what is computed rather than stored (the pending reason)
