@@ -24,15 +24,22 @@ const listingMagic = "HJL8"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
-	b = append(b, listingMagic...)
-	b = binary.AppendUvarint(b, uint64(len(jobs)))
+	b = AppendListingHeader(b, len(jobs))
 	for i := range jobs {
-		b = appendJob(b, &jobs[i])
+		b = AppendListingJob(b, &jobs[i])
 	}
 	return b
 }
 
-func appendJob(b []byte, j *Job) []byte {
+// AppendListingHeader starts a listing of n jobs, which n calls of
+// AppendListingJob follow (a listing encoded job by job, horad's squeue).
+func AppendListingHeader(b []byte, n int) []byte {
+	b = append(b, listingMagic...)
+	return binary.AppendUvarint(b, uint64(n))
+}
+
+// AppendListingJob appends one job of a listing.
+func AppendListingJob(b []byte, j *Job) []byte {
 	b = binary.AppendVarint(b, j.ID)
 	s := &j.Spec
 	b = appendStr(b, s.Name)
