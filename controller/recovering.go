@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"net/http"
-	"slices"
 
 	"hora/api"
 	"hora/store"
@@ -49,14 +48,8 @@ func listableDuringRecovery(r *http.Request) bool {
 // (RUNNING) until recovery records its end.
 func (c *Controller) jobsDuringRecovery(ctx context.Context, who *Caller, r *http.Request, ids []int64, uids []uint32,
 	keep func(*api.Job) bool, full, idsOnly bool) (any, error) {
-	f := store.Filter{Since: c.now().Unix() - int64(c.cfg.MinJobAgeS), IDs: ids, UIDs: uids}
-	stored, err := c.st.Jobs(ctx, f)
-	if err == nil && len(ids) > 0 && slices.ContainsFunc(stored, func(j api.Job) bool { return j.ArrayJobID != 0 }) {
-		// An array's id names all its tasks, which have ids of their own:
-		// keep selects them from all the jobs.
-		f.IDs = nil
-		stored, err = c.st.Jobs(ctx, f)
-	}
+	// The store's id filter names an array's tasks too.
+	stored, err := c.st.Jobs(ctx, store.Filter{Since: c.now().Unix() - int64(c.cfg.MinJobAgeS), IDs: ids, UIDs: uids})
 	if err != nil {
 		return nil, err
 	}
