@@ -555,8 +555,10 @@ func (c *Controller) schedJob(j *job) scheduler.Job {
 	if sj.Priority == 0 {
 		sj.Priority = basePriority(j.ID) // a job stored before priorities were
 	}
-	if sp, ok := sbatch.ParseSignalSpec(j.Spec.Signal); ok && j.Spec.Signal != "" {
-		sj.Signal, sj.SignalBefore = strconv.Itoa(sp.Num), float64(sp.Before)
+	if j.Spec.Signal != "" { // parsing "" made an error value per job at recovery
+		if sp, ok := sbatch.ParseSignalSpec(j.Spec.Signal); ok {
+			sj.Signal, sj.SignalBefore = strconv.Itoa(sp.Num), float64(sp.Before)
+		}
 	}
 	return sj
 }

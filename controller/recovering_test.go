@@ -28,6 +28,16 @@ func TestListingDuringRecovery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var tasks []*api.Job // an array of three tasks, held
+	for i := range 3 {
+		j := &api.Job{Spec: f.spec("true"), Reason: "JobHeldUser", ArrayTaskID: int64(i)}
+		j.Spec.Hold, j.Spec.Array = true, "0-2"
+		tasks = append(tasks, j)
+	}
+	if err := f.st.SubmitArray(ctx, tasks); err != nil {
+		t.Fatal(err)
+	}
+	array, last := tasks[0].ID, tasks[2].ID
 	// Job 2's start was recorded and never launched (recovery requeues
 	// it); job 3 ended long ago (history, for sacct only).
 	if err := f.st.Append(ctx, store.Event{JobID: started.ID, Time: time.Now().Unix(), Kind: store.KindStart, Nodes: []string{"local1"}},
@@ -57,8 +67,15 @@ func TestListingDuringRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs) != 2 || jobs[0].ID != held.ID || jobs[1].ID != started.ID {
-		t.Fatalf("listing during recovery: %d jobs %+v, want jobs %d and %d", len(jobs), jobIDs(jobs), held.ID, started.ID)
+	if len(jobs) != 3 || jobs[0].ID != held.ID || jobs[1].ID != started.ID || jobs[2].ID != array {
+		t.Fatalf("listing during recovery: %d jobs %+v, want jobs %d, %d and the array %d", len(jobs), jobIDs(jobs), held.ID, started.ID, array)
+	}
+	if got := jobs[2].ArrayPending; len(got) != 3 || got[2] != 2 {
+		t.Errorf("the array's folded row during recovery: tasks %v, want [0 1 2]", got)
+	}
+	// An array's id names its tasks.
+	if jobs, err := cl.Jobs(ctx, api.JobFilter{IDs: []int64{array}}); err != nil || len(jobs) != 3 || jobs[2].ID != last {
+		t.Fatalf("squeue -j %d during recovery: %v %v", array, jobIDs(jobs), err)
 	}
 	if j := jobs[0]; j.State != api.StatePending || j.Reason != "JobHeldUser" || j.Priority != 0 || j.Spec.Script != "" {
 		t.Errorf("held job during recovery: %s %s priority %d script %q", j.State, j.Reason, j.Priority, j.Spec.Script)
@@ -91,8 +108,8 @@ func TestListingDuringRecovery(t *testing.T) {
 		t.Fatalf("a submission was answered before recovery: %+v %v", a.r, a.err)
 	default:
 	}
-	if n, _ := f.st.Jobs(ctx, store.Filter{}); len(n) != 3 {
-		t.Fatalf("%d jobs stored before recovery, want 3", len(n))
+	if n, _ := f.st.Jobs(ctx, store.Filter{}); len(n) != 6 {
+		t.Fatalf("%d jobs stored before recovery, want 6", len(n))
 	}
 
 	if err := c.Recover(ctx); err != nil {
@@ -104,15 +121,15 @@ func TestListingDuringRecovery(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the held submission was not answered after recovery")
 	}
-	if a.err != nil || a.r.JobID != old.ID+1 {
-		t.Fatalf("submission after recovery: %+v %v, want id %d", a.r, a.err, old.ID+1)
+	if a.err != nil || a.r.JobID != last+1 {
+		t.Fatalf("submission after recovery: %+v %v, want id %d", a.r, a.err, last+1)
 	}
 	jobs, err = cl.Jobs(ctx, api.JobFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Job 2 was requeued (and may have been started again by the first pass).
-	if len(jobs) != 3 || jobs[1].Restarts != 1 || jobs[2].ID != a.r.JobID {
+	if len(jobs) != 6 || jobs[1].Restarts != 1 || jobs[5].ID != a.r.JobID {
 		t.Fatalf("listing after recovery: %+v", jobIDs(jobs))
 	}
 }
