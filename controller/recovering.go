@@ -91,8 +91,9 @@ func (c *Controller) jobsDuringRecovery(ctx context.Context, who *Caller, r *htt
 	return out, nil
 }
 
-// presentStored is presentIn for a job read from the store while the
-// Engine and the in-memory jobs are being rebuilt: it reads neither.
+// presentStored is the part of presentIn that needs neither the Engine nor
+// the in-memory jobs: all of it for a job read from the store during
+// recovery.
 func (c *Controller) presentStored(who *Caller, j *api.Job, full bool) {
 	switch {
 	case j.State == api.StatePending && (j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin"):

@@ -537,15 +537,7 @@ func (c *Controller) presentIn(who *Caller, j *api.Job, full bool) {
 			j.ExpectedStart = int64(t)
 		}
 	}
-	switch {
-	case j.State == api.StatePending && (j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin"):
-		j.Priority = 0
-	case j.Priority == 0:
-		j.Priority = basePriority(j.ID)
-	}
-	if !full || (who.UID != j.UID && !c.operators[who.UID]) {
-		j.Spec.Script, j.Spec.Env = "", nil
-	}
+	c.presentStored(who, j, full)
 	if j.State == api.StatePending {
 		if lj := c.jobs[j.ID]; lj != nil {
 			j.Dependency = c.dependencyText(lj)
