@@ -777,13 +777,24 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 		j  *job
 		ev store.Event
 	}
+	type where struct {
+		node string
+		key  nodes.StepKey
+	}
 	done := make([]recorded, 0, len(batch))
+	// keep holds the steps whose end is not recorded: recovery will find
+	// them on their nodes and record it.
+	keep := map[where]bool{}
 	var ends []ending
+	endsOf := map[int64]bool{} // jobs whose end this batch has decided
 	c.mu.Lock()
 	for _, s := range batch {
 		j := c.jobs[s.Key.Job]
 		var err error
 		switch {
+		case endsOf[s.Key.Job] && s.Key.Step < 0:
+			// A second report of a run whose end this batch decided (as a
+			// report of a job that has ended): forgotten with it, after it.
 		case !c.currentRunLocked(j, s):
 			// A run the job has left (requeued: its node was lost, or its end
 			// was taken as the requeue already), or a job that has ended: its
@@ -798,6 +809,7 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 			ev, requeue := c.endEventLocked(j, s)
 			if requeue == "" {
 				ends = append(ends, ending{s, j, ev})
+				endsOf[j.ID] = true
 				continue
 			}
 			err = c.requeueLocked(ctx, j, requeue)
@@ -818,6 +830,7 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 		if err != nil {
 			for _, e := range ends {
 				c.log.Error("recording job end", "job", e.j.ID, "err", err)
+				keep[where{e.s.Node, e.s.Key}] = true
 			}
 		} else {
 			now := c.nowSec()
@@ -836,14 +849,20 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 		}
 	}
 	c.mu.Unlock()
+	// Every end of the batch is durable (or failed) before any step is
+	// forgotten: a step reported twice is forgotten after its end.
 	for _, r := range done {
 		if err := r.wait(); err != nil {
 			c.log.Error("recording job end", "job", r.s.Key.Job, "err", err)
-			continue // keep the node-side state: recovery will record it
+			keep[where{r.s.Node, r.s.Key}] = true
 		}
-		// The step is this run's alone, so forgetting it, whenever that
-		// happens, cannot touch the job's next run.
-		c.forgetStep(r.s.Node, r.s.Key)
+	}
+	for _, r := range done {
+		if !keep[where{r.s.Node, r.s.Key}] {
+			// The step is this run's alone, so forgetting it, whenever that
+			// happens, cannot touch the job's next run.
+			c.forgetStep(r.s.Node, r.s.Key)
+		}
 	}
 }
 

@@ -60,6 +60,10 @@ func TestBatchedEndsOneCommitThenDependents(t *testing.T) {
 		batch = append(batch, cl.end(t, s[0], nodes.Status{}))
 	}
 
+	// The first job's run reported a second time, differently (as a
+	// prober's "lost" after the real end): the first report stands.
+	batch = append(batch, nodes.Status{Key: batch[0].Key, Node: batch[0].Node, State: nodes.StepLost, Err: "node unreachable"})
+
 	ex.onLaunch = func(spec nodes.LaunchSpec) {
 		for _, id := range running[:3] {
 			if !hasEvent(t, f.st, id, store.KindEnd) {
@@ -75,6 +79,13 @@ func TestBatchedEndsOneCommitThenDependents(t *testing.T) {
 	if n := f.st.Commits() - commits; n != 1 {
 		t.Errorf("3 ends reported together took %d commits, want 1", n)
 	}
+	evs, err := f.st.Events(ctx, running[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(slices.DeleteFunc(evs, func(ev store.Event) bool { return ev.Kind != store.KindEnd })); n != 1 {
+		t.Errorf("job %d reported ended twice in a batch: %d end events, want 1", running[0], n)
+	}
 	for _, id := range running[:3] {
 		if !hasEvent(t, f.st, id, store.KindEnd) {
 			t.Errorf("job %d: end not durable when handleExits returned", id)
@@ -89,8 +100,8 @@ func TestBatchedEndsOneCommitThenDependents(t *testing.T) {
 	c.forgets.mu.Lock()
 	forgets := len(c.forgets.items)
 	c.forgets.mu.Unlock()
-	if forgets != 3 {
-		t.Errorf("%d forgets queued after 3 durable ends, want 3", forgets)
+	if forgets != 4 {
+		t.Errorf("%d forgets queued after 3 durable ends and a repeated report, want 4", forgets)
 	}
 	runQueue(ctx, c.work) // the starts the ends allowed
 	for _, id := range []int64{dependent, waiting} {
