@@ -14,6 +14,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -779,6 +780,7 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 	type recorded struct {
 		s    nodes.Status
 		wait func() error
+		ev   *store.Event // the end recorded, applied to memory already
 	}
 	type ending struct {
 		s  nodes.Status
@@ -826,7 +828,7 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 			c.log.Error("recording job end", "job", s.Key.Job, "err", err)
 			continue // keep the node-side state: recovery will record it
 		}
-		done = append(done, recorded{s, durableAlready})
+		done = append(done, recorded{s, durableAlready, nil})
 	}
 	if len(ends) > 0 {
 		evs := make([][]store.Event, len(ends))
@@ -847,7 +849,7 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 				fin := c.applyEndLocked(e.j, e.ev)
 				fin.Now = now
 				fins[i] = fin
-				done = append(done, recorded{e.s, waits[i]})
+				done = append(done, recorded{e.s, waits[i], &e.ev})
 			}
 			acts, err := c.eng.HandleBatch(now, fins)
 			if err != nil {
@@ -863,6 +865,9 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 		if err := r.wait(); err != nil {
 			c.log.Error("recording job end", "job", r.s.Key.Job, "err", err)
 			keep[where{r.s.Node, r.s.Key}] = true
+			if r.ev != nil && !errors.Is(err, store.ErrInvalidEvent) {
+				go c.retryEnd(ctx, r.s, *r.ev)
+			}
 		}
 	}
 	for _, r := range done {
@@ -875,6 +880,34 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 }
 
 func durableAlready() error { return nil }
+
+// retryEnd records again, once a second, an end whose commit failed (a full
+// disk, an I/O error), then forgets its step. Memory and the Engine took the
+// end when it was queued, so the same event is written, not the end decided
+// again (the job has ended in memory: a new decision would ignore the
+// report). Until it is durable the step stays on its node, where recovery
+// would find it; a refused event or a closed store leaves it to recovery.
+func (c *Controller) retryEnd(ctx context.Context, s nodes.Status, ev store.Event) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := c.st.Append(ctx, ev)
+		if err == nil {
+			c.log.Info("job end recorded after a failed commit", "job", ev.JobID)
+			c.forgetStep(s.Node, s.Key)
+			return
+		}
+		if errors.Is(err, store.ErrInvalidEvent) || errors.Is(err, store.ErrClosed) || ctx.Err() != nil {
+			c.log.Error("recording job end: left to recovery", "job", ev.JobID, "err", err)
+			return
+		}
+	}
+}
 
 // nodeEvent turns an executor's health event into a node state
 // (nodeadmin.go): a down node gets no new work and shows "down" with the
