@@ -617,6 +617,19 @@ func (c *Controller) timeLimitOf(j *job) int64 {
 	return 0
 }
 
+// jobSocket is the HORA_SOCKET every job of this horad gets: its socket's
+// absolute path ("" when it has none).
+func (c *Controller) jobSocket() string {
+	if c.cfg.Socket == "" {
+		return ""
+	}
+	sock, err := filepath.Abs(c.cfg.Socket)
+	if err != nil {
+		return ""
+	}
+	return sock
+}
+
 // launchSpec builds what the node needs: the script, files, and the
 // environment a Slurm batch job sees (COMPAT.md §2.1).
 func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec {
@@ -638,6 +651,12 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 		Stdout: j.StdoutPath, Stderr: errPathIfSeparate(&j.Job), Stdin: stdin, Append: j.Spec.OpenAppend,
 		Env: c.jobEnv(j, node), UID: j.UID, GID: j.GID, User: j.User,
 		TimeLimit: secondsDur(limit), KillWait: kill,
+	}
+	if j.Spec.Alloc {
+		// The hold runs nothing of the user's: a working directory the
+		// node lacks (a home of /nonexistent) must not end the
+		// allocation. The shell, a step, says so and goes to /tmp.
+		ls.WorkDir = "/"
 	}
 	if a := allocOn(&j.Job, node); a != nil {
 		// What the Engine gave the job here, for the node to enforce.
@@ -769,7 +788,7 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	set("HORA_JOB_ID", id)
 	// The job's commands (srun, scontrol) reach this horad, and
 	// scontrol listpids tells its processes from another horad's.
-	if sock, err := filepath.Abs(c.cfg.Socket); err == nil && c.cfg.Socket != "" {
+	if sock := c.jobSocket(); sock != "" {
 		set("HORA_SOCKET", sock)
 	}
 	if j.Spec.PBS != nil {
