@@ -14,6 +14,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -97,6 +98,10 @@ type Controller struct {
 	lastPassTook time.Duration
 	lastReload   time.Time
 	started      time.Time
+	// pruneLocked's next scan: when the oldest finished job comes of age
+	// under pruneAge (a reload may change min_job_age_s).
+	nextPrune int64
+	pruneAge  int64
 }
 
 // job is the in-memory projection of one job plus what only the live
@@ -670,6 +675,10 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 func (c *Controller) stillToLaunch(spec nodes.LaunchSpec) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.stillToLaunchLocked(spec)
+}
+
+func (c *Controller) stillToLaunchLocked(spec nodes.LaunchSpec) bool {
 	j := c.jobs[spec.Key.Job]
 	return !(j == nil || j.State.Finished() || runOf(j) != spec.Key.Run)
 }
@@ -752,6 +761,8 @@ func (c *Controller) watchExits(ctx context.Context, nodeEvents <-chan nodes.Nod
 			}
 		}
 	}
+	exits := c.exec.Exits()
+	batch := make([]nodes.Status, 0, maxEndBatch)
 	for {
 		select {
 		case <-ctx.Done():
@@ -762,44 +773,195 @@ func (c *Controller) watchExits(ctx context.Context, nodeEvents <-chan nodes.Nod
 				continue
 			}
 			c.nodeEvent(ctx, ev)
-		case s, ok := <-c.exec.Exits():
+		case s, ok := <-exits:
 			if !ok {
 				return
 			}
 			drain()
-			c.handleExit(ctx, s)
+			// The exits already waiting join this one: their ends share a
+			// commit and a scheduling pass (handleExits).
+			batch = append(batch[:0], s)
+		gather:
+			for len(batch) < maxEndBatch {
+				select {
+				case s, ok := <-exits:
+					if !ok {
+						c.handleExits(ctx, batch)
+						return
+					}
+					select {
+					case ev, ok := <-nodeEvents:
+						// A node event may have been sent before this exit:
+						// it goes after the exits before it, before this one.
+						c.handleExits(ctx, batch)
+						batch = batch[:0]
+						if !ok {
+							nodeEvents = nil
+						} else {
+							c.nodeEvent(ctx, ev)
+							drain()
+						}
+					default:
+					}
+					batch = append(batch, s)
+				default:
+					break gather
+				}
+			}
+			c.handleExits(ctx, batch)
 		}
 	}
 }
 
-// handleExit records the end of a step the executor reported, if it is of
-// its job's current run, and then forgets the step.
+// maxEndBatch bounds the ends recorded in one commit and told to the
+// Engine in one pass, as maxLaunchBatch bounds the starts.
+const maxEndBatch = 512
+
+// handleExit is handleExits of one status.
 func (c *Controller) handleExit(ctx context.Context, s nodes.Status) {
+	c.handleExits(ctx, []nodes.Status{s})
+}
+
+// handleExits records the ends of the steps the executor reported, those of
+// their jobs' current runs, and then forgets the steps. The ends of batch
+// steps are queued to the store together under c.mu, so that they share one
+// commit, and told to the Engine in one HandleBatch, so that they share one
+// scheduling pass; the commit is awaited outside c.mu (docs/scale.md, "Ends").
+// Nothing that follows from an end leaves horad before the end is durable:
+// the store commits in queue order, a start on the freed nodes or of a
+// released dependent is queued after the end and launched only once its
+// own start is durable, and the step is forgotten only after its end is.
+func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
+	type recorded struct {
+		s    nodes.Status
+		wait func() error
+		ev   *store.Event // the end recorded, applied to memory already
+	}
+	type ending struct {
+		s  nodes.Status
+		j  *job
+		ev store.Event
+	}
+	type where struct {
+		node string
+		key  nodes.StepKey
+	}
+	done := make([]recorded, 0, len(batch))
+	// keep holds the steps whose end is not recorded: recovery will find
+	// them on their nodes and record it.
+	keep := map[where]bool{}
+	var ends []ending
+	endsOf := map[int64]bool{} // jobs whose end this batch has decided
 	c.mu.Lock()
-	j := c.jobs[s.Key.Job]
-	var err error
-	switch {
-	case !c.currentRunLocked(j, s):
-		// A run the job has left (requeued: its node was lost, or its end
-		// was taken as the requeue already), or a job that has ended: its
-		// end says nothing about the job now.
-		if j != nil && !j.State.Finished() {
-			c.log.Info("end of an earlier run ignored", "job", s.Key.Job, "run", s.Key.Run,
-				"current", runOf(j), "node", s.Node)
+	for _, s := range batch {
+		j := c.jobs[s.Key.Job]
+		var err error
+		switch {
+		case endsOf[s.Key.Job] && s.Key.Step < 0:
+			// A second report of a run whose end this batch decided (as a
+			// report of a job that has ended): forgotten with it, after it.
+		case !c.currentRunLocked(j, s):
+			// A run the job has left (requeued: its node was lost, or its end
+			// was taken as the requeue already), or a job that has ended: its
+			// end says nothing about the job now.
+			if j != nil && !j.State.Finished() {
+				c.log.Info("end of an earlier run ignored", "job", s.Key.Job, "run", s.Key.Run,
+					"current", runOf(j), "node", s.Node)
+			}
+		case s.Key.Step >= 0:
+			err = c.chunkEndLocked(ctx, j, s)
+		default:
+			ev, requeue := c.endEventLocked(j, s)
+			if requeue == "" {
+				ends = append(ends, ending{s, j, ev})
+				endsOf[j.ID] = true
+				continue
+			}
+			err = c.requeueLocked(ctx, j, requeue)
 		}
-	case s.Key.Step >= 0:
-		err = c.chunkEndLocked(ctx, j, s)
-	default:
-		err = c.finishLocked(ctx, j, s)
+		if err != nil {
+			c.log.Error("recording job end", "job", s.Key.Job, "err", err)
+			continue // keep the node-side state: recovery will record it
+		}
+		done = append(done, recorded{s, durableAlready, nil})
+	}
+	if len(ends) > 0 {
+		evs := make([][]store.Event, len(ends))
+		for i, e := range ends {
+			evs[i] = []store.Event{e.ev}
+		}
+		// Not withdrawn when horad stops: an end is a fact to keep.
+		waits, err := c.st.AppendEachQueued(context.WithoutCancel(ctx), evs)
+		if err != nil {
+			for _, e := range ends {
+				c.log.Error("recording job end", "job", e.j.ID, "err", err)
+				keep[where{e.s.Node, e.s.Key}] = true
+			}
+		} else {
+			now := c.nowSec()
+			fins := make([]scheduler.Event, len(ends))
+			for i, e := range ends {
+				fin := c.applyEndLocked(e.j, e.ev)
+				fin.Now = now
+				fins[i] = fin
+				done = append(done, recorded{e.s, waits[i], &e.ev})
+			}
+			acts, err := c.eng.HandleBatch(now, fins)
+			if err != nil {
+				c.log.Error("ending jobs in the Engine", "err", err)
+			}
+			c.applyLocked(ctx, acts)
+		}
 	}
 	c.mu.Unlock()
-	if err != nil {
-		c.log.Error("recording job end", "job", s.Key.Job, "err", err)
-		return // keep the node-side state: recovery will record it
+	// Every end of the batch is durable (or failed) before any step is
+	// forgotten: a step reported twice is forgotten after its end.
+	for _, r := range done {
+		if err := r.wait(); err != nil {
+			c.log.Error("recording job end", "job", r.s.Key.Job, "err", err)
+			keep[where{r.s.Node, r.s.Key}] = true
+			if r.ev != nil && !errors.Is(err, store.ErrInvalidEvent) {
+				go c.retryEnd(ctx, r.s, *r.ev)
+			}
+		}
 	}
-	// The step is this run's alone, so forgetting it, whenever that
-	// happens, cannot touch the job's next run.
-	c.forgetStep(s.Node, s.Key)
+	for _, r := range done {
+		if !keep[where{r.s.Node, r.s.Key}] {
+			// The step is this run's alone, so forgetting it, whenever that
+			// happens, cannot touch the job's next run.
+			c.forgetStep(r.s.Node, r.s.Key)
+		}
+	}
+}
+
+func durableAlready() error { return nil }
+
+// retryEnd records again, once a second, an end whose commit failed (a full
+// disk, an I/O error), then forgets its step. Memory and the Engine took the
+// end when it was queued, so the same event is written, not the end decided
+// again (the job has ended in memory: a new decision would ignore the
+// report). Until it is durable the step stays on its node, where recovery
+// would find it; a refused event or a closed store leaves it to recovery.
+func (c *Controller) retryEnd(ctx context.Context, s nodes.Status, ev store.Event) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := c.st.Append(ctx, ev)
+		if err == nil {
+			c.log.Info("job end recorded after a failed commit", "job", ev.JobID)
+			c.forgetStep(s.Node, s.Key)
+			return
+		}
+		if errors.Is(err, store.ErrInvalidEvent) || errors.Is(err, store.ErrClosed) || ctx.Err() != nil {
+			c.log.Error("recording job end: left to recovery", "job", ev.JobID, "err", err)
+			return
+		}
+	}
 }
 
 // nodeEvent turns an executor's health event into a node state
@@ -812,11 +974,28 @@ func (c *Controller) nodeEvent(ctx context.Context, ev nodes.NodeEvent) {
 	c.nodeHealthLocked(ctx, ev)
 }
 
-// finishLocked records how a job ended and tells the Engine.
+// finishLocked records how a job ended and tells the Engine; the end is
+// durable when it returns.
 func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) error {
 	if j == nil {
 		return nil
 	}
+	ev, requeue := c.endEventLocked(j, s)
+	if requeue != "" {
+		return c.requeueLocked(ctx, j, requeue)
+	}
+	if err := c.st.Append(ctx, ev); err != nil {
+		return err
+	}
+	fin := c.applyEndLocked(j, ev)
+	fin.Now = c.nowSec()
+	c.applyLocked(ctx, c.eng.Handle(fin))
+	return nil
+}
+
+// endEventLocked decides how a job's run ended: the end event to record,
+// or why the run is requeued instead (requeueLocked).
+func (c *Controller) endEventLocked(j *job, s nodes.Status) (ev store.Event, requeue string) {
 	st, reason := api.StateCompleted, "None"
 	// A node lost under the job (not a launch that failed: that would fail
 	// again) ends its run; a job that allows it runs again from the start.
@@ -829,9 +1008,9 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 	case j.cancelRequested || j.CancelledBy >= 0:
 		st = api.StateCancelled
 	case nodeLost && c.requeueable(j):
-		return c.requeueLocked(ctx, j, "node failure")
+		return ev, "node failure"
 	case j.requeueRequested:
-		return c.requeueLocked(ctx, j, "scontrol requeue")
+		return ev, "scontrol requeue"
 	case s.TimedOut:
 		st, reason = api.StateTimeout, "TimeLimit"
 	case s.OOM:
@@ -851,21 +1030,22 @@ func (c *Controller) finishLocked(ctx context.Context, j *job, s nodes.Status) e
 	if s.Ended.IsZero() {
 		end = c.now().Unix()
 	}
-	ev := store.Event{JobID: j.ID, Time: end, Kind: store.KindEnd, State: st, Reason: reason,
-		ExitCode: s.ExitCode, Signal: s.Signal, MaxRSSKB: s.MaxRSSKB, TotalCPUMs: s.CPU.Milliseconds()}
-	if err := c.st.Append(ctx, ev); err != nil {
-		return err
-	}
-	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = st, reason, s.ExitCode, s.Signal, end
+	return store.Event{JobID: j.ID, Time: end, Kind: store.KindEnd, State: st, Reason: reason,
+		ExitCode: s.ExitCode, Signal: s.Signal, MaxRSSKB: s.MaxRSSKB, TotalCPUMs: s.CPU.Milliseconds()}, ""
+}
+
+// applyEndLocked makes memory follow a recorded (or queued) end event and
+// returns what the Engine is to hear (its Now left to the caller).
+func (c *Controller) applyEndLocked(j *job, ev store.Event) scheduler.Finished {
+	j.State, j.Reason, j.ExitCode, j.Signal, j.EndTime = ev.State, ev.Reason, ev.ExitCode, ev.Signal, ev.Time
 	j.MaxRSSKB, j.TotalCPUMs = ev.MaxRSSKB, ev.TotalCPUMs
 	c.endSrunStepsLocked(j)
-	if st == api.StateTimeout {
+	if ev.State == api.StateTimeout {
 		c.mailLocked(j, mailTimeLimit)
 	}
 	c.mailLocked(j, mailEnd)
-	c.applyLocked(ctx, c.eng.Handle(scheduler.Finished{Now: c.nowSec(), ID: scheduler.JobID(j.ID),
-		Step: scheduler.BatchStep, Failed: st != api.StateCompleted}))
-	return nil
+	return scheduler.Finished{ID: scheduler.JobID(j.ID), Step: scheduler.BatchStep,
+		Failed: ev.State != api.StateCompleted}
 }
 
 // tickLoop lets time pass in the Engine (begin times, pending deadlines) and
@@ -916,11 +1096,26 @@ func (c *Controller) tickLoop(ctx context.Context) {
 	}
 }
 
+// pruneLocked forgets the finished jobs older than MinJobAge. It scans the
+// jobs only when the oldest finished job it left may have come of age: the
+// tick loop runs after every change, and a scan of 100,000 jobs at each one
+// was an eighth of horad's CPU at 1,000 ends a second. A job that ends
+// later has an end time no earlier than the scan, give or take the
+// second an executor's status may wait (pruned a second late, at worst).
 func (c *Controller) pruneLocked() {
-	cut := c.now().Unix() - int64(c.cfg.MinJobAgeS)
+	nowS := c.now().Unix()
+	minAge := int64(c.cfg.MinJobAgeS)
+	if nowS < c.nextPrune && minAge == c.pruneAge {
+		return
+	}
+	cut := nowS - minAge
+	oldest := nowS
 	keep := c.ids[:0]
 	for _, id := range c.ids {
 		j := c.jobs[id]
+		if j.State.Finished() && j.EndTime >= cut {
+			oldest = min(oldest, j.EndTime)
+		}
 		if j.State.Finished() && j.EndTime < cut {
 			delete(c.jobs, id)
 			for _, n := range j.Nodes {
@@ -940,6 +1135,7 @@ func (c *Controller) pruneLocked() {
 		keep = append(keep, id)
 	}
 	c.ids = keep
+	c.nextPrune, c.pruneAge = oldest+minAge+1, minAge
 }
 
 // dispatch runs node operations in order.
@@ -998,16 +1194,26 @@ func (c *Controller) launchAll(ctx context.Context, items []workItem) {
 		return
 	}
 	waits := make([]func() error, len(items))
+	var queue [][]store.Event
+	var queued []int
+	c.mu.Lock()
 	for i, it := range items {
-		if !c.stillToLaunch(it.launch.spec) {
-			continue
+		if c.stillToLaunchLocked(it.launch.spec) {
+			queue = append(queue, it.launch.evs)
+			queued = append(queued, i)
 		}
-		w, err := c.st.AppendQueued(ctx, it.launch.evs...)
-		if err != nil {
-			c.log.Error("recording start", "job", it.launch.spec.Key.Job, "step", it.launch.spec.Key.Step, "err", err)
-			continue
+	}
+	c.mu.Unlock()
+	// One unit: the starts share a commit even when the writer is idle.
+	ws, err := c.st.AppendEachQueued(ctx, queue)
+	if err != nil {
+		for _, i := range queued {
+			c.log.Error("recording start", "job", items[i].launch.spec.Key.Job, "step", items[i].launch.spec.Key.Step, "err", err)
 		}
-		waits[i] = w
+		return
+	}
+	for k, i := range queued {
+		waits[i] = ws[k]
 	}
 	for i, it := range items {
 		if waits[i] == nil {

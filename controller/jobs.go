@@ -512,6 +512,7 @@ func (c *Controller) holdAs(ctx context.Context, who *Caller, ids []int64, hold,
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp := &api.CancelResponse{}
+	var changes []holdChange
 	for _, id := range ids {
 		j := c.jobs[id]
 		switch {
@@ -559,19 +560,49 @@ func (c *Controller) holdAs(ctx context.Context, who *Caller, ids []int64, hold,
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: "Access/permission denied", Code: api.CodeAccessDenied})
 			continue
 		}
-		if err := c.st.Append(ctx, store.Event{JobID: id, Time: c.now().Unix(), Kind: kind, Reason: reason}); err != nil {
+		// Queued now, awaited below: the events of one command share a
+		// commit (scontrol release of 1,000 jobs is one fsync, not 1,000),
+		// each in its own request so that one refused fails alone.
+		wait, err := c.st.AppendQueued(ctx, store.Event{JobID: id, Time: c.now().Unix(), Kind: kind, Reason: reason})
+		if err != nil {
 			resp.Results = append(resp.Results, api.JobResult{ID: id, Error: err.Error(), Code: api.CodeInternal})
 			continue
 		}
-		j.Reason = reason
-		var ev scheduler.Event = scheduler.Release{Now: c.nowSec(), ID: scheduler.JobID(id)}
-		if hold {
-			ev = scheduler.Hold{Now: c.nowSec(), ID: scheduler.JobID(id)}
-		}
-		c.applyLocked(ctx, c.eng.Handle(ev))
+		changes = append(changes, holdChange{result: len(resp.Results), j: j, reason: reason, wait: wait})
 		resp.Results = append(resp.Results, api.JobResult{ID: id})
 	}
+	// Memory and the Engine follow each durable event; the Engine hears
+	// them all in one pass.
+	t := c.nowSec()
+	var evs []scheduler.Event
+	for _, ch := range changes {
+		if err := ch.wait(); err != nil {
+			resp.Results[ch.result] = api.JobResult{ID: ch.j.ID, Error: err.Error(), Code: api.CodeInternal}
+			continue
+		}
+		ch.j.Reason = ch.reason
+		if hold {
+			evs = append(evs, scheduler.Hold{Now: t, ID: schedID(ch.j.ID)})
+		} else {
+			evs = append(evs, scheduler.Release{Now: t, ID: schedID(ch.j.ID)})
+		}
+	}
+	if len(evs) > 0 {
+		acts, err := c.eng.HandleBatch(t, evs)
+		if err != nil {
+			c.log.Error("holding or releasing in the Engine", "err", err)
+		}
+		c.applyLocked(ctx, acts)
+	}
 	return resp
+}
+
+// holdChange is a hold or release of holdAs whose event is queued.
+type holdChange struct {
+	result int // its place in the response
+	j      *job
+	reason string
+	wait   func() error
 }
 
 // timeLimitOf is the job's time limit in seconds, its partition's default

@@ -11,11 +11,11 @@ import (
 // helpers: their getopt tables, their input variables, and the job of the
 // allocation they create.
 
-// SrunOptions and SallocOptions are the commands' getopt tables.
-var (
-	SrunOptions   = GetoptTable(Srun)
-	SallocOptions = GetoptTable(Salloc)
-)
+// SrunOptions and SallocOptions return the commands' getopt tables, built
+// on first use: as variables they were built at every client's start
+// (sbatch and squeue too), a sort of the registry each.
+func SrunOptions() []Opt   { return GetoptTable(Srun) }
+func SallocOptions() []Opt { return GetoptTable(Salloc) }
 
 // EnvValues returns the option values command c's input variables set
 // (SLURM_* for srun, SALLOC_* for salloc), to be placed before the

@@ -142,6 +142,50 @@ func (s *Store) AppendQueued(ctx context.Context, evs ...Event) (wait func() err
 	if len(evs) == 0 {
 		return func() error { return nil }, nil
 	}
+	fn, err := s.appendFn(ctx, evs)
+	if err != nil {
+		return nil, err
+	}
+	req, err := s.enqueue(ctx, fn)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return s.wait(ctx, req) }, nil
+}
+
+// AppendEachQueued queues several appends at once, each an AppendQueued of
+// its own (all or none of its events; one refused fails alone), and hands
+// them to the writer as one unit, so that they share a commit: horad
+// records a batch of job ends, or the starts of a pass, with one fsync even
+// when the writer was idle and would have taken the first alone. waits[i]
+// waits for appends[i]. Appends queued one after another commit in order.
+func (s *Store) AppendEachQueued(ctx context.Context, appends [][]Event) (waits []func() error, err error) {
+	fns := make([]func(*sql.Tx) error, 0, len(appends))
+	for _, evs := range appends {
+		if len(evs) == 0 {
+			fns = append(fns, func(*sql.Tx) error { return nil })
+			continue
+		}
+		fn, err := s.appendFn(ctx, evs)
+		if err != nil {
+			return nil, err
+		}
+		fns = append(fns, fn)
+	}
+	reqs, err := s.enqueueAll(ctx, fns)
+	if err != nil {
+		return nil, err
+	}
+	waits = make([]func() error, len(reqs))
+	for i, req := range reqs {
+		waits[i] = func() error { return s.wait(ctx, req) }
+	}
+	return waits, nil
+}
+
+// appendFn checks and copies the events of one append and returns the
+// writer's function for them.
+func (s *Store) appendFn(ctx context.Context, evs []Event) (func(*sql.Tx) error, error) {
 	now := time.Now().Unix()
 	evs = slices.Clone(evs)
 	for i := range evs {
@@ -152,7 +196,7 @@ func (s *Store) AppendQueued(ctx context.Context, evs ...Event) (wait func() err
 			return nil, &EventError{JobID: evs[i].JobID, Kind: KindSubmit, Msg: "use Submit, which allocates the id"}
 		}
 	}
-	req, err := s.enqueue(ctx, func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
 		type touched struct{ before, after api.Job }
 		jobs := map[int64]*touched{}
 		arrays := map[int64]*arrayRec{} // read once per call, for lazy tasks
@@ -194,11 +238,7 @@ func (s *Store) AppendQueued(ctx context.Context, evs ...Event) (wait func() err
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return func() error { return s.wait(ctx, req) }, nil
+	}, nil
 }
 
 // jobColumns are the jobs columns in the order scanJob reads them.

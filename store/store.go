@@ -25,10 +25,10 @@ const maxBatch = 512
 
 // Store is an open database. Its methods are safe for concurrent use.
 type Store struct {
-	w     *sql.DB // the writer's single connection; only the writer goroutine uses it after Open
-	r     *sql.DB // read-only pool
-	path  string  // the database file, absolute
-	queue chan *request
+	w     *sql.DB         // the writer's single connection; only the writer goroutine uses it after Open
+	r     *sql.DB         // read-only pool
+	path  string          // the database file, absolute
+	queue chan []*request // units: the requests of one enqueue or enqueueAll
 
 	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
@@ -107,7 +107,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	s := &Store{w: w, r: r, path: abs, queue: make(chan *request, maxBatch), done: make(chan struct{})}
+	s := &Store{w: w, r: r, path: abs, queue: make(chan []*request, maxBatch), done: make(chan struct{})}
 	if err := s.prepare(ctx); err != nil {
 		r.Close()
 		w.Close()
@@ -156,7 +156,21 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // enqueue hands fn to the writer without waiting: writes enqueued one after
 // another commit in that order.
 func (s *Store) enqueue(ctx context.Context, fn func(tx *sql.Tx) error) (*request, error) {
-	req := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	reqs, err := s.enqueueAll(ctx, []func(tx *sql.Tx) error{fn})
+	if err != nil {
+		return nil, err
+	}
+	return reqs[0], nil
+}
+
+// enqueueAll is enqueue of several writes as one unit: the writer takes
+// them into the same batch, in order, each in its own savepoint, so that
+// they share a commit (a batch may exceed maxBatch by one unit).
+func (s *Store) enqueueAll(ctx context.Context, fns []func(tx *sql.Tx) error) ([]*request, error) {
+	reqs := make([]*request, len(fns))
+	for i, fn := range fns {
+		reqs[i] = &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -165,8 +179,8 @@ func (s *Store) enqueue(ctx context.Context, fn func(tx *sql.Tx) error) (*reques
 	// The writer drains the queue without taking mu, so this send cannot
 	// deadlock with Close, which waits for the read lock to be free.
 	select {
-	case s.queue <- req:
-		return req, nil
+	case s.queue <- reqs:
+		return reqs, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -188,25 +202,29 @@ func (s *Store) wait(ctx context.Context, req *request) error {
 	}
 }
 
+// Commits is how many transactions the store has committed since Open:
+// benchmarks divide their writes by it to see how well they share commits.
+func (s *Store) Commits() int64 { return s.commits.Load() }
+
 // writer is the only goroutine that writes. It takes everything queued, up
 // to maxBatch, and commits it in one transaction.
 func (s *Store) writer() {
 	defer close(s.done)
 	batch := make([]*request, 0, maxBatch)
 	for {
-		req, ok := <-s.queue
+		unit, ok := <-s.queue
 		if !ok {
 			return
 		}
-		batch = append(batch[:0], req)
+		batch = append(batch[:0], unit...)
 	drain:
 		for len(batch) < maxBatch {
 			select {
-			case req, ok := <-s.queue:
+			case unit, ok := <-s.queue:
 				if !ok {
 					break drain // commit this batch; the next receive returns
 				}
-				batch = append(batch, req)
+				batch = append(batch, unit...)
 			default:
 				break drain
 			}

@@ -395,3 +395,46 @@ func TestCloseCommitsQueuedWrites(t *testing.T) {
 		}
 	}
 }
+
+// AppendEachQueued: the appends of one unit share a commit, each stands or
+// falls alone (an append refused by its job's history fails, the others
+// are written), and each wait reports its own append.
+func TestAppendEachQueuedOneCommitEachAlone(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	ctx := t.Context()
+	var ids []int64
+	for i := range 3 {
+		j := testJob(i)
+		if err := s.Submit(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	end := func(id int64) []Event {
+		return []Event{{JobID: id, Kind: KindEnd, State: api.StateCancelled, Reason: "None"}}
+	}
+	before := s.Commits()
+	waits, err := s.AppendEachQueued(ctx, [][]Event{
+		end(ids[0]),
+		{{JobID: ids[1], Kind: KindStepEnd, Step: &api.Step{Index: 0}}}, // no such step: refused
+		end(ids[2]),
+		end(ids[0]), // a second end of the same job, after the first: refused
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, wantErr := range []bool{false, true, false, true} {
+		if err := waits[i](); (err != nil) != wantErr {
+			t.Errorf("append %d: err %v, want an error: %v", i, err, wantErr)
+		}
+	}
+	if n := s.Commits() - before; n != 1 {
+		t.Errorf("one unit took %d commits, want 1", n)
+	}
+	for i, want := range []api.JobState{api.StateCancelled, api.StatePending, api.StateCancelled} {
+		if j := checkFold(t, s, ids[i]); j.State != want {
+			t.Errorf("job %d: %s, want %s", ids[i], j.State, want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"hora/api"
 	"hora/cmd/hora/listing"
@@ -95,45 +96,49 @@ var (
 )
 
 // openpbsNodeAttrs are the attributes of `pbsnodes -a` in OpenPBS's order.
-var openpbsNodeAttrs = listing.NewTable([]listing.Field[pbsNodeRow]{
-	{Names: []string{"Mom"}, Value: pbsNodeName},
-	{Names: []string{"Port"}, Value: pbsNodeConst("15002")},
-	{Names: []string{"pbs_version"}, Value: pbsNodeVersion},
-	{Names: []string{"ntype"}, Value: pbsNodeConst("PBS")},
-	{Names: []string{"state"}, Value: pbsNodeStateV},
-	{Names: []string{"pcpus"}, Value: pbsNodeCPUs},
-	{Names: []string{"jobs"}, Value: pbsNodeJobs},
-	{Names: []string{"resources_available.arch"}, Value: pbsNodeConst("linux")},
-	{Names: []string{"resources_available.host"}, Value: pbsNodeName},
-	{Names: []string{"resources_available.mem"}, Value: pbsNodeMem},
-	{Names: []string{"resources_available.ncpus"}, Value: pbsNodeCPUs},
-	{Names: []string{"resources_available.vnode"}, Value: pbsNodeName},
-	{Names: []string{"resources_assigned.ncpus"}, Value: pbsNodeAssignedCPUs},
-	{Names: []string{"comment"}, Value: pbsNodeComment},
-	{Names: []string{"queue"}, Value: pbsNodeQueues},
-	{Names: []string{"resv_enable"}, Value: pbsNodeConst("True")},
-	{Names: []string{"sharing"}, Value: pbsNodeConst("default_shared")},
+var openpbsNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
+	return listing.NewTable([]listing.Field[pbsNodeRow]{
+		{Names: []string{"Mom"}, Value: pbsNodeName},
+		{Names: []string{"Port"}, Value: pbsNodeConst("15002")},
+		{Names: []string{"pbs_version"}, Value: pbsNodeVersion},
+		{Names: []string{"ntype"}, Value: pbsNodeConst("PBS")},
+		{Names: []string{"state"}, Value: pbsNodeStateV},
+		{Names: []string{"pcpus"}, Value: pbsNodeCPUs},
+		{Names: []string{"jobs"}, Value: pbsNodeJobs},
+		{Names: []string{"resources_available.arch"}, Value: pbsNodeConst("linux")},
+		{Names: []string{"resources_available.host"}, Value: pbsNodeName},
+		{Names: []string{"resources_available.mem"}, Value: pbsNodeMem},
+		{Names: []string{"resources_available.ncpus"}, Value: pbsNodeCPUs},
+		{Names: []string{"resources_available.vnode"}, Value: pbsNodeName},
+		{Names: []string{"resources_assigned.ncpus"}, Value: pbsNodeAssignedCPUs},
+		{Names: []string{"comment"}, Value: pbsNodeComment},
+		{Names: []string{"queue"}, Value: pbsNodeQueues},
+		{Names: []string{"resv_enable"}, Value: pbsNodeConst("True")},
+		{Names: []string{"sharing"}, Value: pbsNodeConst("default_shared")},
+	})
 })
 
 // torqueNodeAttrs are Torque's (state, np, properties, ntype, jobs, status).
-var torqueNodeAttrs = listing.NewTable([]listing.Field[pbsNodeRow]{
-	{Names: []string{"state"}, Value: pbsNodeStateV},
-	{Names: []string{"power_state"}, Value: pbsNodeConst("Running")},
-	{Names: []string{"np"}, Value: pbsNodeCPUs},
-	{Names: []string{"properties"}, Value: pbsNodeQueues},
-	{Names: []string{"ntype"}, Value: pbsNodeConst("cluster")},
-	{Names: []string{"jobs"}, Value: pbsNodeJobs},
-	{Names: []string{"status"}, Value: nv(func(r *pbsNodeRow) string {
-		st := "opsys=linux,uname=Linux " + r.Name + ",ncpus=" + strconv.Itoa(r.CPUs)
-		if r.MemoryMB > 0 {
-			st += ",physmem=" + strconv.FormatInt(r.MemoryMB*1024, 10) + "kb"
-		}
-		return st + ",state=" + pbsNodeState(r.Node, true)
-	})},
-	{Names: []string{"note"}, Value: pbsNodeComment},
-	{Names: []string{"mom_service_port"}, Value: pbsNodeConst("15002")},
-	{Names: []string{"mom_manager_port"}, Value: pbsNodeConst("15003")},
-	{Names: []string{"gpus"}, Value: pbsNodeConst("0")},
+var torqueNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
+	return listing.NewTable([]listing.Field[pbsNodeRow]{
+		{Names: []string{"state"}, Value: pbsNodeStateV},
+		{Names: []string{"power_state"}, Value: pbsNodeConst("Running")},
+		{Names: []string{"np"}, Value: pbsNodeCPUs},
+		{Names: []string{"properties"}, Value: pbsNodeQueues},
+		{Names: []string{"ntype"}, Value: pbsNodeConst("cluster")},
+		{Names: []string{"jobs"}, Value: pbsNodeJobs},
+		{Names: []string{"status"}, Value: nv(func(r *pbsNodeRow) string {
+			st := "opsys=linux,uname=Linux " + r.Name + ",ncpus=" + strconv.Itoa(r.CPUs)
+			if r.MemoryMB > 0 {
+				st += ",physmem=" + strconv.FormatInt(r.MemoryMB*1024, 10) + "kb"
+			}
+			return st + ",state=" + pbsNodeState(r.Node, true)
+		})},
+		{Names: []string{"note"}, Value: pbsNodeComment},
+		{Names: []string{"mom_service_port"}, Value: pbsNodeConst("15002")},
+		{Names: []string{"mom_manager_port"}, Value: pbsNodeConst("15003")},
+		{Names: []string{"gpus"}, Value: pbsNodeConst("0")},
+	})
 })
 
 func pbsnodesMain(ctx context.Context, env *Env, args []string) int {
@@ -227,9 +232,9 @@ func pbsnodesMain(ctx context.Context, env *Env, args []string) int {
 	if !s.torque() {
 		jobs, _ = s.cl.Jobs(ctx, api.JobFilter{States: []api.JobState{api.StateRunning, api.StateSuspended}})
 	}
-	table := openpbsNodeAttrs
+	table := openpbsNodeAttrs()
 	if s.torque() {
-		table = torqueNodeAttrs
+		table = torqueNodeAttrs()
 	}
 	c := listing.NewCtx(nowFunc(), "", pbsDuration)
 	var attrs []listing.Attr

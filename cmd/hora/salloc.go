@@ -22,7 +22,7 @@ func init() { register("salloc", sallocMain) }
 // shell) with its SLURM_* environment here, and releases it when the
 // command ends, printing Slurm's lines (src/salloc/salloc.c).
 func sallocMain(ctx context.Context, env *Env, args []string) int {
-	p, err := sbatch.Getopt(sbatch.SallocOptions, args, true)
+	p, err := sbatch.Getopt(sbatch.SallocOptions(), args, true)
 	if err != nil {
 		var ue *sbatch.UsageError
 		if errors.As(err, &ue) {

@@ -58,7 +58,7 @@ func fail(exit int, lines ...string) *srunFail { return &srunFail{lines: lines, 
 // parseSrun reads srun's options: SLURM_* input variables, overridden by
 // the command line.
 func parseSrun(env *Env, args []string) (*srunOpts, error) {
-	p, err := sbatch.Getopt(sbatch.SrunOptions, args, true)
+	p, err := sbatch.Getopt(sbatch.SrunOptions(), args, true)
 	if err != nil {
 		var ue *sbatch.UsageError
 		if errors.As(err, &ue) {

@@ -90,6 +90,11 @@ type Executor struct {
 var _ nodes.Executor = (*Executor)(nil)
 var _ nodes.LimitSetter = (*Executor)(nil)
 
+// exitsBuffer lets the statuses of steps that end together wait in Exits,
+// so that horad takes them in one batch (one commit, one scheduling pass)
+// rather than one at a time as the delivering goroutine gets the CPU.
+const exitsBuffer = 1024
+
 // New opens (or creates) the state file and returns the executor. Steps
 // found there do not run until Reattach names their nodes.
 func New(cfg Config) (*Executor, error) {
@@ -99,7 +104,7 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.DefaultRuntime <= 0 {
 		cfg.DefaultRuntime = time.Second
 	}
-	e := &Executor{cfg: cfg, steps: map[stepID]*step{}, exits: make(chan nodes.Status),
+	e := &Executor{cfg: cfg, steps: map[stepID]*step{}, exits: make(chan nodes.Status, exitsBuffer),
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	if cfg.StateFile != "" {
 		if err := e.load(); err != nil {
