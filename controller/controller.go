@@ -646,6 +646,18 @@ func (c *Controller) launchRecorded(ctx context.Context, spec nodes.LaunchSpec) 
 		// what the job's owner must fix (an output file) ends the step with
 		// Status.Err instead. Nothing of the job ran: NODE_FAIL.
 		st := nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepLost, ExitCode: 1, Err: err.Error()}
+		if spec.Key.Step < 0 && c.requeueable(j) && !j.requeueRequested && j.allocDone == nil {
+			// As slurmctld: a batch job whose launch failed is requeued
+			// and held ("launch failed requeued held"), since a launch
+			// would most likely fail again at once; a user releases it.
+			// Found by the fault harness: a full disk on the node (or a
+			// link cut during the launch) ended requeue-able jobs NODE_FAIL.
+			if j.requeueHold == "" {
+				j.requeueHold = store.ReasonHeldUser
+			}
+			_ = c.requeueLocked(ctx, j, "launch failed: "+err.Error())
+			return
+		}
 		if spec.Key.Step >= 0 {
 			_ = c.chunkEndLocked(ctx, j, st)
 		} else {
