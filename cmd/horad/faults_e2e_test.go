@@ -238,7 +238,7 @@ func (h *harness) someJob(r *rand.Rand) (int64, bool) {
 
 // sbatchArgs draws a submission: whole nodes or CPUs, memory and GPUs;
 // sometimes held, not requeue-able, with a begin time or a deadline. The
-// job sleeps under 2 s, or (long runs only) overruns a one-minute limit.
+// job sleeps a few seconds, or (long runs only) overruns a one-minute limit.
 func (h *harness) sbatchArgs(r *rand.Rand) (args []string, noRequeue bool) {
 	args = []string{"-o", "/dev/null", "-t", "2"}
 	switch r.IntN(3) {
@@ -264,7 +264,9 @@ func (h *harness) sbatchArgs(r *rand.Rand) (args []string, noRequeue bool) {
 		// Short deadlines end DEADLINE before a start; long ones are met.
 		args = append(args, "--deadline", "now+"+strconv.Itoa([]int{5, 20, 200, 600}[r.IntN(4)]))
 	}
-	sleep := fmt.Sprintf("%d.%d", r.IntN(2), r.IntN(10))
+	// On SSH nodes up to 4 s, so that a link cut (a node is down after
+	// about 2 s of silence) finds jobs running there.
+	sleep := fmt.Sprintf("%d.%d", r.IntN(map[string]int{"local": 2, "ssh": 4}[h.topo]), r.IntN(10))
 	if h.long && r.IntN(20) == 0 {
 		args[3], sleep = "1", strconv.Itoa(62+r.IntN(10)) // ends TIMEOUT after a minute
 	}
