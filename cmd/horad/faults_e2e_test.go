@@ -44,7 +44,9 @@ import (
 //   - runs of one job never overlap; a --no-requeue job is never requeued
 //     by a node failure, and a requeue-able job does not end NODE_FAIL;
 //     after the links return no run given up on a cut-off node still runs;
-//   - no job starts before its --begin time or after its --deadline, and
+//   - no job starts before its --begin time, nor so late that its time
+//     limit ends after its --deadline (every admitted deadline is met or
+//     the job ends DEADLINE, and only once its limit no longer fits), and
 //     no job ends TIMEOUT before its time limit;
 //   - every job ends once the faults stop and holds are released; an
 //     acknowledged scancel of a job that had not ended ends it CANCELLED;
@@ -261,8 +263,9 @@ func (h *harness) sbatchArgs(r *rand.Rand) (args []string, noRequeue bool) {
 	case 0:
 		args = append(args, "--begin", "now+"+strconv.Itoa(1+r.IntN(5)))
 	case 1:
-		// Short deadlines end DEADLINE before a start; long ones are met.
-		args = append(args, "--deadline", "now+"+strconv.Itoa([]int{5, 20, 200, 600}[r.IntN(4)]))
+		// now+5 leaves less than the 2-minute limit: refused at submission,
+		// as by Slurm. now+130 must start within 10 s or end DEADLINE.
+		args = append(args, "--deadline", "now+"+strconv.Itoa([]int{5, 130, 200, 600}[r.IntN(4)]))
 	}
 	// On SSH nodes up to 4 s, so that a link cut (a node is down after
 	// about 2 s of silence) finds jobs running there.
@@ -561,16 +564,19 @@ func (h *harness) jobRuns(j api.Job, evs []store.Event) []faultRun {
 	return out
 }
 
-// checkTimes: no run starts before the job's begin time or after its
-// deadline; a run that ends TIMEOUT ran its whole limit (whole seconds,
-// so one second of rounding either side).
+// checkTimes: no run starts before the job's begin time, nor so late that
+// its time limit would end after its deadline; a run that ends TIMEOUT ran
+// its whole limit (whole seconds, so one second of rounding either side).
 func (h *harness) checkTimes(j api.Job, runs []faultRun) {
 	for _, r := range runs {
 		if j.Spec.Begin > 0 && r.startAt < j.Spec.Begin {
 			h.t.Errorf("job %d started at %d, before its begin time %d", j.ID, r.startAt, j.Spec.Begin)
 		}
-		if j.Spec.Deadline > 0 && r.startAt > j.Spec.Deadline {
-			h.t.Errorf("job %d started at %d, after its deadline %d", j.ID, r.startAt, j.Spec.Deadline)
+		// An admitted deadline is met by starting no later than the deadline
+		// less the time limit (Slurm's deadline_ok); the limit then ends it in time.
+		if j.Spec.Deadline > 0 && j.Spec.TimeLimit > 0 && j.Spec.TimeLimit != api.NoLimit &&
+			r.startAt+j.Spec.TimeLimit > j.Spec.Deadline+1 {
+			h.t.Errorf("job %d started at %d: its %d s limit ends after its deadline %d", j.ID, r.startAt, j.Spec.TimeLimit, j.Spec.Deadline)
 		}
 		if r.endState == api.StateTimeout && j.Spec.TimeLimit > 0 && j.Spec.TimeLimit != api.NoLimit &&
 			r.endAt-r.startAt < j.Spec.TimeLimit-1 {
