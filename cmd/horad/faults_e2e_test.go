@@ -93,8 +93,17 @@ func TestFaultHarness(t *testing.T) {
 // faultScript is every harness job's script: it sleeps through a link
 // whose path is unique to the test (so the nemesis finds its processes and
 // no other test's), and its comment is Latin-1, not UTF-8: the checker
-// compares each stored script with these bytes.
-const faultScript = "#!/bin/sh\n# caf\xe9 cr\xe8me: a script in Latin-1\nexec %s \"$1\"\n"
+// compares each stored script with these bytes. A run that finds the
+// previous run of its job still alive (the process named in the run file
+// still has the job's id in its environment) writes a line to "twice".
+const faultScript = "#!/bin/sh\n# caf\xe9 cr\xe8me: a script in Latin-1\n" + `f=%[2]s/run-$SLURM_JOB_ID
+if [ -s "$f" ] && p=$(cat "$f") && [ "$p" != $$ ] &&
+	tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "SLURM_JOB_ID=$SLURM_JOB_ID"; then
+	echo "$SLURM_JOB_ID $SLURM_RESTART_COUNT $p" >> %[2]s/twice
+fi
+echo $$ > "$f"
+exec %[1]s "$1"
+`
 
 func runFaultHarness(t *testing.T, topo string, seed, stream uint64, duration time.Duration) {
 	h := &harness{t: t, topo: topo, acked: map[int64]bool{}, cancelled: map[int64]bool{},
@@ -117,7 +126,11 @@ func runFaultHarness(t *testing.T, topo string, seed, stream uint64, duration ti
 	if err := os.Symlink("/bin/sleep", h.sleeper); err != nil {
 		t.Fatal(err)
 	}
-	h.scriptBytes = []byte(fmt.Sprintf(faultScript, h.sleeper))
+	runs := filepath.Join(h.work, "runs")
+	if err := os.Mkdir(runs, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	h.scriptBytes = []byte(fmt.Sprintf(faultScript, h.sleeper, runs))
 	h.script = filepath.Join(h.work, "fault-job.sh")
 	if err := os.WriteFile(h.script, h.scriptBytes, 0o755); err != nil {
 		t.Fatal(err)
@@ -368,11 +381,16 @@ func (h *harness) nemesis(r *rand.Rand, stopAt time.Time) {
 			time.Sleep(time.Duration(200+r.IntN(2500)) * time.Millisecond)
 			h.c.daemon.Process.Signal(syscall.SIGCONT)
 		case p < 70:
-			// A job process dies under horad's feet (OOM killer, a user's kill).
-			out, _ := exec.Command("pgrep", "-f", h.sleeper).Output()
+			// A job process dies under horad's feet (OOM killer, a user's
+			// kill); on local nodes, half the time its shepherd does.
+			kind, pattern := "SIGKILL job process", h.sleeper
+			if h.topo == "local" && r.IntN(2) == 0 {
+				kind, pattern = "SIGKILL shepherd", "horad shepherd "+filepath.Join(h.c.varDir, "nodes")
+			}
+			out, _ := exec.Command("pgrep", "-f", pattern).Output()
 			pids := strings.Fields(string(out))
 			if len(pids) > 0 {
-				h.fault("SIGKILL job process")
+				h.fault(kind)
 				pid, _ := strconv.Atoi(pids[r.IntN(len(pids))])
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
@@ -520,10 +538,33 @@ func (h *harness) check() {
 		}
 	}
 	h.checkResources(runs)
+	h.checkTwice()
 	t.Logf("fault harness (%s): %d operations (%d acknowledged), %d jobs stored (%d acknowledged), %d requeued runs, %d NODE_FAIL, faults %v",
 		h.topo, h.ops, h.oks, len(jobs), len(h.acked), restarts, nodeFails, h.faults)
 	if h.diskFull != nil {
 		t.Logf("fault harness (%s): sbatch while the disk was full: %v; refusals: %q", h.topo, h.diskFull, h.refusedAt)
+	}
+}
+
+// checkTwice reads what the jobs' runs wrote when they found the previous
+// run of their job still alive. On local nodes that is never allowed; on
+// SSH nodes a run given up on a cut-off host runs on through the partition
+// (as under Slurm) until the host answers, so it is counted, not failed.
+func (h *harness) checkTwice() {
+	b, _ := os.ReadFile(filepath.Join(h.work, "runs", "twice"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(b) == 0 {
+		lines = nil
+	}
+	if h.topo == "ssh" {
+		h.t.Logf("fault harness (ssh): %d runs started while the previous run of their job still ran (a cut-off host)", len(lines))
+		return
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) == 3 {
+			h.t.Errorf("job %s: run %s started while process %s of its previous run still ran", f[0], f[1], f[2])
+		}
 	}
 }
 
