@@ -1,16 +1,14 @@
 package controller
 
 import (
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"hora/api"
 	"hora/store"
+	"hora/store/storetest"
 )
 
 // A submission the store cannot record (a full disk) is refused and leaves
@@ -19,18 +17,12 @@ import (
 // every later submission was refused "Duplicate job id N" (found by the
 // fault harness). Once space returns, a job needing all four nodes runs.
 func TestUnrecordedSubmitIsTakenBack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("mounting a small tmpfs needs root (CI runs the tests as root)")
-	}
 	f := newFixture(t)
 	disk := filepath.Join(f.dir, "disk")
 	if err := os.Mkdir(disk, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "hora-ctl-full", disk).CombinedOutput(); err != nil {
-		t.Fatalf("mount: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", disk).Run() })
+	storetest.MountTmpfs(t, disk, "4m")
 	st, err := store.Open(t.Context(), filepath.Join(disk, "hora.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -39,21 +31,9 @@ func TestUnrecordedSubmitIsTakenBack(t *testing.T) {
 	f.st = st
 	c := f.controller(t)
 
-	filler := filepath.Join(disk, "filler")
-	fh, err := os.Create(filler)
-	if err != nil {
+	if err := storetest.Fill(disk); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 64<<10)
-	for n := len(buf); n > 0; {
-		if _, err := fh.Write(buf[:n]); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			n /= 2
-		}
-	}
-	fh.Close()
 	// One node each, so the Engine starts each in its submission's pass.
 	spec := f.spec("sleep 1 # " + strings.Repeat("x", 32<<10))
 	refused := false
@@ -69,7 +49,7 @@ func TestUnrecordedSubmitIsTakenBack(t *testing.T) {
 	if !refused {
 		t.Fatal("50 submissions fitted on a full 4 MiB disk")
 	}
-	if err := os.Remove(filler); err != nil {
+	if err := storetest.Empty(disk); err != nil {
 		t.Fatal(err)
 	}
 	all := f.spec("true")

@@ -2,14 +2,12 @@ package store
 
 import (
 	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"hora/api"
+	"hora/store/storetest"
 )
 
 // A write refused because the disk is full leaves nothing behind: once
@@ -17,14 +15,8 @@ import (
 // store, and a reopened store holds exactly what was acknowledged. The
 // fault harness found "Duplicate job id" after a failed commit.
 func TestFullDiskRefusesAndRecovers(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("mounting a small tmpfs needs root (CI runs the tests as root)")
-	}
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "hora-store-full", dir).CombinedOutput(); err != nil {
-		t.Fatalf("mount: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	storetest.MountTmpfs(t, dir, "4m")
 	path := filepath.Join(dir, "hora.db")
 	st, err := Open(t.Context(), path)
 	if err != nil {
@@ -38,21 +30,9 @@ func TestFullDiskRefusesAndRecovers(t *testing.T) {
 	if err := st.Submit(t.Context(), job(1)); err != nil {
 		t.Fatal(err)
 	}
-	filler := filepath.Join(dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
+	if err := storetest.Fill(dir); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 64<<10)
-	for n := len(buf); n > 0; {
-		if _, err := f.Write(buf[:n]); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			n /= 2
-		}
-	}
-	f.Close()
 	// Submissions until one is refused (the WAL may hold a few first).
 	acked := []int64{1}
 	refused := int64(0)
@@ -73,7 +53,7 @@ func TestFullDiskRefusesAndRecovers(t *testing.T) {
 	if _, err := st.Job(t.Context(), refused); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("job %d, refused, is in the store: %v", refused, err)
 	}
-	if err := os.Remove(filler); err != nil {
+	if err := storetest.Empty(dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Submit(t.Context(), job(refused)); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -11,8 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"hora/store/storetest"
 )
 
 // The fault harness's faults of the environment (issue 16 item 1): a full
@@ -29,42 +29,21 @@ const diskSize = "48m"
 // nodes' step directories all live there, as on a machine whose /var
 // fills up.
 func (h *harness) diskSetup(varDir string) {
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+diskSize+",mode=0755", "hora-fault-disk", varDir).CombinedOutput(); err != nil {
-		h.t.Fatalf("mount tmpfs on %s: %v: %s", varDir, err, out)
-	}
+	// Registered before the cluster's own cleanups, so the unmount runs
+	// after them (horad stopped, its processes gone).
+	storetest.MountTmpfs(h.t, varDir, diskSize)
 	h.diskDir = varDir
 	h.diskFull = map[string]int{}
-	// Registered before the cluster's own cleanups, so it runs after them
-	// (horad stopped, its processes gone) and before the directory's removal.
-	h.t.Cleanup(func() {
-		if out, err := exec.Command("umount", "-l", varDir).CombinedOutput(); err != nil {
-			h.t.Errorf("umount %s: %v: %s", varDir, err, out)
-		}
-	})
 }
 
-// fill writes zeros until the tmpfs has no space left.
 func (h *harness) fill() {
-	f, err := os.OpenFile(filepath.Join(h.diskDir, "filler"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
+	if err := storetest.Fill(h.diskDir); err != nil {
 		h.t.Errorf("filling the disk: %v", err)
-		return
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for size := len(buf); size > 0; {
-		if _, err := f.Write(buf[:size]); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				h.t.Errorf("filling the disk: %v", err)
-				return
-			}
-			size /= 2 // the last pages
-		}
 	}
 }
 
 func (h *harness) empty() {
-	if err := os.Remove(filepath.Join(h.diskDir, "filler")); err != nil && !os.IsNotExist(err) {
+	if err := storetest.Empty(h.diskDir); err != nil {
 		h.t.Errorf("emptying the disk: %v", err)
 	}
 }
