@@ -430,6 +430,15 @@ type Node struct {
 	Partitions    []string `json:"partitions"`
 	Jobs          []int64  `json:"jobs,omitempty"`
 
+	// OS is the node's kernel (uname -s -r -v; "" = not known yet),
+	// BootTime when it booted, StartTime when horad began to serve it (Slurm's
+	// SlurmdStartTime) and LastBusy when it last ran a job (now if it runs
+	// one), all Unix s (0 = unknown).
+	OS        string `json:"os,omitempty"`
+	BootTime  int64  `json:"boot_time,omitempty"`
+	StartTime int64  `json:"start_time,omitempty"`
+	LastBusy  int64  `json:"last_busy,omitempty"`
+
 	// Reserved: the node is in an advance reservation active now (Slurm's
 	// NODE_STATE_RES); an idle one then has State "reserved".
 	Reserved bool `json:"reserved,omitempty"`

@@ -24,6 +24,14 @@ type arrayInfo struct {
 	count          int
 	min, max, step int64
 	throttle       int
+
+	// The array's own mail (mail.go): whether its begin message went out,
+	// and its tasks' exits for the end message.
+	beganMailed      bool
+	ended            int
+	minExit, maxExit int
+	maxSignal        int
+	anyFailed        bool
 }
 
 func newArrayInfo(tasks []int64, throttle int) *arrayInfo {
@@ -48,6 +56,10 @@ func (c *Controller) noteArrayLocked(j *job) {
 	}
 	if i, found := slices.BinarySearch(a.ids, j.ID); !found {
 		a.ids = slices.Insert(a.ids, i, j.ID)
+		a.beganMailed = a.beganMailed || j.StartTime != 0
+		if j.State.Finished() {
+			a.noteEnd(j) // recovery
+		}
 	}
 	if !j.State.Finished() {
 		// scontrol update ArrayTaskThrottle= rewrote the live tasks' --array.

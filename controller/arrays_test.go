@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"hora/api"
 	"hora/store"
@@ -24,17 +23,7 @@ func runFor(t *testing.T, c *Controller, what string, cond func() bool) {
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		c.mu.Lock()
-		ok := cond()
-		c.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-	}
+	waitJob(t, c, what, cond)
 }
 
 func (c *Controller) finishedLocked(ids ...int64) bool {

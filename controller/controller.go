@@ -65,6 +65,10 @@ type Controller struct {
 	admin       map[string]*nodeAdmin       // drained or down nodes (nodeadmin.go)
 	resvs       map[string]*api.Reservation // advance reservations by name (reservations.go)
 	arrays      map[int64]*arrayInfo        // job arrays by id (arrays.go)
+	timeWatch   map[int64]*job              // running jobs with time limit warnings to mail (mail.go)
+	// lastBusy is when each node last ran a job among the jobs already
+	// forgotten (pruneLocked); the jobs still in memory say the rest.
+	lastBusy map[string]int64
 	// recovering is set while recover rebuilds the Engine: no scheduling
 	// pass may run before every running job holds its nodes again.
 	recovering bool
@@ -112,6 +116,8 @@ type job struct {
 	legacyRun bool
 	srun      map[int]*srunStep // running srun steps (steps.go)
 	allocDone *api.AllocDone    // salloc/srun released the allocation with this exit
+
+	timeWarned uint8 // time limit warnings sent in this run, bit i = timeWarnings[i] (mail.go)
 }
 
 // runOf is the Run of the job's current steps: its restart count, so that
@@ -175,7 +181,7 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
-		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{},
+		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{}, timeWatch: map[int64]*job{}, lastBusy: map[string]int64{},
 		work: newWorkQueue(), forgets: newWorkQueue(), wake: make(chan struct{}, 1),
 		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(), started: o.Now(),
 		recordingOf: map[uint32]int{},
@@ -349,6 +355,7 @@ func (c *Controller) recover(ctx context.Context) error {
 				}
 				c.log.Info("re-attached running job", "job", aj.ID, "node", s.Node)
 				c.restopMarked(j)
+				c.watchTimeLocked(j)
 				continue
 			case ok && !(s.State == nodes.StepLost && s.Pid == 0):
 				// Ended while horad was away: record the real outcome.
@@ -540,6 +547,7 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 				Alloc: j.Alloc, StdoutPath: j.StdoutPath, StderrPath: j.StderrPath}
 			c.pushLaunch(spec, ev)
 			c.mailLocked(j, mailBegin)
+			c.watchTimeLocked(j)
 		case scheduler.End:
 			j := c.jobs[int64(a.ID)]
 			if j == nil {
@@ -835,6 +843,7 @@ func (c *Controller) tickLoop(ctx context.Context) {
 		c.applyLocked(ctx, c.eng.Handle(scheduler.Tick{Now: now}))
 		c.lastPass, c.lastPassTook = time.Now(), time.Since(passStart)
 		c.expireReservationsLocked(ctx)
+		c.timeWarningsLocked()
 		c.pruneLocked()
 		next := c.eng.NextWakeup()
 		// applyLocked above wakes this loop, as it must when a handler calls
@@ -871,6 +880,9 @@ func (c *Controller) pruneLocked() {
 		j := c.jobs[id]
 		if j.State.Finished() && j.EndTime < cut {
 			delete(c.jobs, id)
+			for _, n := range j.Nodes {
+				c.lastBusy[n] = max(c.lastBusy[n], j.EndTime)
+			}
 			c.eng.Handle(scheduler.Purge{Now: c.nowSec(), ID: schedID(id)})
 			if a := c.arrays[j.ArrayJobID]; a != nil && j.ArrayJobID != 0 {
 				if i, found := slices.BinarySearch(a.ids, id); found {

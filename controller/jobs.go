@@ -620,17 +620,22 @@ func (c *Controller) holdAs(ctx context.Context, who *Caller, ids []int64, hold,
 	return resp
 }
 
+// timeLimitOf is the job's time limit in seconds, its partition's default
+// when it asked for none (0: unlimited).
+func (c *Controller) timeLimitOf(j *job) int64 {
+	switch {
+	case j.Spec.TimeLimit > 0:
+		return j.Spec.TimeLimit
+	case j.Spec.TimeLimit == 0:
+		return max(c.partitionDefaultTime(j.Spec.Partition), 0)
+	}
+	return 0
+}
+
 // launchSpec builds what the node needs: the script, files, and the
 // environment a Slurm batch job sees (COMPAT.md §2.1).
 func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec {
-	var limit, kill = int64(0), c.killWait()
-	if j.Spec.TimeLimit > 0 {
-		limit = j.Spec.TimeLimit
-	} else if j.Spec.TimeLimit == 0 {
-		if p := c.partitionDefaultTime(j.Spec.Partition); p > 0 {
-			limit = p
-		}
-	}
+	limit, kill := c.timeLimitOf(j), c.killWait()
 	stdin := j.Spec.Stdin
 	if stdin != "" {
 		stdin = expand(&j.Job, stdin)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"hora/api"
+	"hora/nodes"
 	"hora/scheduler"
 	"hora/store"
 )
@@ -480,8 +482,14 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 	defer c.mu.Unlock()
 	busy := map[string][]int64{}
 	completing := map[string]bool{}
+	lastEnd := maps.Clone(c.lastBusy)
 	for _, id := range c.ids {
 		j := c.jobs[id]
+		if j.State.Finished() && j.StartTime != 0 {
+			for _, n := range j.Nodes {
+				lastEnd[n] = max(lastEnd[n], j.EndTime)
+			}
+		}
 		if j.State == api.StateRunning || j.State == api.StateSuspended {
 			comp := c.completingLocked(j)
 			for _, n := range j.Nodes {
@@ -500,6 +508,8 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 		specs[s.Name] = s
 	}
 	freeMem, load := c.probeLoad()
+	sysr, _ := c.exec.(nodes.SystemReader)
+	now := c.now().Unix()
 	for _, n := range c.nodes {
 		var parts []string
 		for _, p := range c.cfg.Scheduler().Partitions {
@@ -510,6 +520,18 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 		an := api.Node{Name: n.Name, Address: n.Address, CPUs: n.CPUs,
 			MemoryMB: n.MemoryMB, Rate: n.Rate, Partitions: parts, Jobs: busy[n.Name]}
 		resourceView(&an, specs[n.Name], info[n.Name], freeMem, load)
+		an.StartTime, an.LastBusy = c.started.Unix(), max(c.started.Unix(), lastEnd[n.Name])
+		if len(busy[n.Name]) > 0 {
+			an.LastBusy = now
+		}
+		if sysr != nil {
+			if sys, ok := sysr.NodeSystem(n.Name); ok {
+				an.OS = sys.OS
+				if !sys.Boot.IsZero() {
+					an.BootTime = sys.Boot.Unix()
+				}
+			}
+		}
 		c.nodeView(&an, len(busy[n.Name]) > 0)
 		switch {
 		case an.State == "allocated" && completing[n.Name]:
@@ -517,7 +539,7 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 		case an.State == "allocated" && info[n.Name].Mixed:
 			an.State = "mixed"
 		}
-		c.resvNodeView(&an, c.now().Unix())
+		c.resvNodeView(&an, now)
 		out.Nodes = append(out.Nodes, an)
 	}
 	return out, nil

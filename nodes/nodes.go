@@ -259,6 +259,31 @@ type ResourceProber interface {
 	ProbeResources(ctx context.Context, node string) (NodeResources, error)
 }
 
+// NodeSystem is what `scontrol show node` says of a node's system: its
+// kernel as `uname -s -r -v` prints it (Slurm's OS=) and when it booted.
+type NodeSystem struct {
+	OS   string
+	Boot time.Time
+}
+
+// SystemReader is implemented by executors that know their nodes' systems;
+// ok is false for a node not read yet (an SSH node before its first probe).
+type SystemReader interface {
+	NodeSystem(node string) (sys NodeSystem, ok bool)
+}
+
+// ParseBootTime reads the boot time from /proc/stat's "btime" line.
+func ParseBootTime(procStat string) (time.Time, bool) {
+	for _, ln := range strings.Split(procStat, "\n") {
+		if rest, ok := strings.CutPrefix(ln, "btime "); ok {
+			if s, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64); err == nil && s > 0 {
+				return time.Unix(s, 0), true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
 // Name is the step's node-side name, used for its state directory, its
 // staged data and (dots as dashes) its systemd unit: "<job>.<step>.r<run>",
 // the batch step (-1) spelled "batch" as Slurm does, e.g. "42.batch.r1" or

@@ -138,7 +138,9 @@ func fixtureNodes() []api.Node {
 	return []api.Node{
 		{Name: "n1", CPUs: 8, MemoryMB: 16000, State: "allocated", Partitions: []string{"debug"}, Jobs: []int64{101}},
 		{Name: "n2", CPUs: 8, MemoryMB: 16000, State: "mixed", AllocCPUs: 3, AllocMemMB: 2048, Gres: "gpu:a100:2", AllocGres: "gpu:a100:1", Features: []string{"ib"}, Sockets: 2, CoresPerSocket: 2, ThreadsPerCore: 2, Partitions: []string{"debug"}, Jobs: []int64{101}},
-		{Name: "n3", CPUs: 8, MemoryMB: 16000, State: "idle", Partitions: []string{"debug", "batch"}},
+		{Name: "n3", CPUs: 8, MemoryMB: 16000, State: "idle", Partitions: []string{"debug", "batch"},
+			OS: "Linux 6.1.0-18-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)", BootTime: ts("2026-11-20T08:00:00"),
+			StartTime: ts("2026-11-22T08:00:00"), LastBusy: ts("2026-11-22T09:45:00")},
 		{Name: "n4", CPUs: 16, MemoryMB: 64000, State: "allocated", Partitions: []string{"batch"}, Jobs: []int64{107}},
 		{Name: "n5", CPUs: 16, MemoryMB: 64000, State: "down", Reason: "disk failure", ReasonUser: "root",
 			ReasonTime: ts("2026-11-22T09:00:00"), NotResponding: true, Partitions: []string{"batch"}},

@@ -226,6 +226,14 @@ func memText(mb int64) string {
 	return strconv.FormatInt(mb, 10) + "M"
 }
 
+// timeOrNone prints a time stamp, or Slurm's None for one not known.
+func timeOrNone(unix int64, now time.Time) string {
+	if unix == 0 {
+		return "None"
+	}
+	return fmtTime(unix, "", now)
+}
+
 // nodeRecord lays out `scontrol show node`.
 func nodeRecord(n *api.Node, now time.Time) *record {
 	r := &record{}
@@ -247,7 +255,9 @@ func nodeRecord(n *api.Node, now time.Time) *record {
 		load, freeMem = strconv.FormatFloat(n.CPULoad, 'f', 2, 64), strconv.FormatInt(n.FreeMemMB, 10)
 	}
 	feats := orNull(strings.Join(n.Features, ","))
-	r.add("NodeName="+n.Name, "Arch=x86_64", "CoresPerSocket="+strconv.Itoa(cores))
+	// Slurm ends three of these lines with a blank (seen on 22.05.8: -o
+	// then shows two blanks between their fields and the next).
+	r.add("NodeName="+n.Name, "Arch=x86_64", "CoresPerSocket="+strconv.Itoa(cores), "")
 	r.add("CPUAlloc="+strconv.Itoa(alloc), "CPUEfctv="+strconv.Itoa(n.CPUs), "CPUTot="+strconv.Itoa(n.CPUs), "CPULoad="+load)
 	r.add("AvailableFeatures=" + feats)
 	r.add("ActiveFeatures=" + feats)
@@ -256,12 +266,18 @@ func nodeRecord(n *api.Node, now time.Time) *record {
 	if addr == "" {
 		addr = n.Name
 	}
-	r.add("NodeAddr="+addr, "NodeHostName="+n.Name)
+	r.add("NodeAddr="+addr, "NodeHostName="+n.Name, "Version="+slurmVersion)
+	if n.OS != "" {
+		r.add("OS="+n.OS, "")
+	}
 	r.add("RealMemory="+strconv.FormatInt(n.MemoryMB, 10), "AllocMem="+strconv.FormatInt(allocMem, 10), "FreeMem="+freeMem,
 		"Sockets="+strconv.Itoa(sockets), "Boards=1")
 	r.add("State="+st, "ThreadsPerCore="+strconv.Itoa(threads), "TmpDisk=0", "Weight=1", "Owner=N/A", "MCS_label=N/A")
-	r.add("Partitions=" + strings.Join(n.Partitions, ","))
-	r.add("BootTime=None", "SlurmdStartTime=None")
+	r.add("Partitions="+strings.Join(n.Partitions, ","), "")
+	r.add("BootTime="+timeOrNone(n.BootTime, now), "SlurmdStartTime="+timeOrNone(n.StartTime, now))
+	if n.LastBusy != 0 {
+		r.add("LastBusyTime=" + fmtTime(n.LastBusy, "", now))
+	}
 	r.add("CfgTRES=" + tresText(n.CPUs, n.MemoryMB, n.Gres, n.CPUs))
 	if alloc > 0 || allocMem > 0 {
 		r.add("AllocTRES=" + tresText(alloc, allocMem, n.AllocGres, 0))

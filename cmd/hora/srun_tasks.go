@@ -130,8 +130,19 @@ func newLaunch(env *Env, o *srunOpts, g *api.StepGrant, getenv func(string) stri
 		tk.cmd = cmd
 		l.tasks = append(l.tasks, tk)
 	}
+	// %A and %a of a step come from the step's environment, as slurmstepd
+	// reads SLURM_ARRAY_JOB_ID and SLURM_ARRAY_TASK_ID out of it: inside an
+	// array task they name the task (submitit's srun line writes into
+	// %A_%a), elsewhere the job id and NO_VAL.
+	arrayJob, arrayTask := g.JobID, int64(-1)
+	if v, err := strconv.ParseInt(getenv("SLURM_ARRAY_JOB_ID"), 10, 64); err == nil {
+		arrayJob = v
+	}
+	if v, err := strconv.ParseInt(getenv("SLURM_ARRAY_TASK_ID"), 10, 64); err == nil {
+		arrayTask = v
+	}
 	fields := func(t *task) sbatch.PatternFields {
-		return sbatch.PatternFields{JobID: g.JobID, ArrayJobID: g.JobID, ArrayTaskID: -1, User: user,
+		return sbatch.PatternFields{JobID: g.JobID, ArrayJobID: arrayJob, ArrayTaskID: arrayTask, User: user,
 			JobName: getenv("SLURM_JOB_NAME"), Node: g.Nodes[t.node], NodeIndex: t.node, TaskID: t.id,
 			StepID: strconv.Itoa(g.StepID)}
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,40 @@ echo "batch=$SLURM_JOB_ID"
 	if want := "batch=" + id + "\njob=" + id + " ntasks=1 nodes=1 proc=0 step=0\n"; string(b) != want {
 		t.Errorf("submitit's log %q, want %q", b, want)
 	}
+	// map_array: the same script with --array, every file named %A_%a, the
+	// srun line's too. A step's %A and %a come from its environment, as
+	// slurmstepd reads them: the task's array id and index, not the step's
+	// job id and NO_VAL (an earlier srun wrote 8_4294967294_0_log.out, and
+	// submitit found no output for any task).
+	arr := writeScript(t, folder, "arr_submission.sh", fmt.Sprintf(`#!/bin/bash
+#SBATCH --array=0-1%%2
+#SBATCH --error=%[1]s/%%A_%%a_0_log.err
+#SBATCH --job-name=submitit
+#SBATCH --open-mode=append
+#SBATCH --output=%[1]s/%%A_%%a_0_log.out
+#SBATCH --time=5
+echo "batch=$SLURM_JOB_ID"
+%[2]s --unbuffered --output %[1]s/%%A_%%a_%%t_log.out --error %[1]s/%%A_%%a_%%t_log.err sh -c 'echo "task=$SLURM_ARRAY_TASK_ID step=$SLURM_STEP_ID"'
+`, folder, srun))
+	r = c.run(0, folder, "sbatch", arr)
+	m = regexp.MustCompile(`job (?P<id>[0-9]+)`).FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		t.Fatalf("array submit: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	base, _ := strconv.ParseInt(m[1], 10, 64)
+	for task := int64(0); task < 2; task++ {
+		pollUntil(t, "submitit status of task "+strconv.FormatInt(task, 10), func() (bool, string) {
+			st, out := submititState(m[1] + "_" + strconv.FormatInt(task, 10))
+			final = st
+			return !running[st], out
+		})
+		log := filepath.Join(folder, fmt.Sprintf("%d_%d_0_log.out", base, task))
+		b, _ := os.ReadFile(log)
+		if want := fmt.Sprintf("batch=%d\ntask=%d step=0\n", base+task, task); final != "COMPLETED" || string(b) != want {
+			t.Errorf("task %d: %s, %s holds %q, want %q", task, final, log, b, want)
+		}
+	}
+
 	// Cancel: ["scancel", job_id]; "CANCELLED by 0" counts as done.
 	r = c.run(0, folder, "sbatch", "--job-name=submitit", "--wrap", "sleep 300")
 	id2 := regexp.MustCompile(`job (?P<id>[0-9]+)`).FindStringSubmatch(r.stdout)[1]

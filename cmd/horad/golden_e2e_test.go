@@ -383,6 +383,8 @@ var (
 	normBasicPrio = regexp.MustCompile(`\bPriority=429(?:48|49)\d{5}\b`)
 	// A node's load and free memory are measured at the moment.
 	normLoad = regexp.MustCompile(`\b(CPULoad|FreeMem)=[\d.]+`)
+	// A node's kernel is the recording machine's.
+	normKernel = regexp.MustCompile(`\bOS=Linux [^\n]*[^\n ]`)
 	// The submit host: slurmctld names it by the address the request came
 	// from (loopback: localhost), hora by sbatch's host name.
 	normAllocNode = regexp.MustCompile(`AllocNode:Sid=(?:localhost|HOSTNAME):SID`)
@@ -392,6 +394,7 @@ func normStable(s string) string {
 	s = normPackage.ReplaceAllString(s, "1 slurm $1")
 	s = normBasicPrio.ReplaceAllString(s, "Priority=BASICPRIO")
 	s = normLoad.ReplaceAllString(s, "${1}=MEASURED")
+	s = normKernel.ReplaceAllString(s, "OS=Linux KERNEL")
 	return normAllocNode.ReplaceAllString(s, "AllocNode:Sid=SUBMITHOST:SID")
 }
 

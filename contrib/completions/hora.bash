@@ -35,7 +35,7 @@ _hora_sbatch() {
 --export ALL NONE
 --hint compute_bound memory_bound multithread nomultithread
 --kill-on-invalid-dep yes no
---mail-type NONE BEGIN END FAIL REQUEUE ALL TIME_LIMIT ARRAY_TASKS
+--mail-type NONE BEGIN END FAIL REQUEUE ALL TIME_LIMIT TIME_LIMIT_90 TIME_LIMIT_80 TIME_LIMIT_50 ARRAY_TASKS
 --open-mode append truncate
 --wait-all-nodes 0 1' '--account -A --acctg-freq --array -a --batch --bb --bbf --begin -b --chdir -D --cluster-constraint --clusters -M --comment --constraint -C --container --context --core-spec -S --cores-per-socket --cpu-freq --cpus-per-gpu --cpus-per-task -c --deadline --delay-boot --dependency -d --distribution -m --error -e --exclude -x --export --export-file --extra-node-info -B --gid --gpu-bind --gpu-freq --gpus -G --gpus-per-node --gpus-per-socket --gpus-per-task --gres --gres-flags --hint --input -i --job-name -J --kill-on-invalid-dep --licenses -L --load --mail-type --mail-user --mcs-label --mem --mem-bind --mem-per-cpu --mem-per-gpu --mincpus --network --nodefile -F --nodelist -w --nodes -N --ntasks -n --ntasks-per-core --ntasks-per-gpu --ntasks-per-node --ntasks-per-socket --ntasks-per-tres --open-mode --output -o --partition -p --power --prefer --priority --profile --qos -q --reservation --rt-buffer --rt-frame --rt-work --signal --sockets-per-node --switches --thread-spec --threads-per-core --time -t --time-min --tmp --uid --wait-all-nodes --wckey --wrap'
 }
@@ -46,7 +46,7 @@ _hora_srun() {
 --exclusive user mcs
 --export ALL NONE
 --hint compute_bound memory_bound multithread nomultithread
---mail-type NONE BEGIN END FAIL REQUEUE ALL TIME_LIMIT ARRAY_TASKS
+--mail-type NONE BEGIN END FAIL REQUEUE ALL TIME_LIMIT TIME_LIMIT_90 TIME_LIMIT_80 TIME_LIMIT_50 ARRAY_TASKS
 --open-mode append truncate' '--accel-bind --account -A --acctg-freq --bb --bbf --bcast-exclude --begin -b --chdir -D --cluster-constraint --clusters -M --comment --constraint -C --container --context --core-spec -S --cores-per-socket --cpu-bind --cpu-freq --cpus-per-gpu --cpus-per-task -c --deadline --delay-boot --dependency -d --distribution -m --epilog --error -e --exclude -x --export --extra-node-info -B --gid --gpu-bind --gpu-freq --gpus -G --gpus-per-node --gpus-per-socket --gpus-per-task --gres --gres-flags --het-group --hint --input -i --job-name -J --jobid --licenses -L --mail-type --mail-user --mcs-label --mem --mem-bind --mem-per-cpu --mem-per-gpu --mincpus --mpi --msg-timeout --network --nodefile -F --nodelist -w --nodes -N --ntasks -n --ntasks-per-core --ntasks-per-gpu --ntasks-per-node --ntasks-per-socket --ntasks-per-tres --open-mode --output -o --partition -p --power --prefer --priority --profile --prolog --qos -q --relative -r --reservation --signal --slurmd-debug --sockets-per-node --switches --task-epilog --task-prolog --thread-spec --threads -T --threads-per-core --time -t --time-min --tmp --uid --wait -W --wckey'
 }
 complete -F _hora_srun srun
@@ -55,7 +55,7 @@ _hora_salloc() {
 -m block cyclic plane arbitrary
 --exclusive user mcs
 --hint compute_bound memory_bound multithread nomultithread
---mail-type NONE BEGIN END FAIL REQUEUE ALL TIME_LIMIT ARRAY_TASKS
+--mail-type NONE BEGIN END FAIL REQUEUE ALL TIME_LIMIT TIME_LIMIT_90 TIME_LIMIT_80 TIME_LIMIT_50 ARRAY_TASKS
 --wait-all-nodes 0 1' '--account -A --acctg-freq --bb --bbf --begin -b --chdir -D --cluster-constraint --clusters -M --comment --constraint -C --container --context --core-spec -S --cores-per-socket --cpu-freq --cpus-per-gpu --cpus-per-task -c --deadline --delay-boot --dependency -d --distribution -m --exclude -x --extra-node-info -B --gid --gpu-bind --gpu-freq --gpus -G --gpus-per-node --gpus-per-socket --gpus-per-task --gres --gres-flags --hint --job-name -J --licenses -L --mail-type --mail-user --mcs-label --mem --mem-bind --mem-per-cpu --mem-per-gpu --mincpus --network --nodefile -F --nodelist -w --nodes -N --ntasks -n --ntasks-per-core --ntasks-per-gpu --ntasks-per-node --ntasks-per-socket --ntasks-per-tres --partition -p --power --prefer --priority --profile --qos -q --reservation --signal --sockets-per-node --switches --thread-spec --threads-per-core --time -t --time-min --tmp --uid --wait-all-nodes --wckey'
 }
 complete -F _hora_salloc salloc

@@ -919,3 +919,18 @@ func (e *Executor) handshakeUnit(ctx context.Context, id stepID, dir string, spe
 	go e.watch(id, w)
 	return nil
 }
+
+// NodeSystem is this machine's kernel and boot time: every local node is
+// this machine (nodes.SystemReader).
+func (e *Executor) NodeSystem(string) (nodes.NodeSystem, bool) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return nodes.NodeSystem{}, false
+	}
+	sys := nodes.NodeSystem{OS: strings.Join([]string{unix.ByteSliceToString(u.Sysname[:]),
+		unix.ByteSliceToString(u.Release[:]), unix.ByteSliceToString(u.Version[:])}, " ")}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		sys.Boot, _ = nodes.ParseBootTime(string(b))
+	}
+	return sys, true
+}

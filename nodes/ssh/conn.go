@@ -15,6 +15,8 @@ import (
 
 	"github.com/skeema/knownhosts"
 	gossh "golang.org/x/crypto/ssh"
+
+	"hora/nodes"
 )
 
 // HostKeyError is a refused host key: unknown to the known_hosts file, or
@@ -56,6 +58,7 @@ type host struct {
 	retryAt  time.Time
 	down     bool // declared down by the prober
 	watched  map[stepKey]time.Time
+	sys      nodes.NodeSystem // kernel and boot time, read by the last probe
 }
 
 type stepKey = string // step directory name, "<job>.<step>"

@@ -36,7 +36,29 @@ func (h *host) probe(ctx context.Context) error {
 		}
 		return fmt.Errorf("node %s: probe failed (exit %d): %s", h.node.Name, r.code, msg)
 	}
+	var sys nodes.NodeSystem
+	sys.Boot, _ = nodes.ParseBootTime(string(r.out))
+	for _, ln := range strings.Split(string(r.out), "\n") {
+		if os, ok := strings.CutPrefix(ln, "os "); ok {
+			sys.OS = strings.TrimSpace(os)
+		}
+	}
+	h.mu.Lock()
+	h.sys = sys
+	h.mu.Unlock()
 	return nil
+}
+
+// NodeSystem is the node's kernel and boot time as its last probe read
+// them (nodes.SystemReader).
+func (e *Executor) NodeSystem(node string) (nodes.NodeSystem, bool) {
+	h, err := e.host(node)
+	if err != nil {
+		return nodes.NodeSystem{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sys, h.sys.OS != ""
 }
 
 // probeLoop probes every ProbeInterval and reports transitions: down after

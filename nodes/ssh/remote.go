@@ -463,4 +463,6 @@ const shProbe = `
 [ -d "$1" ] || { mkdir -p -- "$1" && chmod 0755 -- "$1"; } || { echo "cannot create $1"; exit 1; }
 [ -w "$1" ] || { echo "$1 is not writable"; exit 1; }
 echo hora-probe-ok
+echo "os $(uname -s -r -v 2>/dev/null)"
+grep '^btime ' /proc/stat 2>/dev/null
 `

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"runtime"
@@ -421,6 +422,29 @@ func TestSetTimeLimit(t *testing.T) {
 	}
 	if err := v.e.SetTimeLimit(t.Context(), "n1", shorter, time.Minute); err == nil {
 		t.Error("SetTimeLimit on an ended step succeeded")
+	}
+}
+
+// A probe reads the node's kernel and boot time (scontrol show node OS=,
+// BootTime=): the test hosts share this machine's kernel, so they must be
+// this machine's.
+func TestProbeReadsSystem(t *testing.T) {
+	v := start(t, 1)
+	if err := v.e.Probe(t.Context(), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	sys, ok := v.e.NodeSystem("n1")
+	out, err := exec.Command("uname", "-s", "-r", "-v").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, _ := os.ReadFile("/proc/stat")
+	boot, _ := nodes.ParseBootTime(string(stat))
+	if !ok || sys.OS != strings.TrimSpace(string(out)) || !sys.Boot.Equal(boot) || boot.IsZero() {
+		t.Fatalf("NodeSystem = %+v, %v; want %q booted %v", sys, ok, strings.TrimSpace(string(out)), boot)
+	}
+	if _, ok := v.e.NodeSystem("nosuch"); ok {
+		t.Fatal("an unknown node has a system")
 	}
 }
 
