@@ -604,10 +604,26 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 		return
 	}
 	if err := c.st.Append(ctx, evs...); err != nil {
-		c.log.Error("recording start", "job", spec.Key.Job, "step", spec.Key.Step, "err", err)
+		c.startNotRecorded(ctx, spec, evs, err)
 		return
 	}
 	c.launchRecorded(ctx, spec)
+}
+
+// startNotRecorded queues a launch whose start could not be recorded (a
+// full disk) again a second later: the job is RUNNING in memory and holds
+// its nodes, and dropping the launch left it so for ever with nothing
+// running (found by the fault harness). stillToLaunch skips it if the job
+// has left the run meanwhile.
+func (c *Controller) startNotRecorded(ctx context.Context, spec nodes.LaunchSpec, evs []store.Event, err error) {
+	c.log.Error("recording start; trying again in a second", "job", spec.Key.Job, "step", spec.Key.Step, "err", err)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+			c.pushLaunch(spec, evs...)
+		}
+	}()
 }
 
 // stillToLaunch reports whether the job is still in the run spec launches:
@@ -751,8 +767,21 @@ func (c *Controller) handleExit(ctx context.Context, s nodes.Status) {
 	}
 	c.mu.Unlock()
 	if err != nil {
-		c.log.Error("recording job end", "job", s.Key.Job, "err", err)
-		return // keep the node-side state: recovery will record it
+		// The node-side state is kept, so that recovery would record the
+		// end at the next start; meanwhile the end is tried again while
+		// horad runs: a full disk freed later left the job RUNNING for
+		// ever (found by the fault harness). The step's state is re-read
+		// from the same Status, and a run the job has left since is
+		// ignored by the retry as it would be now.
+		c.log.Error("recording job end; trying again in a second", "job", s.Key.Job, "err", err)
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+				c.handleExit(ctx, s)
+			}
+		}()
+		return
 	}
 	// The step is this run's alone, so forgetting it, whenever that
 	// happens, cannot touch the job's next run.
@@ -961,7 +990,7 @@ func (c *Controller) launchAll(ctx context.Context, items []workItem) {
 		}
 		w, err := c.st.AppendQueued(ctx, it.launch.evs...)
 		if err != nil {
-			c.log.Error("recording start", "job", it.launch.spec.Key.Job, "step", it.launch.spec.Key.Step, "err", err)
+			c.startNotRecorded(ctx, it.launch.spec, it.launch.evs, err)
 			continue
 		}
 		waits[i] = w
@@ -971,7 +1000,7 @@ func (c *Controller) launchAll(ctx context.Context, items []workItem) {
 			continue
 		}
 		if err := waits[i](); err != nil {
-			c.log.Error("recording start", "job", it.launch.spec.Key.Job, "step", it.launch.spec.Key.Step, "err", err)
+			c.startNotRecorded(ctx, it.launch.spec, it.launch.evs, err)
 			continue
 		}
 		c.launchRecorded(ctx, it.launch.spec)

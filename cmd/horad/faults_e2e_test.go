@@ -428,19 +428,32 @@ func (h *harness) settle() {
 			return false
 		}
 		active = nil
+		var suspended, held []string
+		resume := false
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			if f := strings.Fields(line); len(f) == 3 {
 				active = append(active, line)
 				switch {
 				case f[1] == "SUSPENDED":
-					h.cmd("scontrol", "resume", f[0])
+					suspended = append(suspended, f[0])
 				case f[1] == "PENDING" && strings.HasPrefix(f[2], "JobHeld"):
-					h.cmd("scontrol", "release", f[0])
+					held = append(held, f[0])
 				case f[1] == "PENDING" && f[2] == "ReqNodeNotAvail":
-					for _, n := range h.nodes {
-						h.cmd("scontrol", "update", "NodeName="+n, "State=RESUME")
-					}
+					resume = true
 				}
+			}
+		}
+		// A long run leaves hundreds held: a hundred ids a command.
+		for verb, ids := range map[string][]string{"resume": suspended, "release": held} {
+			for len(ids) > 0 {
+				k := min(len(ids), 100)
+				h.cmd("scontrol", append([]string{verb}, ids[:k]...)...)
+				ids = ids[k:]
+			}
+		}
+		if resume {
+			for _, n := range h.nodes {
+				h.cmd("scontrol", "update", "NodeName="+n, "State=RESUME")
 			}
 		}
 		return len(active) == 0
