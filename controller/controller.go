@@ -550,14 +550,25 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 			c.watchTimeLocked(j)
 		case scheduler.End:
 			j := c.jobs[int64(a.ID)]
-			if j == nil {
+			if j == nil || j.State.Finished() {
 				continue
 			}
 			st, _ := api.ParseState(a.State)
 			now := c.now().Unix()
 			ev := store.Event{JobID: j.ID, Time: now, Kind: store.KindEnd, State: st, Reason: a.Reason, ExitCode: 1}
 			if err := c.st.Append(ctx, ev); err != nil {
-				c.log.Error("recording end", "job", j.ID, "err", err)
+				// The Engine has let the job go: the end is tried again
+				// (a full disk), as a step's end is.
+				c.log.Error("recording end; trying again in a second", "job", j.ID, "err", err)
+				go func() {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Second):
+						c.mu.Lock()
+						c.applyLocked(ctx, []scheduler.Action{a})
+						c.mu.Unlock()
+					}
+				}()
 				continue
 			}
 			// The store keeps StartTime 0 for a job that never ran; memory agrees.
