@@ -122,6 +122,13 @@ func runFaultHarness(t *testing.T, topo string, seed, stream uint64, duration ti
 		h.c = newClusterWith(t, sshFaultConfig(h.ssh))
 	}
 	h.work = h.c.workDir()
+	var err error
+	if h.allLog, err = os.Create(filepath.Join(t.TempDir(), "horad-all.log")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.allLog.Close() })
+	h.c.stop() // and again with its log kept in allLog
+	h.start()
 	h.sleeper = filepath.Join(h.work, "hora-fault-sleep")
 	if err := os.Symlink("/bin/sleep", h.sleeper); err != nil {
 		t.Fatal(err)
@@ -205,7 +212,8 @@ type harness struct {
 	work, script string
 	scriptBytes  []byte
 	sleeper      string
-	long         bool // jobs that overrun a one-minute limit (runs of 2 minutes or more)
+	allLog       *os.File // every horad's log (the cluster keeps the last one's)
+	long         bool     // jobs that overrun a one-minute limit (runs of 2 minutes or more)
 
 	mu        sync.Mutex
 	acked     map[int64]bool
@@ -466,7 +474,12 @@ func (h *harness) settle() {
 			fewest, progress = n, time.Now()
 		}
 		if time.Since(progress) > 180*time.Second {
-			t.Fatalf("%d jobs still active, none ended in 180 s after the faults stopped:\n%s", len(active), strings.Join(active, "\n"))
+			var ids []string
+			for _, l := range active {
+				ids = append(ids, strings.Fields(l)[0])
+			}
+			t.Fatalf("%d jobs still active, none ended in 180 s after the faults stopped:\n%s\nwhat horad logged of them:\n%s",
+				len(active), strings.Join(active, "\n"), h.jobLog(ids[:min(len(ids), 20)]))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

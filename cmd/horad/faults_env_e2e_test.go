@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -156,6 +157,10 @@ func (h *harness) tryStart() bool {
 	argv := append(append(append([]string(nil), c.wrap...), filepath.Join(c.bin, "horad")), args...)
 	c.daemon = exec.Command(argv[0], argv[1:]...)
 	c.daemon.Stderr = c.log
+	if h.allLog != nil {
+		// Every horad's log, for what a stuck job went through.
+		c.daemon.Stderr = io.MultiWriter(c.log, h.allLog)
+	}
 	c.daemon.Dir = c.dir
 	if err := c.daemon.Start(); err != nil {
 		h.t.Fatal(err)
@@ -227,4 +232,22 @@ func (h *harness) submitAnswer(code int, out, stderr string) {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return fmt.Sprintf("%.100s", l)
+}
+
+// jobLog is what every horad of the run logged about the given jobs.
+func (h *harness) jobLog(ids []string) string {
+	if h.allLog == nil {
+		return ""
+	}
+	b, _ := os.ReadFile(h.allLog.Name())
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, id := range ids {
+			if strings.Contains(line, " job="+id+" ") || strings.HasSuffix(line, " job="+id) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
