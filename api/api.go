@@ -301,6 +301,7 @@ type Step struct {
 	EndTime   int64    `json:"end_time,omitempty"`
 	ExitCode  int      `json:"exit_code"`
 	Signal    int      `json:"signal"`
+	TimeLimit int64    `json:"time_limit,omitempty"` // srun -t, seconds (0 = the job's): re-armed after a restart
 }
 
 // SubmitRequest asks horad to queue a job (or, with TestOnly, to say when it
@@ -461,11 +462,34 @@ type Partition struct {
 	Nodes       []string `json:"nodes"`
 	MaxTime     int64    `json:"max_time"`     // seconds, NoLimit
 	DefaultTime int64    `json:"default_time"` // seconds, NoLimit
-	// DefMemPerCPU and MaxMemPerNode (MiB, 0 = none), OverSubscribe
-	// (NO, YES, EXCLUSIVE, FORCE) as slurm.conf spells them.
+	// DefMemPerCPU and MaxMemPerNode (MiB, 0 = none); OverSubscribe as
+	// `scontrol show partition` prints it: NO, EXCLUSIVE, YES:N or FORCE:N
+	// ("" is NO).
 	DefMemPerCPU  int64  `json:"def_mem_per_cpu,omitempty"`
 	MaxMemPerNode int64  `json:"max_mem_per_node,omitempty"`
 	OverSubscribe string `json:"oversubscribe,omitempty"`
+}
+
+// JobOverSubscribe is a job's OverSubscribe as `scontrol show job` and
+// squeue %h print it (Slurm's job_share_string of the job's share value,
+// reported against the partition's current setting): YES when the job
+// asked -s or its partition is FORCE:N with N > 1; USER with
+// --exclusive=user; NO with --exclusive or a partition OverSubscribe=
+// EXCLUSIVE; OK otherwise. partition is Partition.OverSubscribe.
+func JobOverSubscribe(partition string, s *JobSpec) string {
+	switch {
+	case s.Oversubscribe:
+		return "YES"
+	case s.Exclusive == "user":
+		return "USER"
+	case s.Exclusive != "":
+		return "NO"
+	case strings.HasPrefix(partition, "FORCE:") && partition != "FORCE:1":
+		return "YES"
+	case partition == "EXCLUSIVE":
+		return "NO"
+	}
+	return "OK"
 }
 
 // PartitionsResponse lists partitions in configuration order.

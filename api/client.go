@@ -180,7 +180,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		body = b
 		hdr = append(hdr, [2]string{"Content-Type", "application/json"})
 	}
-	if _, ok := out.(*JobsResponse); ok {
+	if _, ok := out.(*JobsResponse); ok || isRaw(out) {
 		// Listings of thousands of jobs decode many times faster in hora's
 		// own encoding (listing.go) than as JSON; the daemon answers JSON to
 		// anyone who does not ask (curl), and so does an older daemon.
@@ -197,11 +197,21 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 	if out == nil {
 		return nil
 	}
-	switch jr, isJobs := out.(*JobsResponse); {
+	jr, isJobs := out.(*JobsResponse)
+	raw, isRaw := out.(*rawListing)
+	switch {
 	case isJobs && resp.contentType == MediaListing:
 		var b []byte
 		if b, err = readBody(resp); err == nil {
 			jr.Jobs, err = ParseListing(b)
+		}
+	case isRaw && resp.contentType == MediaListing:
+		raw.b, err = readBody(resp)
+	case isRaw:
+		// A daemon that answers JSON (one before the listing codec).
+		var jr JobsResponse
+		if err = json.NewDecoder(resp.body).Decode(&jr); err == nil {
+			raw.b = AppendListing(nil, jr.Jobs)
 		}
 	default:
 		err = json.NewDecoder(resp.body).Decode(out)
@@ -334,6 +344,29 @@ func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]Job, error) {
 	}
 	return out.Jobs, c.do(ctx, "GET", path, nil, out)
 }
+
+// JobListing is Jobs for a caller that walks the listing itself, one job
+// at a time (squeue over 100,000 jobs, ListingReader).
+func (c *Client) JobListing(ctx context.Context, f JobFilter) (*ListingReader, error) {
+	out := &rawListing{}
+	path := PathJobs
+	if q := f.Query().Encode(); q != "" {
+		path += "?" + q
+	}
+	if err := c.do(ctx, "GET", path, nil, out); err != nil {
+		return nil, err
+	}
+	r, err := NewListingReader(out.b)
+	if err != nil {
+		return nil, fmt.Errorf("horad at %s: %w", c.Socket, err)
+	}
+	return r, nil
+}
+
+// rawListing receives a listing's bytes undecoded.
+type rawListing struct{ b []byte }
+
+func isRaw(out any) bool { _, ok := out.(*rawListing); return ok }
 
 // Cancel cancels or signals jobs.
 func (c *Client) Cancel(ctx context.Context, r CancelRequest) (*CancelResponse, error) {

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"unsafe"
 )
 
 // MediaListing is the media type of hora's own binary job listing, which
@@ -18,19 +20,26 @@ const MediaListing = "application/x-hora-listing"
 
 // listingMagic starts every listing; the digit is the format's version. A
 // change of api.Job's fields changes the format, and with it the digit.
-const listingMagic = "HJL8"
+const listingMagic = "HJL9"
 
 // AppendListing appends the binary encoding of jobs to b.
 func AppendListing(b []byte, jobs []Job) []byte {
-	b = append(b, listingMagic...)
-	b = binary.AppendUvarint(b, uint64(len(jobs)))
+	b = AppendListingHeader(b, len(jobs))
 	for i := range jobs {
-		b = appendJob(b, &jobs[i])
+		b = AppendListingJob(b, &jobs[i])
 	}
 	return b
 }
 
-func appendJob(b []byte, j *Job) []byte {
+// AppendListingHeader starts a listing of n jobs, which n calls of
+// AppendListingJob follow (a listing encoded job by job, horad's squeue).
+func AppendListingHeader(b []byte, n int) []byte {
+	b = append(b, listingMagic...)
+	return binary.AppendUvarint(b, uint64(n))
+}
+
+// AppendListingJob appends one job of a listing.
+func AppendListingJob(b []byte, j *Job) []byte {
 	b = binary.AppendVarint(b, j.ID)
 	s := &j.Spec
 	b = appendStr(b, s.Name)
@@ -113,7 +122,7 @@ func appendJob(b []byte, j *Job) []byte {
 		b = appendStr(b, string(st.State))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Offset))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Size))
-		for _, v := range [...]int64{st.StartTime, st.EndTime, int64(st.ExitCode), int64(st.Signal)} {
+		for _, v := range [...]int64{st.StartTime, st.EndTime, int64(st.ExitCode), int64(st.Signal), st.TimeLimit} {
 			b = binary.AppendVarint(b, v)
 		}
 	}
@@ -172,47 +181,105 @@ func appendBool(b []byte, v bool) []byte {
 
 // ParseListing decodes what AppendListing encoded. A truncated or malformed
 // listing is an error naming the job and the byte offset where it broke.
+// The jobs' strings share data's bytes (no copy): data must not change
+// afterwards.
 func ParseListing(data []byte) ([]Job, error) {
-	d := &listingDecoder{b: data}
+	r, err := NewListingReader(data)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []Job
+	if r.Len() > 0 {
+		jobs = make([]Job, r.Len())
+	}
+	for i := range jobs {
+		if _, err := r.Next(&jobs[i]); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.End(); err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// ListingReader reads a listing one job at a time into a Job the caller
+// reuses, and goes back to a job by the offset Next gave. squeue over
+// 100,000 jobs decodes each job twice into one Job that stays in the cache
+// (to filter and sort, then to print) instead of allocating 100 MB of
+// Jobs, which cost more than the decoding itself. The jobs' strings share
+// the listing's bytes, which must not change while they are used.
+type ListingReader struct {
+	d    listingDecoder
+	n, i int
+}
+
+// NewListingReader checks a listing's header and count.
+func NewListingReader(data []byte) (*ListingReader, error) {
+	r := &ListingReader{d: listingDecoder{b: data}}
+	d := &r.d
 	if len(data) < len(listingMagic) || string(data[:len(listingMagic)]) != listingMagic {
 		return nil, errors.New("job listing: bad header (not a hora listing, or another version)")
 	}
 	d.off = len(listingMagic)
 	n := d.uvarint()
-	// Each job takes well over 40 bytes; a larger count is corrupt and must
-	// not allocate.
-	if d.err == nil && n > uint64(len(data)/40+1) {
-		return nil, fmt.Errorf("job listing: %d jobs cannot fit in %d bytes", n, len(data))
-	}
-	var jobs []Job
-	if n > 0 {
-		jobs = make([]Job, n)
-	}
-	for i := range jobs {
-		start := d.off
-		d.job(&jobs[i])
-		if d.err != nil {
-			return nil, fmt.Errorf("job listing: job %d of %d (byte %d): %w", i+1, n, start, d.err)
-		}
-	}
 	if d.err != nil {
 		return nil, fmt.Errorf("job listing: %w", d.err)
 	}
-	if d.off != len(data) {
-		return nil, fmt.Errorf("job listing: %d bytes left after %d jobs", len(data)-d.off, n)
+	// Each job takes well over 40 bytes; a larger count is corrupt and must
+	// not allocate.
+	if n > uint64(len(data)/40+1) {
+		return nil, fmt.Errorf("job listing: %d jobs cannot fit in %d bytes", n, len(data))
 	}
-	return jobs, nil
+	r.n = int(n)
+	return r, nil
+}
+
+// Len is the number of jobs in the listing.
+func (r *ListingReader) Len() int { return r.n }
+
+// Next decodes the next job into j (all of j is overwritten) and returns
+// the offset it started at, for At; io.EOF after the last job.
+func (r *ListingReader) Next(j *Job) (int, error) {
+	if r.i >= r.n {
+		return 0, io.EOF
+	}
+	r.i++
+	off := r.d.off
+	end, err := r.decode(off, j)
+	if err != nil {
+		return 0, fmt.Errorf("job listing: job %d of %d (byte %d): %w", r.i, r.n, off, err)
+	}
+	r.d.off = end
+	return off, nil
+}
+
+// At decodes into j the job that starts at off, an offset Next returned.
+func (r *ListingReader) At(off int, j *Job) error {
+	_, err := r.decode(off, j)
+	return err
+}
+
+// decode decodes the job at off into j and says where it ends.
+func (r *ListingReader) decode(off int, j *Job) (int, error) {
+	d := listingDecoder{b: r.d.b, off: off}
+	*j = Job{}
+	d.job(j)
+	return d.off, d.err
+}
+
+// End checks that the listing ends after its last job.
+func (r *ListingReader) End() error {
+	if r.d.off != len(r.d.b) {
+		return fmt.Errorf("job listing: %d bytes left after %d jobs", len(r.d.b)-r.d.off, r.n)
+	}
+	return nil
 }
 
 type listingDecoder struct {
 	b   []byte
 	off int
 	err error
-	// last holds the previous job's value of each fixed string field: most
-	// repeat it (same user, partition, state), and comparing is cheaper
-	// than a map lookup.
-	last [64]string
-	k    int // next fixed field
 }
 
 var errTruncated = errors.New("truncated or malformed")
@@ -251,33 +318,6 @@ func (d *listingDecoder) varint() int64 {
 
 func (d *listingDecoder) int() int { return int(d.varint()) }
 
-// field decodes the next fixed-position string field of a job.
-func (d *listingDecoder) field() string {
-	k := d.k
-	d.k++
-	n := d.uvarint()
-	if d.err != nil || n == 0 {
-		return ""
-	}
-	if n <= uint64(len(d.b)-d.off) && string(d.b[d.off:d.off+int(n)]) == d.last[k] {
-		d.off += int(n)
-		return d.last[k]
-	}
-	d.off -= uvarintLen(n)
-	s := d.str()
-	d.last[k] = s
-	return s
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
 func (d *listingDecoder) str() string {
 	n := d.uvarint()
 	if d.err != nil {
@@ -287,7 +327,12 @@ func (d *listingDecoder) str() string {
 		d.fail(errTruncated)
 		return ""
 	}
-	s := string(d.b[d.off : d.off+int(n)])
+	if n == 0 {
+		return ""
+	}
+	// The string shares the listing's bytes: no allocation and no copy
+	// for any of a listing's strings (ListingReader).
+	s := unsafe.String(&d.b[d.off], int(n))
 	d.off += int(n)
 	return s
 }
@@ -338,41 +383,40 @@ func (d *listingDecoder) float() float64 {
 }
 
 func (d *listingDecoder) job(j *Job) {
-	d.k = 0
 	j.ID = d.varint()
 	s := &j.Spec
-	s.Name = d.field()
-	s.Script = d.field()
-	s.Command = d.field()
+	s.Name = d.str()
+	s.Script = d.str()
+	s.Command = d.str()
 	s.Args = d.strs()
-	s.WorkDir = d.field()
-	s.Stdout = d.field()
-	s.Stderr = d.field()
-	s.Stdin = d.field()
+	s.WorkDir = d.str()
+	s.Stdout = d.str()
+	s.Stderr = d.str()
+	s.Stdin = d.str()
 	s.Env = d.strs()
-	s.Export = d.field()
-	s.Partition = d.field()
+	s.Export = d.str()
+	s.Partition = d.str()
 	s.Nodes, s.NodesMax, s.NTasks, s.CPUsPerTask = d.int(), d.int(), d.int(), d.int()
 	s.MemMB, s.TimeLimit, s.TimeMin, s.Begin, s.Deadline = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
 	s.Hold = d.bool()
 	s.Requeue = d.bool()
 	s.NoRequeue = d.bool()
 	s.Load = d.float()
-	s.Input, s.Reservation, s.Account, s.QOS, s.Comment, s.SubmitHost = d.field(), d.field(), d.field(), d.field(), d.field(), d.field()
+	s.Input, s.Reservation, s.Account, s.QOS, s.Comment, s.SubmitHost = d.str(), d.str(), d.str(), d.str(), d.str(), d.str()
 	s.OpenAppend = d.bool()
-	s.MailType, s.MailUser = d.field(), d.field()
+	s.MailType, s.MailUser = d.str(), d.str()
 	s.Alloc = d.bool()
-	s.Array, s.Dependency, s.KillOnInvalidDep = d.field(), d.field(), d.field()
+	s.Array, s.Dependency, s.KillOnInvalidDep = d.str(), d.str(), d.str()
 	s.Nice = d.int()
-	s.Signal = d.field()
+	s.Signal = d.str()
 	s.NTasksPerNode, s.MemPerCPU, s.MemPerGPU, s.CPUsPerGPU, s.MinCPUs = d.int(), d.varint(), d.varint(), d.int(), d.int()
-	s.Gres, s.GPUs, s.GPUsPerNode, s.GPUsPerTask = d.field(), d.field(), d.field(), d.field()
-	s.Exclusive, s.NodeList, s.Exclude, s.Constraint = d.field(), d.field(), d.field(), d.field()
+	s.Gres, s.GPUs, s.GPUsPerNode, s.GPUsPerTask = d.str(), d.str(), d.str(), d.str()
+	s.Exclusive, s.NodeList, s.Exclude, s.Constraint = d.str(), d.str(), d.str(), d.str()
 	s.MemAll = d.bool()
 	s.Oversubscribe = d.bool()
 	s.NoMultithread = d.bool()
 	if d.bool() {
-		s.PBS = &PBSSpec{Server: d.field(), Flavour: d.field(), Queue: d.field()}
+		s.PBS = &PBSSpec{Server: d.str(), Flavour: d.str(), Queue: d.str()}
 		s.PBS.PPN = d.int()
 		s.PBS.Shell = d.str()
 	}
@@ -392,7 +436,7 @@ func (d *listingDecoder) job(j *Job) {
 
 	j.UID = uint32(d.uvarint())
 	j.GID = uint32(d.uvarint())
-	j.User, j.Group, j.State, j.Reason = d.field(), d.field(), JobState(d.field()), d.field()
+	j.User, j.Group, j.State, j.Reason = d.str(), d.str(), JobState(d.str()), d.str()
 	j.Priority, j.SubmitTime, j.EligibleTime, j.StartTime, j.ExpectedStart, j.EndTime =
 		d.varint(), d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
 	j.SuspendTime, j.SuspendedSecs = d.varint(), d.varint()
@@ -414,11 +458,11 @@ func (d *listingDecoder) job(j *Job) {
 			st.State = JobState(d.str())
 			st.Offset = d.float()
 			st.Size = d.float()
-			st.StartTime, st.EndTime, st.ExitCode, st.Signal = d.varint(), d.varint(), d.int(), d.int()
+			st.StartTime, st.EndTime, st.ExitCode, st.Signal, st.TimeLimit = d.varint(), d.varint(), d.int(), d.int(), d.varint()
 		}
 	}
-	j.StdoutPath = d.field()
-	j.StderrPath = d.field()
+	j.StdoutPath = d.str()
+	j.StderrPath = d.str()
 	j.ArrayJobID, j.ArrayTaskID, j.ArrayThrottle = d.varint(), d.varint(), d.int()
 	if n := d.uvarint(); n > 0 && d.err == nil {
 		if n > uint64(len(d.b)-d.off) { // a task id takes at least one byte
@@ -430,7 +474,7 @@ func (d *listingDecoder) job(j *Job) {
 			j.ArrayPending[i] = d.varint()
 		}
 	}
-	j.Dependency = d.field()
+	j.Dependency = d.str()
 	j.MaxRSSKB, j.TotalCPUMs = d.varint(), d.varint()
 	if n := d.uvarint(); n > 0 && d.err == nil {
 		if n > uint64(len(d.b)-d.off)/6 { // an allocation takes at least 6 bytes

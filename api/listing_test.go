@@ -3,6 +3,9 @@ package api
 import (
 	"bytes"
 	"encoding/gob"
+	"encoding/json"
+	"io"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,4 +127,49 @@ func BenchmarkListing10k(b *testing.B) {
 			}
 		}
 	})
+}
+
+// JobListing reads hora's listing as it is, and a daemon that answers JSON
+// (one before the listing codec) gives the same jobs; a ListingReader goes
+// back to any job by the offset Next gave.
+func TestJobListingFromBothAnswers(t *testing.T) {
+	jobs := []Job{{ID: 1, User: "alice", State: StatePending, Spec: JobSpec{Name: "a"}},
+		{ID: 2, User: "bob", State: StateRunning, Nodes: []string{"n1"}, Spec: JobSpec{Name: "b"}}}
+	for _, asJSON := range []bool{false, true} {
+		sock, _ := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !asJSON && r.Header.Get("Accept") == MediaListing {
+				w.Header().Set("Content-Type", MediaListing)
+				w.Write(AppendListing(nil, jobs))
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(JobsResponse{Jobs: jobs})
+		}))
+		lr, err := NewClient(sock).JobListing(t.Context(), JobFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var offs []int
+		var j Job
+		for {
+			off, err := lr.Next(&j)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(j, jobs[len(offs)]) {
+				t.Fatalf("JSON %v: job %d read as %+v", asJSON, len(offs), j)
+			}
+			offs = append(offs, off)
+		}
+		if err := lr.End(); err != nil || len(offs) != 2 {
+			t.Fatalf("JSON %v: %d jobs, %v", asJSON, len(offs), err)
+		}
+		// Back to the first job: all of j is overwritten (bob's node goes).
+		if err := lr.At(offs[0], &j); err != nil || !reflect.DeepEqual(j, jobs[0]) {
+			t.Fatalf("JSON %v: At(%d) = %+v, %v", asJSON, offs[0], j, err)
+		}
+	}
 }

@@ -97,6 +97,17 @@ type StepTask struct {
 	// Stdin: the task reads what srun sends with StepInput; without it
 	// the task's stdin is /dev/null.
 	Stdin bool `json:"stdin,omitempty"`
+	// Pty: the task runs on a pseudo-terminal of its node (srun --pty,
+	// qsub -I); its stdin (Stdin set) is what is typed, and all its
+	// output comes back on stream 1.
+	Pty *StepPty `json:"pty,omitempty"`
+}
+
+// StepPty is the caller's terminal: its type ($TERM) and size.
+type StepPty struct {
+	Term string `json:"term,omitempty"`
+	Rows int    `json:"rows,omitempty"`
+	Cols int    `json:"cols,omitempty"`
 }
 
 // StepInput is a piece of a remote task's stdin, in order; EOF ends it.
@@ -106,6 +117,9 @@ type StepInput struct {
 	Task   int    `json:"task"`
 	Data   []byte `json:"data,omitempty"`
 	EOF    bool   `json:"eof,omitempty"`
+	// Resize, for a task on a pty: the caller's terminal is now this
+	// size (Term unused); sent alone, without Data.
+	Resize *StepPty `json:"resize,omitempty"`
 }
 
 // StepSignal forwards a signal to every task of a remote step.

@@ -162,6 +162,7 @@ type Mix struct {
 	Period  float64 `toml:"period"`  // tdm: Υ in seconds, default 3
 	Quantum float64 `toml:"quantum"` // gang: Q in seconds, default 0.5
 	Rows    int     `toml:"rows"`    // gang: M, default 6
+	Sync    float64 `toml:"sync"`    // tdm: δ in seconds at the start of each division, default 0
 }
 
 // Share is the RT share s of the configured ratio (1 for "1:0").
@@ -203,7 +204,7 @@ type Partition struct {
 	// MaxMemPerNode (MiB, 0 = none) refuses larger jobs at submit.
 	DefMemPerCPU  int64             `toml:"def_mem_per_cpu"`
 	MaxMemPerNode int64             `toml:"max_mem_per_node"`
-	OverSubscribe string            `toml:"oversubscribe"` // NO (default), EXCLUSIVE, YES, FORCE
+	OverSubscribe string            `toml:"oversubscribe"` // NO (default), EXCLUSIVE, YES[:N], FORCE[:N]
 	Params        map[string]string `toml:"params"`        // policy-specific settings
 }
 
@@ -669,8 +670,8 @@ func (c *Config) Validate() error {
 		if p.DefMemPerCPU < 0 || p.MaxMemPerNode < 0 {
 			ps = append(ps, c.problem(key+".def_mem_per_cpu", "def_mem_per_cpu and max_mem_per_node must be ≥ 0"))
 		}
-		if o, _, _ := strings.Cut(strings.ToUpper(p.OverSubscribe), ":"); o != "" && o != "NO" && o != "YES" && o != "EXCLUSIVE" && o != "FORCE" {
-			ps = append(ps, c.problem(key+".oversubscribe", "must be NO, YES, EXCLUSIVE or FORCE, got %q", p.OverSubscribe))
+		if _, err := scheduler.ParseOverSubscribe(p.OverSubscribe); err != nil {
+			ps = append(ps, c.problem(key+".oversubscribe", "%v", err))
 		}
 		for _, t := range []struct{ k, v string }{{"max_time", p.MaxTime}, {"default_time", p.DefaultTime}} {
 			if t.v == "" {
@@ -706,9 +707,16 @@ func (c *Config) validateMix() Problems {
 	if !(m.Period > 0) || m.Period > 86400 {
 		ps = append(ps, c.problem("mix.period", "must be seconds in (0, 86400], got %g", m.Period))
 	} else if mode == mix.TDMMode && r.X+r.Y > 0 {
-		if _, err := mix.NewTDM(r, m.Period, 0.001); err != nil {
-			ps = append(ps, c.problem("mix.period", "%v", err))
+		if _, err := mix.NewTDM(r, m.Period, max(m.Sync, 0.001)); err != nil {
+			key := "mix.period"
+			if m.Sync > 0.001 {
+				key = "mix.sync"
+			}
+			ps = append(ps, c.problem(key, "%v", err))
 		}
+	}
+	if !(m.Sync >= 0) || m.Sync >= 60 {
+		ps = append(ps, c.problem("mix.sync", "must be seconds in [0, 60), got %g", m.Sync))
 	}
 	if !(m.Quantum > 0) || m.Quantum > 3600 {
 		ps = append(ps, c.problem("mix.quantum", "must be seconds in (0, 3600], got %g", m.Quantum))
@@ -836,6 +844,9 @@ func (c *Config) Scheduler() scheduler.Config {
 	}
 	if r, err := mix.ParseRatio(c.Mix.Ratio); err == nil {
 		sc.Ratio = r
+	}
+	if mode, _ := mix.ParseMode(c.Mix.Mode); mode == mix.GangMode && c.MixEnforced() {
+		sc.Gang = &scheduler.GangSpec{Rows: c.Mix.Rows, Quantum: c.Mix.Quantum, Sync: c.Mix.Sync}
 	}
 	return sc
 }

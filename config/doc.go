@@ -64,7 +64,7 @@ var Keys = []KeyDoc{
 	{"partition.default_time", "string", `""`, "Time limit of a job that gives none, in the same syntax. Empty: max_time (Slurm's rule); it never exceeds max_time."},
 	{"partition.def_mem_per_cpu", "integer", `0`, "Memory in MiB per CPU of a job that asks for none (Slurm's DefMemPerCPU); 0 means such a job's memory is neither counted nor limited."},
 	{"partition.max_mem_per_node", "integer", `0`, "Largest memory per node in MiB a job may ask for; larger jobs are refused at submit (Slurm's MaxMemPerNode). 0: no limit."},
-	{"partition.oversubscribe", "string", `""`, "Slurm's OverSubscribe: NO (the default when empty), EXCLUSIVE, YES or FORCE."},
+	{"partition.oversubscribe", "string", `""`, "Slurm's OverSubscribe, any case: NO (the default when empty), each CPU to one job; YES[:N], a job that asks -s/--oversubscribe shares each of its CPUs with up to N−1 other such jobs (N 1 to 32767, default 4); FORCE[:N], every job that asks for resources does; EXCLUSIVE, every job gets whole nodes. Memory and generic resources are never shared. scontrol show partition prints it as NO, EXCLUSIVE, YES:N or FORCE:N."},
 	{"partition.params", "table", "", "Policy parameters as string values, for instance cms, cps and admission for the dlt policy and strategy for the reserve policy; docs/architecture.md lists them."},
 	{"partition.params.*", "string", "", "One policy parameter."},
 
@@ -91,8 +91,9 @@ var Keys = []KeyDoc{
 
 	{"mix", "table", "", "The fairness ratio between the real-time and best-effort classes."},
 	{"mix.ratio", "string", `"1:0"`, "x:y: on every node the real-time class is guaranteed the share x/(x+y) of the node's time while both classes have work, and either class may use all of it when the other is idle. Real-time admission plans with that share. \"1:0\": real-time work owns the nodes, best-effort work fills what it leaves."},
-	{"mix.mode", "string", `"ps"`, "How a node enforces the ratio: \"ps\" (proportional share: the classes' cgroups get CPU weights x and y), \"tdm\" (time division: every period the real-time class runs for its share, then the best-effort class), \"gang\" (an Ousterhout matrix rotated every quantum, each job on a node stopped and continued in its own freezer group; local nodes and replay, not SSH nodes)."},
+	{"mix.mode", "string", `"ps"`, "How a node enforces the ratio: \"ps\" (proportional share: the classes' cgroups get CPU weights x and y), \"tdm\" (time division: every period the real-time class runs for its share, then the best-effort class), \"gang\" (an Ousterhout matrix rotated every quantum, each job on a node stopped and continued in its own freezer group or systemd scope)."},
 	{"mix.period", "float", `3.0`, "tdm: the period in seconds that is divided between the classes."},
 	{"mix.quantum", "float", `0.5`, "gang: the time slice in seconds."},
-	{"mix.rows", "integer", `6`, "gang: the rows of the matrix, split between the classes by the ratio."},
+	{"mix.rows", "integer", `6`, "gang: the rows of the matrix, split between the classes by the ratio. Periodic real-time jobs are admitted by the 1GS rows test: r = M·(Q+δ)·ζmax/(d·Q) real-time rows with one free slot per process down the same nodes."},
+	{"mix.sync", "float", `0`, "tdm: the synchronisation δ in seconds at the start of each division, during which neither class runs on a node where both have processes (be-rt-mix-2001 §4.2): a guard against the skew of the switch between nodes, so that no node runs the new division's class while another still runs the old one. gang: the row switch δ that the real-time admission counts in the cycle M·(Q+δ) (§4.4). 0: none."},
 }

@@ -33,9 +33,12 @@ import (
 // given to the job's own processes only: it travels to the node on the
 // launch session's stdin and lives in the job's environment and its 0700
 // step directory, which only the job's user and root can read. A keyed
-// request acts as the job's owner for that job only, and reaches only the
-// step endpoints (create, run, input, signal, end): the same as the owner's srun could
-// do, on the same job.
+// request acts as the job's owner: steps only of that job (Caller.Job,
+// mayUse), and for every other request (squeue, scontrol show job, scancel,
+// sbatch, ...) exactly what the owner's own commands may do on the submit
+// host, through the same handlers and their ownership checks: a job's
+// user still touches only their own jobs. The database backup stays
+// reachable only through horad's own socket.
 
 // stepKeyHeader carries the step key on a callback connection.
 const stepKeyHeader = "Hora-Step-Key"
@@ -106,7 +109,7 @@ func (c *Controller) callbackEnv(j *job, node string) []string {
 	return []string{"HORA_SOCKET=" + cb.CallbackPath(node), "HORA_STEP_KEY=" + c.stepKey(j.ID)}
 }
 
-// serveCallbacks serves the step endpoints on the executor's callback
+// serveCallbacks serves the socket protocol on the executor's callback
 // sockets until ctx ends.
 func (c *Controller) serveCallbacks(ctx context.Context) {
 	cb, ok := c.exec.(nodes.Callbacker)
@@ -114,15 +117,13 @@ func (c *Controller) serveCallbacks(ctx context.Context) {
 		return
 	}
 	l := newChanListener()
-	mux := http.NewServeMux()
-	c.routeSteps(mux)
-	c.routeRemoteSteps(mux)
-	allowed := map[string]bool{api.PathStepCreate: true, api.PathStepRun: true, api.PathStepEnd: true,
-		api.PathStepInput: true, api.PathStepSignal: true}
+	// The socket protocol's own routes: the handlers check what the
+	// caller (the job's owner) may do.
+	mux := c.Server().Handler
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, ok := c.jobOfStepKey(r.Header.Get(stepKeyHeader))
-			if !ok || !allowed[r.URL.Path] {
+			if !ok || r.URL.Path == api.PathBackup {
 				c.log.Warn("callback refused", "node", r.RemoteAddr, "path", r.URL.Path)
 				writeJSON(w, http.StatusForbidden, &api.Error{Message: "Access/permission denied", Code: api.CodeAccessDenied})
 				return

@@ -654,6 +654,12 @@ func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec 
 		Env: c.jobEnv(j, node), UID: j.UID, GID: j.GID, User: j.User,
 		TimeLimit: secondsDur(limit), KillWait: kill,
 	}
+	if j.Spec.Alloc {
+		// The hold runs nothing of the user's: a working directory the
+		// node lacks (a home of /nonexistent) must not end the
+		// allocation. The shell, a step, says so and goes to /tmp.
+		ls.WorkDir = "/"
+	}
 	if a := allocOn(&j.Job, node); a != nil {
 		// What the Engine gave the job here, for the node to enforce.
 		ls.CPUs, ls.MemMB = a.CPUs, a.MemMB

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"hora/api"
 	"hora/nodes/ssh"
 )
 
@@ -138,4 +139,23 @@ func pbsScript(j *job) []byte {
 		b.WriteString("\"${SHELL:-/bin/sh}\" \"$d/script\" \"$@\"\n")
 	}
 	return []byte(b.String())
+}
+
+// newPBSArraySel reads qselect's pbs_arrays parameter (api.PBSArraySel),
+// judging an array by the tasks horad still holds (a task forgotten after
+// min_job_age no longer counts). Its methods run under c.mu.
+func (c *Controller) newPBSArraySel(mode string, now int64) (*api.PBSArraySel, bool) {
+	return api.NewPBSArraySel(mode, now, func(array int64) []*api.Job {
+		a := c.arrays[array]
+		if a == nil {
+			return nil
+		}
+		tasks := make([]*api.Job, 0, len(a.ids))
+		for _, id := range a.ids {
+			if t := c.jobs[id]; t != nil {
+				tasks = append(tasks, &t.Job)
+			}
+		}
+		return tasks
+	})
 }

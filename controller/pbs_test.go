@@ -103,3 +103,62 @@ func TestJobIDsByPBSState(t *testing.T) {
 		t.Fatal("pbs_state=Z accepted")
 	}
 }
+
+// qselect's array rules on horad's ids-only listing: under pbs_arrays=array
+// an array is selected by its own letter (H while all its tasks are held,
+// B once one has finished, never the tasks' Q or F) and answered once;
+// under pbs_arrays=subjobs each task by its subjob letter, a finished one X
+// while its array has not finished.
+func TestJobIDsPBSArrays(t *testing.T) {
+	f := newFixture(t)
+	c := f.controller(t)
+	ctx := t.Context()
+	s := f.spec("true")
+	s.Hold, s.Array = true, "1-3"
+	resp, err := c.submit(ctx, root, api.SubmitRequest{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	tasks := slices.Clone(c.arrays[resp.JobID].ids)
+	c.mu.Unlock()
+	ids := func(query string) []int64 {
+		t.Helper()
+		out, err := c.hJobs(ctx, root, httptest.NewRequest("GET", api.PathJobs+"?ids_only=1&"+query, nil))
+		if err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		return out.(*api.JobIDsResponse).IDs
+	}
+	check := func(query string, want ...int64) {
+		t.Helper()
+		if got := ids(query); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("%s: %v, want %v", query, got, want)
+		}
+	}
+	check("pbs_arrays=array&pbs_state=H", tasks[0])
+	check("pbs_arrays=array&pbs_state=QB")
+	check("pbs_state=H", tasks...) // each task a job of its own (Torque)
+	// Task 1 has finished: the array has begun (B).
+	c.mu.Lock()
+	c.jobs[tasks[0]].State = api.StateCompleted
+	c.mu.Unlock()
+	check("pbs_arrays=array&pbs_state=B", tasks[0])
+	check("pbs_arrays=array&pbs_state=HF")
+	check("pbs_arrays=array", tasks[0])
+	check("pbs_arrays=subjobs&pbs_state=X", tasks[0])
+	check("pbs_arrays=subjobs&pbs_state=H", tasks[1], tasks[2])
+	check("pbs_arrays=subjobs", tasks...)
+	check("pbs_state=HF", tasks[1], tasks[2]) // a finished job is not listed
+	// Every task finished: the array is F, and listed no more.
+	c.mu.Lock()
+	for _, id := range tasks {
+		c.jobs[id].State = api.StateCompleted
+	}
+	c.mu.Unlock()
+	check("pbs_arrays=array")
+	check("pbs_arrays=subjobs")
+	if _, err := c.hJobs(ctx, root, httptest.NewRequest("GET", api.PathJobs+"?ids_only=1&pbs_arrays=tasks", nil)); err == nil {
+		t.Error("pbs_arrays=tasks accepted")
+	}
+}

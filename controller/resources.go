@@ -16,7 +16,7 @@ import (
 // client other than sbatch sent bad gres or hostlists) is an *api.Error
 // with Slurm's text.
 func requestOf(s *api.JobSpec) (*scheduler.Request, error) {
-	if !s.WantsResources() {
+	if !s.WantsResources() && !s.Oversubscribe {
 		return nil, nil
 	}
 	q := &scheduler.Request{
@@ -25,6 +25,7 @@ func requestOf(s *api.JobSpec) (*scheduler.Request, error) {
 		MemPerNode: s.MemMB, MemAll: s.MemAll, MemPerCPU: s.MemPerCPU, MemPerGPU: s.MemPerGPU,
 		CPUsPerGPU: s.CPUsPerGPU, NoMultithread: s.NoMultithread,
 		Exclusive: s.Exclusive != "" && s.Exclusive != "user", ExclusiveUser: s.Exclusive == "user",
+		Oversubscribe: s.Oversubscribe, OnlyShare: !s.WantsResources(),
 	}
 	q.MemGiven = s.MemMB > 0 || s.MemAll || s.MemPerCPU > 0 || s.MemPerGPU > 0
 	if q.NTasks == 0 {
@@ -287,4 +288,14 @@ func (c *Controller) probeLoad() (int64, float64) {
 		}
 	}
 	return mem, load
+}
+
+// overSubscribeText is a partition's OverSubscribe as scontrol prints it
+// (FORCE:4 for "force"); config has already refused a bad one.
+func overSubscribeText(s string) string {
+	o, err := scheduler.ParseOverSubscribe(s)
+	if err != nil {
+		return "NO"
+	}
+	return o.String()
 }

@@ -74,7 +74,7 @@ func (c *Controller) Server() *http.Server {
 	c.routeSteps(mux)
 	c.routeRemoteSteps(mux)
 	return &http.Server{
-		Handler:           mux,
+		Handler:           c.untilRecovered(mux),
 		ConnContext:       connContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		// An idle keep-alive connection is closed after a minute: without
@@ -125,6 +125,19 @@ func (c *Controller) handle(h handlerFunc) http.HandlerFunc {
 			}
 			c.log.Debug("request refused", "path", r.URL.Path, "uid", who.UID, "err", ae.Message)
 			writeJSON(w, status, ae)
+			return
+		}
+		if el, ok := out.(*encodedListing); ok {
+			// Sent with its length rather than in chunks.
+			w.Header().Set("Content-Type", api.MediaListing)
+			w.Header().Set("Content-Length", strconv.Itoa(len(*el.buf)))
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(*el.buf)
+			// The client has all of it before the buffer is parked.
+			if fl, ok := w.(http.Flusher); ok {
+				fl.Flush()
+			}
+			listings.putBuf(el.buf)
 			return
 		}
 		if jr, ok := out.(*api.JobsResponse); ok {
@@ -289,6 +302,10 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		return nil, &api.Error{Message: "pbs_state: invalid state letters " + strconv.Quote(pbsStates), Code: api.CodeBadRequest}
 	}
 	nowU := c.now().Unix()
+	arrays, ok := c.newPBSArraySel(q.Get("pbs_arrays"), nowU)
+	if !ok {
+		return nil, &api.Error{Message: "pbs_arrays: invalid value " + strconv.Quote(q.Get("pbs_arrays")), Code: api.CodeBadRequest}
+	}
 	// show is one job of the answer: presented (pending reason, planned
 	// start, owner-only fields), or only what selects it (qselect).
 	show := func(j *api.Job) api.Job {
@@ -319,7 +336,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			if !slices.Contains(states, j.State) {
 				return false
 			}
-		} else if !all && !history && j.State.Finished() {
+		} else if !all && !history && j.State.Finished() && !arrays.Live(j) {
 			return false
 		}
 		if len(parts) > 0 && !slices.Contains(parts, j.Spec.Partition) {
@@ -328,10 +345,13 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		if len(names) > 0 && !slices.Contains(names, j.Spec.Name) {
 			return false
 		}
-		if pbsStates != "" && !strings.Contains(pbsStates, api.PBSState(j, torque, nowU)) {
+		if pbsStates != "" && !strings.Contains(pbsStates, arrays.State(j, torque, nowU)) {
 			return false
 		}
-		return true
+		return arrays.First(j)
+	}
+	if !history && !c.isRecovered() {
+		return c.jobsDuringRecovery(ctx, who, r, ids, uids, keep, full, idsOnly)
 	}
 	if idsOnly && !history {
 		out := &api.JobIDsResponse{IDs: []int64{}}
@@ -382,16 +402,24 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// Sized for every job at once: growing a slice of 10,000 jobs by
-	// appends copied it a dozen times under the lock.
-	out.Jobs = listings.get(len(c.ids))
-	type foldKey struct {
-		array  int64
-		reason string
+	// hora's own client gets the listing encoded here, job by job from
+	// memory, rather than from a copy of every job made for the encoder:
+	// that copy was 100 MB for 100,000 jobs, and most of horad's side of
+	// squeue. rows are the answer's rows: a live job, presented as it is
+	// encoded, or a row already made (an array's folded row, a COMPLETING
+	// view) in out.Jobs.
+	encode := r.Header.Get("Accept") == api.MediaListing && !brief
+	var rows []listRow
+	if encode {
+		rows = make([]listRow, 0, len(c.ids))
+	} else {
+		// Sized for every job at once: growing a slice of 10,000 jobs by
+		// appends copied it a dozen times under the lock.
+		out.Jobs = listings.get(len(c.ids))
 	}
-	var folded map[foldKey]int // → index in out.Jobs of the row that stands for them
+	var folded arrayFolder
 	if q.Get("fold") == "1" {
-		folded = map[foldKey]int{}
+		folded = arrayFolder{}
 	}
 	for _, id := range c.ids {
 		j := c.jobs[id]
@@ -409,20 +437,80 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 			if reason != "JobHeldUser" && reason != "JobHeldAdmin" {
 				reason = c.eng.Reason(schedID(j.ID))
 			}
-			k := foldKey{j.ArrayJobID, reason}
-			if i, ok := folded[k]; ok {
-				out.Jobs[i].ArrayPending = append(out.Jobs[i].ArrayPending, j.ArrayTaskID)
-				continue
+			if n := len(out.Jobs); folded.add(&out.Jobs, &j.Job, reason, show) && encode {
+				rows = append(rows, listRow{made: n})
 			}
-			folded[k] = len(out.Jobs)
-			row := show(&j.Job)
-			row.ArrayPending = []int64{j.ArrayTaskID}
-			out.Jobs = append(out.Jobs, row)
 			continue
 		}
-		add(&out.Jobs, view)
+		switch {
+		case !encode:
+			add(&out.Jobs, view)
+		case view == &j.Job:
+			rows = append(rows, listRow{live: view})
+		default:
+			rows = append(rows, listRow{made: len(out.Jobs)})
+			out.Jobs = append(out.Jobs, show(view))
+		}
+	}
+	if encode {
+		return c.encodeListingLocked(who, rows, out.Jobs, full), nil
 	}
 	return out, nil
+}
+
+// listRow is one row of a listing encoded under the lock: a live job, or
+// the index of a row already made.
+type listRow struct {
+	live *api.Job
+	made int
+}
+
+// encodedListing is a job listing already in hora's own encoding
+// (api.MediaListing), which handle sends as it is.
+type encodedListing struct{ buf *[]byte }
+
+// encodeListingLocked encodes the rows, each live job presented on one
+// scratch copy. Caller holds c.mu.
+func (c *Controller) encodeListingLocked(who *Caller, rows []listRow, made []api.Job, full bool) *encodedListing {
+	bp := listings.buf()
+	b := api.AppendListingHeader((*bp)[:0], len(rows))
+	var scratch api.Job
+	for _, row := range rows {
+		if row.live == nil {
+			b = api.AppendListingJob(b, &made[row.made])
+			continue
+		}
+		scratch = *row.live
+		c.presentIn(who, &scratch, full)
+		b = api.AppendListingJob(b, &scratch)
+	}
+	*bp = b
+	return &encodedListing{buf: bp}
+}
+
+// arrayFolder folds the pending tasks of an array that wait for the same
+// reason into one row, as squeue shows them without -r: foldKey → the
+// index of that row in the answer.
+type arrayFolder map[foldKey]int
+
+type foldKey struct {
+	array  int64
+	reason string
+}
+
+// add appends j's row, shown, or adds j's task to its array's row; true
+// when it appended a row.
+func (f arrayFolder) add(out *[]api.Job, j *api.Job, reason string, show func(*api.Job) api.Job) bool {
+	k := foldKey{j.ArrayJobID, reason}
+	if i, ok := f[k]; ok {
+		(*out)[i].ArrayPending = append((*out)[i].ArrayPending, j.ArrayTaskID)
+		return false
+	}
+	f[k] = len(*out)
+	row := show(j)
+	row.ArrayPending = []int64{j.ArrayTaskID}
+	*out = append(*out, row)
+	return true
 }
 
 // present fills in what is computed rather than stored (the pending reason)
@@ -455,15 +543,7 @@ func (c *Controller) presentIn(who *Caller, j *api.Job, full bool) {
 			j.ExpectedStart = int64(t)
 		}
 	}
-	switch {
-	case j.State == api.StatePending && (j.Reason == "JobHeldUser" || j.Reason == "JobHeldAdmin"):
-		j.Priority = 0
-	case j.Priority == 0:
-		j.Priority = basePriority(j.ID)
-	}
-	if !full || (who.UID != j.UID && !c.operators[who.UID]) {
-		j.Spec.Script, j.Spec.Env = "", nil
-	}
+	c.presentStored(who, j, full)
 	if j.State == api.StatePending {
 		if lj := c.jobs[j.ID]; lj != nil {
 			j.Dependency = c.dependencyText(lj)
@@ -550,7 +630,7 @@ func (c *Controller) hPartitions(ctx context.Context, who *Caller, r *http.Reque
 	for _, p := range c.cfg.Scheduler().Partitions {
 		out.Partitions = append(out.Partitions, api.Partition{Name: p.Name, Default: p.Default, State: "up",
 			Policy: p.Policy, Nodes: p.Nodes, MaxTime: limitSeconds(p.MaxTime), DefaultTime: limitSeconds(p.DefaultTime),
-			DefMemPerCPU: p.DefMemPerCPU, MaxMemPerNode: p.MaxMemPerNode, OverSubscribe: p.OverSubscribe})
+			DefMemPerCPU: p.DefMemPerCPU, MaxMemPerNode: p.MaxMemPerNode, OverSubscribe: overSubscribeText(p.OverSubscribe)})
 	}
 	return out, nil
 }

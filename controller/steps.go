@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -45,6 +46,8 @@ type srunStep struct {
 	stopRun context.CancelFunc
 	inputs  map[int]*io.PipeWriter // stdin of the tasks that read it, by task id
 	signals []chan nodes.Signum    // one per task, to RunTask
+	// resizes carries the window sizes of the tasks on a pty, by task id.
+	resizes map[int]chan nodes.Winsize
 	// limit fires at the step's own time limit (srun -t); timedOut once
 	// it has, so the step's end is recorded TIMEOUT.
 	limit    *time.Timer
@@ -54,6 +57,12 @@ type srunStep struct {
 	// where they were, whose groups are read and removed at the end.
 	memMB    int64
 	memNodes []string
+	// recovered: granted before horad restarted (rearmSrunSteps). Its
+	// tasks' process group is looked up in /proc when it must be
+	// signalled, and the first srun of the job's user to report its end
+	// is taken as its own.
+	recovered bool
+	job       int64
 }
 
 // allocHoldScript holds the nodes of an salloc/srun allocation: the
@@ -155,7 +164,7 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	grant.Partition = j.Spec.Partition
 	grant.Env = c.allocEnvLocked(j)
 	step := api.Step{Index: id, Node: sbatch.CompressHostlist(grant.Nodes), State: api.StateRunning,
-		StartTime: c.now().Unix(), Name: req.Name, NTasks: len(grant.TaskNode)}
+		StartTime: c.now().Unix(), Name: req.Name, NTasks: len(grant.TaskNode), TimeLimit: max(req.TimeLimit, 0)}
 	for _, n := range grant.CPUs {
 		step.CPUs += n
 	}
@@ -172,6 +181,11 @@ func (c *Controller) createStep(ctx context.Context, who *Caller, req api.StepRe
 	}
 	if _, ok := c.exec.(nodes.StepCgrouper); ok && req.MemMB > 0 && !ss.remote {
 		ss.memMB, grant.MemGate = req.MemMB, true
+	}
+	if ss.remote && req.MemMB > 0 {
+		// horad starts the tasks itself, in the step's memory group
+		// (TaskSpec.StepMemMB): no gate needed.
+		ss.memMB = req.MemMB
 	}
 	if j.srun == nil {
 		j.srun = map[int]*srunStep{}
@@ -355,6 +369,9 @@ func (c *Controller) endStep(ctx context.Context, who *Caller, req api.StepEnd) 
 		// the new horad, which knows it only from the record.
 		s = &srunStep{id: req.StepID, srunPID: who.PID}
 	}
+	if s.recovered && s.srunPID == 0 {
+		s.srunPID = who.PID // the job's user (runningStep checked)
+	}
 	if who.PID != s.srunPID && who.UID != 0 {
 		return nil, stepErr(api.CodeAccessDenied, "Access/permission denied")
 	}
@@ -457,6 +474,9 @@ func (c *Controller) killStepTasks(s *srunStep, uid uint32, sig syscall.Signal) 
 			s.signalRemote(nodes.Signum(sig))
 		}
 		return
+	}
+	if s.pgid <= 1 && s.recovered {
+		s.pgid = stepGroup(s.job, s.id, uid)
 	}
 	if s.pgid <= 1 {
 		return
@@ -670,10 +690,16 @@ func (c *Controller) enterStepMemory(j *job, s *srunStep, req api.StepStarted) e
 	return nil
 }
 
+// stepMemoryEnder reads and removes a step's own memory group on a node:
+// nodes/local for srun's tasks, nodes/ssh for the tasks it ran itself.
+type stepMemoryEnder interface {
+	EndStepMemory(node string, key nodes.StepKey) int
+}
+
 // endStepMemory reads and removes the memory groups of a step with its own
 // --mem, once: the number of tasks the kernel killed for it.
 func (c *Controller) endStepMemory(j *job, s *srunStep) int {
-	sc, ok := c.exec.(nodes.StepCgrouper)
+	sc, ok := c.exec.(stepMemoryEnder)
 	if !ok || len(s.memNodes) == 0 {
 		return 0
 	}
@@ -683,4 +709,71 @@ func (c *Controller) endStepMemory(j *job, s *srunStep) int {
 	}
 	s.memNodes = nil
 	return n
+}
+
+// rearmSrunSteps gives the running srun steps of a re-attached job (local
+// nodes, where their tasks outlive horad) back their live state: their own
+// time limit (srun -t, recorded with the step) fires at start + limit, at
+// once if that passed while horad was away, and scancel JOBID.STEP reaches
+// them again. Called while recovering, before any request is served.
+func (c *Controller) rearmSrunSteps(j *job) {
+	if c.cfg.Executor != "local" {
+		return // remote steps' tasks were started by the old horad's sessions: not done (docs/steps.md)
+	}
+	now := c.now()
+	for _, st := range j.Steps {
+		if st.State != api.StateRunning || st.NTasks == 0 || j.srun[st.Index] != nil {
+			continue // not an srun step (a divisible job's chunk), or known
+		}
+		names, err := sbatch.ExpandHostlist(st.Node)
+		if err != nil {
+			continue
+		}
+		ss := &srunStep{id: st.Index, nodes: names, cpus: make([]int, len(names)), recovered: true, job: j.ID}
+		if j.srun == nil {
+			j.srun = map[int]*srunStep{}
+		}
+		j.srun[st.Index] = ss
+		if st.TimeLimit > 0 {
+			left := time.Unix(st.StartTime+st.TimeLimit, 0).Sub(now)
+			jobID := j.ID
+			ss.limit = time.AfterFunc(max(left, 0), func() { c.stepTimeLimit(jobID, ss) })
+			c.log.Info("step time limit re-armed", "job", j.ID, "step", st.Index, "left", max(left, 0).Round(time.Second))
+		}
+	}
+}
+
+// stepGroup finds the process group of the tasks of step (job, step) of
+// user uid after a restart, when srun's report of it is gone: a process
+// of that user whose environment names the job and the step (srun sets
+// SLURM_JOB_ID and SLURM_STEP_ID in every task's). 0 when none runs.
+func stepGroup(job int64, step int, uid uint32) int {
+	wantJob := []byte("SLURM_JOB_ID=" + strconv.FormatInt(job, 10))
+	wantStep := []byte("SLURM_STEP_ID=" + strconv.Itoa(step))
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name(), &st) != nil || st.Uid != uid {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		hasJob, hasStep := false, false
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			hasJob = hasJob || bytes.Equal(kv, wantJob)
+			hasStep = hasStep || bytes.Equal(kv, wantStep)
+		}
+		if hasJob && hasStep {
+			if pg, err := unix.Getpgid(pid); err == nil && pg > 1 {
+				return pg
+			}
+		}
+	}
+	return 0
 }

@@ -94,12 +94,16 @@ func (c *Controller) stepInput(who *Caller, req api.StepInput) (*api.StepEndResp
 	c.mu.Lock()
 	s, apiErr := c.remoteStepOf(who, req.JobID, req.StepID)
 	var pw *io.PipeWriter
+	var resize chan nodes.Winsize
 	if apiErr == nil {
-		pw = s.inputs[req.Task]
+		pw, resize = s.inputs[req.Task], s.resizes[req.Task]
 	}
 	c.mu.Unlock()
 	if apiErr != nil {
 		return nil, apiErr
+	}
+	if req.Resize != nil {
+		return resizePty(resize, req)
 	}
 	if pw == nil {
 		return nil, stepErr(api.CodeBadRequest, "task "+strconv.Itoa(req.Task)+" reads no stdin")
@@ -182,15 +186,33 @@ func (c *Controller) claimRemoteStep(who *Caller, req api.StepRun, stop context.
 		if !slices.Contains(s.nodes, t.Node) {
 			return nil, stepErr(api.CodeInvalidNodeCount, "Requested node configuration is not available")
 		}
-		cpus, mem := []int(nil), int64(0)
+		cpus, mem, gpus, nodeGPUs := []int(nil), int64(0), []int(nil), 0
 		if a := allocOn(&j.Job, t.Node); a != nil {
-			cpus, mem = a.CPUs, a.MemMB
+			// A job holding part of the node: its GPUs there, the
+			// others denied (a whole-node job has them all).
+			cpus, mem, gpus, nodeGPUs = a.CPUs, a.MemMB, a.GPUs, c.nodeGPUs(t.Node)
 		}
 		sigs := make(chan nodes.Signum, 8)
 		s.signals = append(s.signals, sigs)
 		spec := nodes.TaskSpec{Node: t.Node, Key: stepKey(j, s.id),
 			Task: t.ID, UID: j.UID, GID: j.GID, WorkDir: t.WorkDir, Env: t.Env, Argv: t.Argv, CPUs: cpus, MemMB: mem,
-			Signals: sigs}
+			StepMemMB: s.memMB, GPUs: gpus, NodeGPUs: nodeGPUs, Signals: sigs}
+		if (s.memMB > 0 || len(gpus) < nodeGPUs) && !slices.Contains(s.memNodes, t.Node) {
+			// Its memory and devices groups there are read and removed
+			// at the end.
+			s.memNodes = append(s.memNodes, t.Node)
+		}
+		if t.Pty != nil {
+			if apiErr := checkPty(t.Pty); apiErr != nil {
+				return nil, apiErr
+			}
+			ch := make(chan nodes.Winsize, 1)
+			if s.resizes == nil {
+				s.resizes = map[int]chan nodes.Winsize{}
+			}
+			s.resizes[t.ID] = ch
+			spec.Pty = &nodes.Pty{Term: t.Pty.Term, Rows: t.Pty.Rows, Cols: t.Pty.Cols, Resize: ch}
+		}
 		if t.Stdin {
 			pr, pw := io.Pipe()
 			if s.inputs == nil {
@@ -253,4 +275,42 @@ type frameWriter struct {
 func (f frameWriter) Write(p []byte) (int, error) {
 	f.send(api.StepFrame{Task: f.task, Stream: f.stream, Data: p})
 	return len(p), nil
+}
+
+// checkPty refuses a terminal that sshd could not be given: a type over
+// 64 bytes or with other than printable ASCII, a size beyond 16 bits.
+func checkPty(p *api.StepPty) *api.Error {
+	for _, r := range p.Term {
+		if r <= ' ' || r > '~' {
+			return stepErr(api.CodeBadRequest, "invalid terminal type "+strconv.Quote(p.Term))
+		}
+	}
+	if len(p.Term) > 64 || p.Rows < 0 || p.Cols < 0 || p.Rows > 0xffff || p.Cols > 0xffff {
+		return stepErr(api.CodeBadRequest, "invalid terminal "+strconv.Quote(p.Term)+" "+
+			strconv.Itoa(p.Rows)+"x"+strconv.Itoa(p.Cols))
+	}
+	return nil
+}
+
+// resizePty passes a task's new window size to its runner. Only the
+// latest size matters: one not yet taken is replaced.
+func resizePty(ch chan nodes.Winsize, req api.StepInput) (*api.StepEndResponse, error) {
+	if ch == nil {
+		return nil, stepErr(api.CodeBadRequest, "task "+strconv.Itoa(req.Task)+" has no pseudo-terminal")
+	}
+	if apiErr := checkPty(req.Resize); apiErr != nil {
+		return nil, apiErr
+	}
+	ws := nodes.Winsize{Rows: req.Resize.Rows, Cols: req.Resize.Cols}
+	for {
+		select {
+		case ch <- ws:
+			return &api.StepEndResponse{State: api.StateRunning}, nil
+		default:
+			select {
+			case <-ch:
+			default:
+			}
+		}
+	}
 }

@@ -137,13 +137,38 @@ type TaskSpec struct {
 	Argv     []string
 	CPUs     []int // AllowedCPUs of the task's scope; none: not restricted
 	MemMB    int64 // MemoryMax of the task's scope; 0: not restricted
+	// StepMemMB is the step's own --mem on the node (0: none): all its
+	// tasks there share one memory group of that limit where the node has
+	// no systemd but the cgroup v1 memory hierarchy (EndStepMemory reads
+	// and removes it); under systemd it caps each task's scope instead.
+	StepMemMB int64
+	// GPUs are the job's GPUs on the node, of the node's NodeGPUs: without
+	// systemd the tasks run in a devices group of the step that denies
+	// the others, as the batch step does (LaunchSpec.GPUs).
+	GPUs     []int
+	NodeGPUs int
 	// Stdin is the task's standard input; nil gives it /dev/null.
 	Stdin io.Reader
 	// Signals are delivered to the task's process while it runs (HUP,
 	// INT, QUIT, TERM, USR1, USR2, ALRM, CONT, STOP, TSTP; others are
 	// dropped: KILL is cancelling RunTask's context). nil: none.
 	Signals <-chan Signum
+	// Pty runs the task on a pseudo-terminal of its node (srun --pty,
+	// qsub -I): Stdin is what is typed on it, and the task's stdout and
+	// stderr both come back as stdout. nil: pipes.
+	Pty *Pty
 }
+
+// Pty is a task's pseudo-terminal: the caller's terminal type and window
+// size, and the window's later sizes as the caller's terminal changes.
+type Pty struct {
+	Term       string
+	Rows, Cols int
+	Resize     <-chan Winsize
+}
+
+// Winsize is a terminal's size in characters.
+type Winsize struct{ Rows, Cols int }
 
 // TaskExit is how a task ended: its exit code, or the signal that killed it.
 type TaskExit struct {

@@ -302,16 +302,20 @@ func (s *mixSim) never(j *mixRT) bool {
 // tryRT admits and places RT job j now, or reports false.
 func (s *mixSim) tryRT(j *mixRT) bool {
 	if s.matrix != nil {
-		r := 1 // without admission an RT job takes one row (§4.1)
 		if s.adm.On {
-			var ok bool
-			if r, ok = s.matrix.GangRows(s.o.Quantum, s.o.Sync, s.o.Frame, s.o.Buffer, slices.Max(j.est)); !ok {
+			if _, ok := s.matrix.GangRows(s.o.Quantum, s.o.Sync, s.o.Frame, s.o.Buffer, slices.Max(j.est)); !ok {
 				return false
 			}
-		}
-		s.matrix.ClearReplicas()
-		if !s.matrix.Place(j.id, mix.RT, len(j.est), r) {
-			return false
+			s.matrix.ClearReplicas()
+			// The §4.4 rows test, as horad's Engine applies it in gang mode.
+			if mix.GangAdmitOn(s.matrix, s.o.Quantum, s.o.Sync).Place(j.id, s.rtJob(j), s.adm).Verdict != mix.Admitted {
+				return false
+			}
+		} else {
+			s.matrix.ClearReplicas()
+			if !s.matrix.Place(j.id, mix.RT, len(j.est), 1) { // one row without admission (§4.1)
+				return false
+			}
 		}
 		cols := s.matrix.Cols(j.id)
 		j.node = slices.Clone(cols)

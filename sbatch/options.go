@@ -411,7 +411,7 @@ var Options = []Option{
 		Man:  "Lets the step use resources that other steps of the job already use. Slurm 22.05.8 takes an optional value here and ignores it."},
 	{Long: "oversubscribe", Short: 's', Arg: NoArg, Cmds: Slurm,
 		Help: "share nodes with other jobs",
-		Man:  "Allows the job to share its nodes with other jobs. hora shares nodes by CPUs, memory and generic resources whenever a job asks for them; CPUs themselves are never shared (as Slurm's OverSubscribe=NO).",
+		Man:  "Lets the job's CPUs be shared with other running jobs that allow it, in a partition configured with OverSubscribe=YES (up to its count of jobs per CPU; the partition's setting takes precedence over the job's: NO never shares, FORCE always does). Memory and generic resources are never shared. Alone, in a partition that shares CPUs, it asks for one CPU; elsewhere the job gets whole nodes, as a job that names no resource.",
 		Set:  setOversubscribe},
 	{Long: "parsable", Arg: NoArg, Cmds: Sbatch,
 		Help: "print only the job id",

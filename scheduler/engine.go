@@ -126,7 +126,7 @@ func New(cfg Config) (*Engine, error) {
 		byName:   make(map[string]int, len(cfg.Nodes)),
 		partName: make(map[string]*Partition, len(cfg.Partitions)),
 		jobs:     make(map[JobID]*jobRec),
-		rt:       rtAdmitter{ratio: cfg.Ratio},
+		rt:       rtAdmitter{ratio: cfg.Ratio, gang: cfg.Gang},
 	}
 	if len(cfg.Partitions) == 0 {
 		return nil, fmt.Errorf("scheduler: no partitions configured")
@@ -169,6 +169,11 @@ func New(cfg Config) (*Engine, error) {
 		if err := fixTimes(&p.spec); err != nil {
 			return nil, err
 		}
+		o, err := ParseOverSubscribe(ps.OverSubscribe)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: partition %q: OverSubscribe: %w", ps.Name, err)
+		}
+		p.over = o
 		if ps.MaxNodes < 0 {
 			return nil, fmt.Errorf("scheduler: partition %q: MaxNodes %d is negative", ps.Name, ps.MaxNodes)
 		}
@@ -636,7 +641,7 @@ func (e *Engine) restore(now float64, ev Restore) {
 			if !ok || n.busy && len(n.res.shares) == 0 || slices.Contains(s.nodes, g) {
 				continue
 			}
-			sh := n.res.restoreShare(&n.spec, a)
+			sh := n.res.restoreShare(&n.spec, a, j.Req.Share > 1 && !j.Req.Exclusive)
 			sh.job, sh.step, sh.expect = j.ID, BatchStep, expect
 			sh.user, sh.exclUser = j.User, j.Req.ExclusiveUser
 			e.addShare(g, sh)

@@ -63,7 +63,11 @@ type Partition struct {
 	tbuf    []layoutCand      // scratch of PlaceNow
 	never   map[string]string // resolveRequest's verdicts by request shape
 	rsv     reserveCache      // the last Reserve (tres.go)
+	over    OverSubscribe     // spec.OverSubscribe, read
 }
+
+// OverSubscribe is the partition's OverSubscribe setting.
+func (p *Partition) OverSubscribe() OverSubscribe { return p.over }
 
 type reserveCache struct {
 	valid bool

@@ -30,14 +30,25 @@ const CodeRTNotAdmitted = "RTNotAdmitted"
 // scheduling on the same nodes as before.
 type rtAdmitter struct {
 	ratio mix.Ratio
-	loads map[*Partition]*mix.Loads
+	gang  *GangSpec // [mix] mode gang: the §4.4 rows test
+	loads map[*Partition]rtAccount
 	// restart are periodic jobs restored before their start was recorded.
 	restart []JobID
 }
 
-func (e *Engine) rtLoads(p *Partition) *mix.Loads {
+// rtAccount is a partition's RT admission account: mix.Loads (the TDM/PS
+// test of be-rt-mix-2001 §4.4) or, in gang mode, mix.GangAdmit (its 1GS
+// rows test).
+type rtAccount interface {
+	Place(id int64, j mix.RTJob, a mix.Admission) mix.Decision
+	PlaceOn(id int64, j mix.RTJob, nodes []int)
+	Release(id int64)
+	NodesOf(id int64) []int
+}
+
+func (e *Engine) rtLoads(p *Partition) rtAccount {
 	if e.rt.loads == nil {
-		e.rt.loads = map[*Partition]*mix.Loads{}
+		e.rt.loads = map[*Partition]rtAccount{}
 	}
 	l := e.rt.loads[p]
 	if l == nil {
@@ -46,6 +57,13 @@ func (e *Engine) rtLoads(p *Partition) *mix.Loads {
 			r = mix.Ratio{X: 1} // no [mix]: RT may take whole nodes (DESIGN §1)
 		}
 		l = mix.NewLoads(len(p.nodes), r)
+		if g := e.rt.gang; g != nil {
+			// Config validated rows and quantum; a matrix that cannot be
+			// made (a partition of no node) keeps the utilisation test.
+			if ga, err := mix.NewGangAdmit(len(p.nodes), g.Rows, r, g.Quantum, g.Sync); err == nil {
+				l = ga
+			}
+		}
 		e.rt.loads[p] = l
 	}
 	return l
@@ -101,7 +119,16 @@ func (e *Engine) refusal(d mix.Decision, pj *Periodic, p *Partition) *AdmissionE
 // wouldFit says what the partition could admit now with the job's frame and
 // buffer: the largest work per frame of one process (the node with the most
 // room), from the same inequality as mix.Loads.Place (§4.4).
-func wouldFit(l *mix.Loads, pj *Periodic, n int) string {
+func wouldFit(a rtAccount, pj *Periodic, n int) string {
+	if g, ok := a.(*mix.GangAdmit); ok {
+		z := g.WouldFit(len(pj.Work), pj.Frame, pj.Buffer)
+		if z <= 1e-9 {
+			return "no RT rows of the gang matrix are free for this frame and buffer"
+		}
+		return fmt.Sprintf("would fit: %d processes of at most %s of work per %s frame",
+			len(pj.Work), fmtSec(z), fmtSec(pj.Frame))
+	}
+	l := a.(*mix.Loads)
 	gamma := float64(pj.Buffer) * pj.Frame
 	best := 0.0
 	for i := range n {
@@ -176,14 +203,24 @@ func (e *Engine) startRestoredPeriodic(now float64) {
 }
 
 // RTLoad reports, for the named partition, the RT work per period Σ_i placed
-// on each node (mix.Loads), for display and tests; nil when none is placed.
+// on each node (mix.Loads) — in gang mode the RT rows taken on it — for
+// display and tests; nil when none is placed.
 func (e *Engine) RTLoad(partition string) map[string]float64 {
 	p := e.partName[partition]
 	if p == nil || e.rt.loads[p] == nil {
 		return nil
 	}
-	l := e.rt.loads[p]
 	out := map[string]float64{}
+	l, ok := e.rt.loads[p].(*mix.Loads)
+	if !ok { // gang: the RT rows taken on each node
+		g := e.rt.loads[p].(*mix.GangAdmit)
+		for i, n := range p.nodes {
+			if r := g.RowsOn(i); r > 0 {
+				out[e.nodes[n].spec.Name] = float64(r)
+			}
+		}
+		return out
+	}
 	for i, g := range p.nodes {
 		if s := l.Sigma(i); s > 0 {
 			out[e.nodes[g].spec.Name] = s

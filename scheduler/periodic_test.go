@@ -156,3 +156,49 @@ func TestPeriodicOverPartitionLimit(t *testing.T) {
 		t.Fatalf("a refused job holds RT load %v", l)
 	}
 }
+
+// In gang mode a periodic job is admitted by the 1GS rows test (§4.4), not
+// the utilisation test: at 1:1 with M = 2 there is one RT row, so two jobs
+// of 0.2 of a frame fill it (one per node) where the TDM/PS test would
+// take two per node; the third is refused for now, naming the rows.
+func TestPeriodicGangAdmission(t *testing.T) {
+	for _, gang := range []bool{false, true} {
+		cfg := st.Cluster(2).Partition("rt", "batch").NodeRange(0, 2).Config()
+		cfg.Ratio = mix.Ratio{X: 1, Y: 1}
+		if gang {
+			cfg.Gang = &scheduler.GangSpec{Rows: 2, Quantum: 0.5}
+		}
+		e, err := scheduler.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted := 0
+		var last *scheduler.AdmissionError
+		for id := scheduler.JobID(1); id <= 4; id++ {
+			ok, rej, _ := verdictOf(t, e.Handle(scheduler.Submit{Now: 0, Job: periodic(id, 0.1, 10, 0.02)}))
+			if ok {
+				admitted++
+			} else {
+				last = rej
+			}
+		}
+		switch {
+		case !gang && admitted != 4:
+			t.Errorf("TDM/PS test: %d of 4 admitted, want 4 (%v)", admitted, last)
+		case gang && admitted != 2:
+			t.Errorf("rows test: %d of 4 admitted, want 2", admitted)
+		case gang && (last.Verdict != scheduler.NotNow || !strings.Contains(last.Message, "1GS needs 1 of the 1 RT rows") ||
+			!strings.Contains(last.Message, "no RT rows of the gang matrix are free")):
+			t.Errorf("rows test refusal: %+v", last)
+		}
+		if gang {
+			if l := e.RTLoad("rt"); l["n0"] != 1 || l["n1"] != 1 {
+				t.Errorf("RT rows taken: %v, want one on each node", l)
+			}
+			e.Handle(scheduler.Finished{Now: 1, ID: 1, Step: scheduler.BatchStep})
+			if ok, rej, _ := verdictOf(t, e.Handle(scheduler.Submit{Now: 2, Job: periodic(5, 0.1, 10, 0.02)})); !ok {
+				t.Errorf("after job 1 ended: %+v", rej)
+			}
+		}
+	}
+}

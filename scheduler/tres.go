@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -28,6 +29,72 @@ type GresReq struct {
 	Count      int
 }
 
+// OverSubscribe is a partition's Slurm OverSubscribe setting: Mode NO,
+// YES, FORCE or EXCLUSIVE, and for YES and FORCE how many jobs may hold
+// one CPU at once (Jobs, Slurm's default 4). Memory and gres are never
+// shared (slurm.conf(5): "all resources (except GRES)", and memory is a
+// consumable resource of every job here).
+type OverSubscribe struct {
+	Mode string
+	Jobs int
+}
+
+// MaxShareJobs is the largest count Slurm accepts after YES: or FORCE:
+// (its max_share keeps the count in 15 bits).
+const MaxShareJobs = 0x7fff
+
+// ParseOverSubscribe reads NO, EXCLUSIVE, YES[:N] or FORCE[:N] (any case;
+// "" is NO).
+func ParseOverSubscribe(s string) (OverSubscribe, error) {
+	mode, count, hasCount := strings.Cut(strings.ToUpper(strings.TrimSpace(s)), ":")
+	o := OverSubscribe{Mode: mode, Jobs: 1}
+	switch mode {
+	case "", "NO":
+		o.Mode = "NO"
+	case "EXCLUSIVE":
+		o.Jobs = 0
+	case "YES", "FORCE":
+		o.Jobs = 4
+		if hasCount {
+			n, err := strconv.Atoi(count)
+			if err != nil || n < 1 || n > MaxShareJobs {
+				return OverSubscribe{}, fmt.Errorf("invalid job count %q after %s: (1 to %d)", count, mode, MaxShareJobs)
+			}
+			o.Jobs = n
+		}
+		return o, nil
+	default:
+		return OverSubscribe{}, fmt.Errorf("must be NO, YES[:N], FORCE[:N] or EXCLUSIVE, got %q", s)
+	}
+	if hasCount {
+		return OverSubscribe{}, fmt.Errorf("%s takes no job count, got %q", o.Mode, s)
+	}
+	return o, nil
+}
+
+// String is the setting as `scontrol show partition` prints it: NO,
+// EXCLUSIVE, YES:N or FORCE:N (YES:1 is NO, as Slurm prints it).
+func (o OverSubscribe) String() string {
+	switch {
+	case o.Mode == "EXCLUSIVE":
+		return "EXCLUSIVE"
+	case o.Mode == "FORCE":
+		return "FORCE:" + strconv.Itoa(o.Jobs)
+	case o.Mode == "YES" && o.Jobs > 1:
+		return "YES:" + strconv.Itoa(o.Jobs)
+	}
+	return "NO"
+}
+
+// ShareLimit is how many jobs may hold one CPU of a job in this partition:
+// FORCE:N every job, YES:N a job that asked -s (asked), otherwise 1.
+func (o OverSubscribe) ShareLimit(asked bool) int {
+	if o.Mode == "FORCE" || o.Mode == "YES" && asked {
+		return o.Jobs
+	}
+	return 1
+}
+
 // Request is a job's consumable-resource request, with Slurm's defaults
 // applied by the driver (NTasks ≥ 1, CPUsPerTask ≥ 1). A Job without a
 // Request takes whole nodes.
@@ -51,6 +118,15 @@ type Request struct {
 	GPUs        int // --gpus: the whole job's count, spread over its minimum node count
 	CPUsPerGPU  int
 	Exclusive   bool // the nodes are the job's alone (--exclusive, OverSubscribe=EXCLUSIVE)
+	// Oversubscribe is -s/--oversubscribe: the job lets its CPUs be shared
+	// where the partition says YES. OnlyShare marks a request made of -s
+	// alone: where the partition shares no CPUs the job takes whole nodes,
+	// as a job that names no resource does.
+	Oversubscribe, OnlyShare bool
+	// Share is how many jobs (this one included) may hold each of its CPUs
+	// at once, from the partition's OverSubscribe (Engine.resolveRequest);
+	// ≤ 1: its CPUs are its own.
+	Share int
 	// ExclusiveUser (--exclusive=user): the job shares its nodes only with
 	// jobs of the same user (Job.User), and it takes only what it asks.
 	ExclusiveUser bool
@@ -402,6 +478,12 @@ type nodeRes struct {
 	cpuset []uint64 // held CPU ids
 	gmask  []uint64 // per gres entry, held unit indices (entries of ≤ 64 units)
 	shares []share
+	// Oversubscribed CPUs (OverSubscribe=YES/FORCE): shx marks the CPUs
+	// held by sharing jobs only, cnt how many jobs hold each CPU (made at
+	// the node's first sharing job). A CPU held by a job that does not
+	// share is in cpuset and not in shx: nobody else may take it.
+	shx []uint64
+	cnt []uint16
 }
 
 type share struct {
@@ -413,6 +495,9 @@ type share struct {
 	// jobs only (--exclusive=user).
 	user     uint32
 	exclUser bool
+	// over: the share's CPUs may be held by other sharing jobs too
+	// (counted in nodeRes.cnt).
+	over bool
 	// gres amounts per node entry, to give back exactly what was taken
 	ent []int
 }
@@ -437,15 +522,60 @@ func gresBase(s *NodeSpec, e int) int {
 	return b
 }
 
+// cpusFor is how many CPUs of the node request q may take now: the free
+// ones, and for a sharing job also those held only by sharing jobs, fewer
+// than q.Share of them each.
+func (r *nodeRes) cpusFor(q *Request) int {
+	if q.Share <= 1 || q.Exclusive {
+		return r.fcpu
+	}
+	return r.fcpu + r.shareable(q.Share)
+}
+
+// shareable counts the held CPUs a sharing job of limit lim may join.
+func (r *nodeRes) shareable(lim int) int {
+	n := 0
+	for w, word := range r.shx {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			if int(r.cnt[w*64+b]) < lim {
+				n++
+			}
+			word &^= 1 << b
+		}
+	}
+	return n
+}
+
+// sharedCPUs appends to dst k held CPUs a sharing job of limit lim may
+// join, the least shared first (then the lowest id), as Slurm fills the
+// first row of a partition with room before the next.
+func (r *nodeRes) sharedCPUs(lim, k int, dst []int) []int {
+	start := len(dst)
+	for w, word := range r.shx {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			if id := w*64 + b; int(r.cnt[id]) < lim {
+				dst = append(dst, id)
+			}
+			word &^= 1 << b
+		}
+	}
+	c := dst[start:]
+	slices.SortStableFunc(c, func(a, b int) int { return int(r.cnt[a]) - int(r.cnt[b]) })
+	return dst[:start+min(k, len(c))]
+}
+
 // take builds the allocation of t tasks on node s from r's free CPU ids
 // and gres units (lowest first) and charges them to r. It fails, changing
 // nothing, when r does not hold enough.
 func (q *Request) take(s *NodeSpec, r *nodeRes, t int) (share, bool) {
 	u := q.use(s, t)
-	if u.cpus > r.fcpu || u.mem > r.fmem {
+	over := q.Share > 1 && !q.Exclusive
+	if u.cpus > r.cpusFor(q) || u.mem > r.fmem {
 		return share{}, false
 	}
-	sh := share{a: NodeAlloc{Node: s.Name, Tasks: t, MemMB: u.mem}, ent: make([]int, len(s.Gres))}
+	sh := share{a: NodeAlloc{Node: s.Name, Tasks: t, MemMB: u.mem}, ent: make([]int, len(s.Gres)), over: over}
 	// gres: what each request entry needs, taken from matching entries.
 	free := slices.Clone(r.fgres)
 	takeGres := func(name, typ string, n int) bool {
@@ -481,7 +611,8 @@ func (q *Request) take(s *NodeSpec, r *nodeRes, t int) (share, bool) {
 			free[e] = 0
 		}
 	}
-	// CPU ids: lowest free first, so small jobs pack core by core.
+	// CPU ids: lowest free first, so small jobs pack core by core; a
+	// sharing job then takes the least shared CPUs.
 	cpus := make([]int, 0, u.cpus)
 	for w := 0; w < len(r.cpuset) && len(cpus) < u.cpus; w++ {
 		word := ^r.cpuset[w]
@@ -495,14 +626,27 @@ func (q *Request) take(s *NodeSpec, r *nodeRes, t int) (share, bool) {
 			word &^= 1 << b
 		}
 	}
+	fresh := len(cpus)
+	if over && len(cpus) < u.cpus {
+		cpus = r.sharedCPUs(q.Share, u.cpus-len(cpus), cpus)
+	}
 	if len(cpus) < u.cpus {
 		return share{}, false
 	}
+	if over && r.cnt == nil {
+		r.cnt = make([]uint16, s.CPUs)
+		r.shx = make([]uint64, len(r.cpuset))
+	}
 	for _, id := range cpus {
 		r.cpuset[id>>6] |= 1 << (id & 63)
+		if over {
+			r.shx[id>>6] |= 1 << (id & 63)
+			r.cnt[id]++
+		}
 	}
+	slices.Sort(cpus)
 	sh.a.CPUs = cpus
-	r.fcpu -= u.cpus
+	r.fcpu -= fresh
 	r.fmem -= u.mem
 	for e, n := range sh.ent {
 		if n == 0 {
@@ -527,11 +671,18 @@ func (q *Request) take(s *NodeSpec, r *nodeRes, t int) (share, bool) {
 // give returns a share's resources to the node.
 func (r *nodeRes) give(s *NodeSpec, sh *share) {
 	for _, id := range sh.a.CPUs {
-		if id>>6 < len(r.cpuset) {
-			r.cpuset[id>>6] &^= 1 << (id & 63)
+		if id>>6 >= len(r.cpuset) {
+			continue
 		}
+		if sh.over && r.cnt != nil && r.cnt[id] > 0 {
+			if r.cnt[id]--; r.cnt[id] > 0 {
+				continue // still held by another sharing job
+			}
+			r.shx[id>>6] &^= 1 << (id & 63)
+		}
+		r.cpuset[id>>6] &^= 1 << (id & 63)
+		r.fcpu++
 	}
-	r.fcpu += len(sh.a.CPUs)
 	r.fmem += sh.a.MemMB
 	for e, n := range sh.ent {
 		if e < len(r.fgres) {
@@ -556,17 +707,37 @@ func (r *nodeRes) give(s *NodeSpec, sh *share) {
 // restoreShare charges an allocation read back from the store (after a
 // restart) to the node, as take would have. CPU ids outside the node or
 // already held are dropped (the node's configuration changed).
-func (r *nodeRes) restoreShare(s *NodeSpec, a NodeAlloc) share {
-	sh := share{a: a, ent: make([]int, len(s.Gres))}
+//
+// over restores a sharing job's share: its CPUs may also be held by other
+// sharing jobs (not by one that does not share), whatever the count: the
+// jobs already run.
+func (r *nodeRes) restoreShare(s *NodeSpec, a NodeAlloc, over bool) share {
+	sh := share{a: a, ent: make([]int, len(s.Gres)), over: over}
+	if over && r.cnt == nil {
+		r.cnt = make([]uint16, s.CPUs)
+		r.shx = make([]uint64, len(r.cpuset))
+	}
 	var cpus []int
 	for _, id := range a.CPUs {
-		if id >= 0 && id < s.CPUs && r.cpuset[id>>6]&(1<<(id&63)) == 0 {
-			r.cpuset[id>>6] |= 1 << (id & 63)
-			cpus = append(cpus, id)
+		if id < 0 || id >= s.CPUs {
+			continue
 		}
+		bit := uint64(1) << (id & 63)
+		held := r.cpuset[id>>6]&bit != 0
+		switch {
+		case !held:
+			r.cpuset[id>>6] |= bit
+			r.fcpu--
+		case !over || r.shx[id>>6]&bit == 0 || r.cnt[id] == MaxShareJobs:
+			continue
+		}
+		if over {
+			r.shx[id>>6] |= bit
+			r.cnt[id]++
+		}
+		cpus = append(cpus, id)
 	}
 	sh.a.CPUs = cpus
-	r.fcpu -= len(cpus)
 	sh.a.MemMB = min(a.MemMB, max(r.fmem, 0))
 	r.fmem -= sh.a.MemMB
 	for _, g := range a.Gres {

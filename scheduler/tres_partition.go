@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 )
 
 // The Engine's and the policies' side of consumable resources: per-node
@@ -69,15 +68,16 @@ func (p *Partition) placeAt(j *Job, q *Request, view func(i int) *avail, ok func
 	return layout(q.NTasks, lo, hi, buf, dst), buf
 }
 
-// nowAvail is what node i of p offers now: nothing when it is down or held
-// whole, else its free resources.
-func (p *Partition) nowAvail(i int, a *avail) *avail {
+// nowAvail is what node i of p offers request q now: nothing when it is
+// down or held whole, else its free resources (for a sharing request, the
+// CPUs it may share too).
+func (p *Partition) nowAvail(i int, a *avail, q *Request) *avail {
 	n := &p.eng.nodes[p.nodes[i]]
 	switch {
 	case n.down, n.busy && len(n.res.shares) == 0:
 		*a = avail{gres: a.gres[:0]}
 	default:
-		*a = avail{cpus: n.res.fcpu, mem: n.res.fmem, gres: append(a.gres[:0], n.res.fgres...), idle: !n.busy}
+		*a = avail{cpus: n.res.cpusFor(q), mem: n.res.fmem, gres: append(a.gres[:0], n.res.fgres...), idle: !n.busy}
 	}
 	return a
 }
@@ -121,7 +121,7 @@ func (p *Partition) PlaceNow(j *Job, extra *TresExtra, ok func(i int) bool, amon
 	q, whole := request(j)
 	var tmp avail
 	view := func(i int) *avail {
-		a := p.nowAvail(i, &tmp)
+		a := p.nowAvail(i, &tmp, q)
 		if extra != nil {
 			x := &extra.at[i]
 			a.cpus = min(a.cpus, x.cpus)
@@ -248,11 +248,18 @@ func (p *Partition) Reserve(j *Job, now float64, ok func(i int) bool) (float64, 
 func (p *Partition) reserve(j *Job, now float64, ok func(i int) bool) (float64, *TresExtra) {
 	e := p.eng
 	q, _ := request(j)
+	// The reservation counts only CPUs no job holds, also for a job that
+	// may share (a later start than sharing would allow: conservative, so
+	// what a backfilled job is let use never delays the head).
+	own := &Request{}
 	view := make([]avail, len(p.nodes))
 	var evs []relEvent
+	// Holders per CPU of nodes with shared CPUs, copied when a release
+	// there is replayed: a CPU comes free with its last holder.
+	var cnts map[int][]uint16
 	for i, g := range p.nodes {
 		n := &e.nodes[g]
-		p.nowAvail(i, &view[i])
+		p.nowAvail(i, &view[i], own)
 		view[i].gres = slices.Clone(view[i].gres)
 		if len(view[i].gres) < len(n.spec.Gres) {
 			view[i].gres = make([]int, len(n.spec.Gres))
@@ -326,7 +333,25 @@ func (p *Partition) reserve(j *Job, now float64, ok func(i int) bool) (float64, 
 				c := capacity(&n.spec)
 				*a = c
 			} else {
-				a.cpus += len(ev.sh.a.CPUs)
+				if ev.sh.over && n.res.cnt != nil {
+					c, ok := cnts[ev.i]
+					if !ok {
+						if cnts == nil {
+							cnts = map[int][]uint16{}
+						}
+						c = slices.Clone(n.res.cnt)
+						cnts[ev.i] = c
+					}
+					for _, id := range ev.sh.a.CPUs {
+						if c[id] > 0 {
+							if c[id]--; c[id] == 0 {
+								a.cpus++
+							}
+						}
+					}
+				} else {
+					a.cpus += len(ev.sh.a.CPUs)
+				}
 				a.mem += ev.sh.a.MemMB
 				for en, c := range ev.sh.ent {
 					a.gres[en] += c
@@ -423,6 +448,46 @@ func (p *Partition) FreeCPUs() (total, most int) {
 		}
 	}
 	return total, most
+}
+
+// ShareableCPUs is, for jobs that may share each CPU with up to lim-1
+// others, what FreeCPUs is for the others: the CPUs they may take on up
+// nodes not held whole (free ones and shared ones below lim), in the
+// partition and on the best node.
+func (p *Partition) ShareableCPUs(lim int) (total, most int) {
+	for i := range p.nodes {
+		n := p.NodeShareable(i, lim)
+		total += n
+		most = max(most, n)
+	}
+	return total, most
+}
+
+// NodeShareable is ShareableCPUs of node i alone.
+func (p *Partition) NodeShareable(i, lim int) int {
+	r := &p.eng.nodes[p.nodes[i]]
+	if r.down || r.busy && len(r.res.shares) == 0 {
+		return 0
+	}
+	return r.res.fcpu + r.res.shareable(lim)
+}
+
+// NodeFree is node i's free CPUs (0 when down or held whole).
+func (p *Partition) NodeFree(i int) int {
+	r := &p.eng.nodes[p.nodes[i]]
+	if r.down || r.busy && len(r.res.shares) == 0 {
+		return 0
+	}
+	return r.res.fcpu
+}
+
+// NodeIndices lists the partition indices of the plan's nodes.
+func (pl *TresPlan) NodeIndices(dst []int) []int {
+	dst = dst[:0]
+	for _, s := range pl.slots {
+		dst = append(dst, s.i)
+	}
+	return dst
 }
 
 // ByFree lists the up nodes not held whole by their free CPUs, most first
@@ -578,8 +643,17 @@ func (e *Engine) resolveRequest(p *Partition, j *Job) *AdmissionError {
 	if !q.MemGiven && p.spec.DefMemPerCPU > 0 {
 		q.MemPerCPU = p.spec.DefMemPerCPU
 	}
-	if strings.EqualFold(p.spec.OverSubscribe, "EXCLUSIVE") {
+	if p.over.Mode == "EXCLUSIVE" {
 		q.Exclusive = true
+	}
+	q.Share = 1
+	if !q.Exclusive && !q.ExclusiveUser {
+		q.Share = p.over.ShareLimit(q.Oversubscribe)
+	}
+	if q.OnlyShare && q.Share <= 1 {
+		// -s alone where CPUs are not shared: whole nodes, as before.
+		j.Req = nil
+		return nil
 	}
 	if q.GPUs > 0 {
 		lo, _ := q.nodeRange(j.Nodes)

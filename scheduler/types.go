@@ -96,8 +96,9 @@ type PartitionSpec struct {
 	// MaxMemPerNode (MiB, 0 = none) refuses larger jobs at submit.
 	DefMemPerCPU, MaxMemPerNode int64
 	// OverSubscribe: "" or "NO" (CPUs are never shared), "EXCLUSIVE"
-	// (every job takes whole nodes), "YES"/"FORCE" (read; CPUs are still
-	// not shared, docs/resources.md).
+	// (every job takes whole nodes), "YES[:N]" (a job that asks -s shares
+	// each CPU with up to N-1 other such jobs), "FORCE[:N]" (every resource
+	// job does); N defaults to 4 (ParseOverSubscribe, docs/resources.md).
 	OverSubscribe string
 	// Params holds policy-specific settings (e.g. dlt: cms, cps, admission;
 	// reserve: strategy), already validated by the config layer.
@@ -111,6 +112,17 @@ type Config struct {
 	// Ratio is the fairness ratio x:y of [mix]; periodic RT jobs are
 	// admitted against the share x/(x+y). Zero = 1:0 (no [mix]).
 	Ratio mix.Ratio
+	// Gang, when set ([mix] mode gang), makes periodic RT admission the
+	// 1GS rows test of be-rt-mix-2001 §4.4 (mix.GangAdmit) instead of the
+	// TDM/PS utilisation test (mix.Loads).
+	Gang *GangSpec
+}
+
+// GangSpec is the 1GS matrix periodic jobs are admitted into: M rows,
+// quantum Q and row switch δ in seconds.
+type GangSpec struct {
+	Rows          int
+	Quantum, Sync float64
 }
 
 // Event is an input to the Engine. Every event carries Now.

@@ -143,7 +143,7 @@ func apply(j *api.Job, ev *Event) error {
 		}
 		st := api.Step{Index: ev.Step.Index, Node: ev.Step.Node, State: api.StateRunning,
 			Offset: ev.Step.Offset, Size: ev.Step.Size, StartTime: ev.Time,
-			Name: ev.Step.Name, NTasks: ev.Step.NTasks, CPUs: ev.Step.CPUs}
+			Name: ev.Step.Name, NTasks: ev.Step.NTasks, CPUs: ev.Step.CPUs, TimeLimit: ev.Step.TimeLimit}
 		j.Steps = slices.Insert(j.Steps, i, st)
 
 	case KindStepEnd:

@@ -259,10 +259,10 @@ func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) err
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO job_steps
-(job_id, idx, node, state, chunk_offset, chunk_size, start_time, end_time, exit_code, signal, name, ntasks, cpus)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+(job_id, idx, node, state, chunk_offset, chunk_size, start_time, end_time, exit_code, signal, name, ntasks, cpus, time_limit)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			j.ID, st.Index, st.Node, string(st.State), st.Offset, st.Size, st.StartTime, st.EndTime,
-			st.ExitCode, st.Signal, st.Name, st.NTasks, st.CPUs); err != nil {
+			st.ExitCode, st.Signal, st.Name, st.NTasks, st.CPUs, st.TimeLimit); err != nil {
 			return fmt.Errorf("job %d step %d: %w", j.ID, st.Index, err)
 		}
 	}
@@ -305,7 +305,7 @@ const whereID = `WHERE id = ?`
 const (
 	sqlJobRecords  = `SELECT id, rec FROM jobs `
 	sqlStepColumns = `SELECT job_id, idx, node, state, chunk_offset, chunk_size,
-	start_time, end_time, exit_code, signal, name, ntasks, cpus
+	start_time, end_time, exit_code, signal, name, ntasks, cpus, time_limit
 FROM job_steps `
 	sqlJobSteps = sqlStepColumns + `WHERE job_id = ? ORDER BY idx`
 )
@@ -506,7 +506,7 @@ func withSteps(ctx context.Context, q querier, out []api.Job, where string, args
 		var st api.Step
 		var state string
 		if err := rows.Scan(&id, &st.Index, &st.Node, &state, &st.Offset, &st.Size, &st.StartTime,
-			&st.EndTime, &st.ExitCode, &st.Signal, &st.Name, &st.NTasks, &st.CPUs); err != nil {
+			&st.EndTime, &st.ExitCode, &st.Signal, &st.Name, &st.NTasks, &st.CPUs, &st.TimeLimit); err != nil {
 			return nil, err
 		}
 		st.State = api.JobState(state)

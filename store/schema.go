@@ -160,6 +160,11 @@ ALTER TABLE jobs ADD COLUMN rec BLOB;
 -- sacct -u over a long history: one user's jobs ended since a time.
 CREATE INDEX jobs_uid_end ON jobs(uid, end_time);
 `},
+	{"step time limits", `
+-- srun -t: a step's own time limit in seconds (0 = the job's), so that a
+-- restarted horad arms it again (controller/steps.go rearmSrunSteps).
+ALTER TABLE job_steps ADD COLUMN time_limit INTEGER NOT NULL DEFAULT 0;
+`},
 }
 
 // migrate brings db to the last of ms in one immediate transaction, so two

@@ -214,13 +214,26 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		f.queries = append(f.queries, q.Encode())
 		var out []api.Job
+		arrays, ok := api.NewPBSArraySel(q.Get("pbs_arrays"), testNow.Unix(), func(a int64) []*api.Job {
+			var tasks []*api.Job
+			for i := range f.jobs {
+				if f.jobs[i].ArrayJobID == a {
+					tasks = append(tasks, &f.jobs[i])
+				}
+			}
+			return tasks
+		})
+		if !ok {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
 		for _, j := range f.jobs {
 			// As horad: an array's id names all its tasks.
 			if ids := q["id"]; len(ids) > 0 && !slices.Contains(ids, strconv.FormatInt(j.ID, 10)) &&
 				(j.ArrayJobID == 0 || !slices.Contains(ids, strconv.FormatInt(j.ArrayJobID, 10))) {
 				continue
 			}
-			if j.State.Finished() && q.Get("all") == "" && q.Get("history") == "" {
+			if j.State.Finished() && q.Get("all") == "" && q.Get("history") == "" && !arrays.Live(&j) {
 				continue
 			}
 			if us := q["user"]; len(us) > 0 && !slices.Contains(us, j.User) && !slices.Contains(us, strconv.Itoa(int(j.UID))) {
@@ -235,7 +248,10 @@ func (f *fakeHorad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if ns := q["name"]; len(ns) > 0 && !slices.Contains(ns, j.Spec.Name) {
 				continue
 			}
-			if ps := q.Get("pbs_state"); ps != "" && !strings.Contains(ps, api.PBSState(&j, q.Get("pbs_torque") == "1", testNow.Unix())) {
+			if ps := q.Get("pbs_state"); ps != "" && !strings.Contains(ps, arrays.State(&j, q.Get("pbs_torque") == "1", testNow.Unix())) {
+				continue
+			}
+			if !arrays.First(&j) {
 				continue
 			}
 			out = append(out, j)

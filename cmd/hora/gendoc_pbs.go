@@ -199,7 +199,7 @@ func pbsDocs() []pbsDoc {
 				"N": "Jobs with this name.",
 				"q": "Jobs in this queue (partition).",
 				"r": "Jobs that may (*y*) or may not (*n*) be rerun.",
-				"s": "Jobs in the given states (letters of *qstat*(1): *Q*, *R*, *H*, *W*, *E*, *F*, ...).",
+				"s": "Jobs in the given states (letters of *qstat*(1): *Q*, *R*, *H*, *W*, *E*, *F*, ...). An OpenPBS array is tested by its own state (*B* once a subjob has begun, never *R*), and under *-T* each subjob by its own (*X* once finished); Torque's subjobs are jobs of their own.",
 				"t": "Subjobs of arrays too.",
 				"T": "Jobs and subjobs, _seq_*[*_index_*]*, instead of arrays (always so in the Torque flavour).",
 				"u": "Jobs of the listed users.",

@@ -231,7 +231,7 @@ func qsubInteractive(ctx context.Context, env *Env, s *pbsSession, spec *api.Job
 	}
 	_ = resend(ctx, s.cl, func(cl *api.Client) error { return cl.AllocDone(context.WithoutCancel(ctx), done) })
 	if !o.launched {
-		// No shell ran (the step was refused, or no pty on the node):
+		// No shell ran (the step was refused or could not start):
 		// runStep said why; the job is released.
 		fmt.Fprintf(env.Stderr, "qsub: job %s: the interactive shell could not be started\n", full)
 		return max(rc, 1)

@@ -253,6 +253,12 @@ func TestPBSArrayGolden(t *testing.T) {
 		{"array_qselect_J", qselectMain, "qselect", []string{"-J"}},
 		{"array_qselect_T", qselectMain, "qselect", []string{"-T", "-s", "QR"}},
 		{"array_qselect_T_brief", qselectMain, "qselect", []string{"-T", "-A", ""}},
+		// OpenPBS: the array is B (a subjob has begun), never R or Q, and
+		// -l tests it too; -T tests subjobs, the finished one is X.
+		{"array_qselect_B", qselectMain, "qselect", []string{"-s", "B"}},
+		{"array_qselect_Q", qselectMain, "qselect", []string{"-s", "Q"}},
+		{"array_qselect_B_l", qselectMain, "qselect", []string{"-s", "BQ", "-l", "walltime.eq.00:10:00"}},
+		{"array_qselect_T_X", qselectMain, "qselect", []string{"-T", "-s", "X"}},
 		{"array_qdel_subjob", commands["qdel"], "qdel", []string{"110[3]"}},
 		{"array_qdel_unknown_subjob", commands["qdel"], "qdel", []string{"110[9]"}},
 	}

@@ -98,26 +98,9 @@ func (a *pbsArray) counts() (queued, running, exiting, expired int) {
 	return
 }
 
-// summaryState is the array's state letter. OpenPBS: B once a subjob has
-// begun, F when all have finished, else the first task's (Q, H, W)
-// (OP qstat.1B "B Array job has at least one subjob running"). Torque: R
-// while one runs, C when all are complete, else Q (TQ array_func.c
-// update_array_statuses).
+// summaryState is the array's state letter (api.PBSArrayState).
 func (a *pbsArray) summaryState(torque bool, now int64) string {
-	queued, running, exiting, expired := a.counts()
-	switch {
-	case torque && running+exiting > 0:
-		return "R"
-	case torque && queued == 0:
-		return "C"
-	case torque:
-		return "Q"
-	case queued+running+exiting == 0:
-		return "F"
-	case running+exiting+expired > 0:
-		return "B"
-	}
-	return pbsState(a.tasks[0], false, now)
+	return api.PBSArrayState(a.tasks, torque, now)
 }
 
 // arrayRowsMode says which rows qstat lists: plain jobs, arrays (one

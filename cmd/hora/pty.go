@@ -4,10 +4,12 @@ package main
 // the session leader of a new pty, srun's own terminal is put in raw mode
 // and bytes are copied both ways, so that line editing, ^C and job control
 // happen in the task's shell as on a login. The window size follows the
-// caller's terminal (SIGWINCH).
+// caller's terminal (SIGWINCH). On SSH nodes the pty is the node's, asked
+// of its sshd by horad (nodes/ssh/pty.go): the bytes and the window sizes
+// travel through horad (api.StepInput, api.StepFrame).
 
 import (
-	"errors"
+	"context"
 	"io"
 	"os"
 	"os/signal"
@@ -15,6 +17,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"hora/api"
 )
 
 // openPty opens a new pseudo-terminal pair.
@@ -96,7 +100,8 @@ func copyWinsize(from int, to *os.File) {
 // puts the caller's terminal back.
 func (l *launch) attachPty(t *task) error {
 	if l.grant.Remote {
-		return errors.New("a pseudo-terminal needs a local node: tasks on SSH nodes run without one")
+		l.attachRemotePty(t)
+		return nil
 	}
 	master, slave, err := openPty()
 	if err != nil {
@@ -152,3 +157,55 @@ func (l *launch) attachPty(t *task) error {
 	}()
 	return nil
 }
+
+// attachRemotePty runs task t on a pty of its SSH node: what is typed here
+// is its stdin (sent by startRemote as for any remote task), what comes
+// back is written as it comes, the caller's terminal is raw meanwhile, and
+// its size is sent along (followWindow).
+func (l *launch) attachRemotePty(t *task) {
+	t.pty = &api.StepPty{Term: l.env.Getenv("TERM")}
+	t.cmd.Stdin = readerOnly{l.env.Stdin}
+	l.ptyFd = -1
+	if fd, ok := terminalFd(l.env.Stdin); ok {
+		l.ptyFd = fd
+		if ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
+			t.pty.Rows, t.pty.Cols = int(ws.Row), int(ws.Col)
+		}
+		if restore, err := makeRaw(fd); err == nil {
+			l.restore = restore
+		}
+	}
+}
+
+// followWindow sends the caller terminal's size to a remote pty task each
+// time it changes (SIGWINCH), until ctx ends; a change since t's size was
+// read (before the task started) is sent at once.
+func (l *launch) followWindow(ctx context.Context, cl *api.Client, t *task) {
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer signal.Stop(winch)
+	g := l.grant
+	sent := *t.pty
+	send := func() {
+		ws, err := unix.IoctlGetWinsize(l.ptyFd, unix.TIOCGWINSZ)
+		if err != nil || (int(ws.Row) == sent.Rows && int(ws.Col) == sent.Cols) {
+			return
+		}
+		sent.Rows, sent.Cols = int(ws.Row), int(ws.Col)
+		size := &api.StepPty{Rows: sent.Rows, Cols: sent.Cols}
+		_ = cl.StepInput(ctx, api.StepInput{JobID: g.JobID, StepID: g.StepID, Task: t.id, Resize: size})
+	}
+	send()
+	for {
+		select {
+		case <-winch:
+			send()
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// readerOnly hides the Close of the caller's stdin from sendInput, which
+// closes the readers it is given.
+type readerOnly struct{ io.Reader }

@@ -90,14 +90,17 @@ func qselectMain(ctx context.Context, env *Env, args []string) int {
 			states = "QHWRSEC" // finished jobs only while Torque keeps them
 		}
 		f.All = s.torque()
-		resp, err := s.cl.JobIDsTasks(ctxOrBackground(ctx), f, states, s.torque())
+		names := newQselectNamer(s, p)
+		resp, err := s.cl.JobIDsArrays(ctxOrBackground(ctx), f, states, s.torque(), names.arraysMode(s))
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "qselect: %s\n", apiErrText(err))
 			return 1
 		}
-		return writeQselectIDs(env.Stdout, s, resp, newQselectNamer(s, p))
+		return writeQselectIDs(env.Stdout, s, resp, names)
 	}
 	f.Brief = true
+	// OpenPBS judges an array by all its tasks, finished ones included.
+	f.All = f.All || !s.torque()
 	jobs, err := s.cl.Jobs(ctxOrBackground(ctx), f)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "qselect: %s\n", apiErrText(err))
@@ -151,6 +154,19 @@ func newQselectNamer(s *pbsSession, p *sbatch.Parsed) *qselectNamer {
 	return n
 }
 
+// arraysMode is how horad selects array tasks for this listing
+// (api.PBSArraysWhole and so on): Torque's subjobs are jobs; OpenPBS tests
+// an array by its own state, or its subjobs one by one under -T.
+func (n *qselectNamer) arraysMode(s *pbsSession) string {
+	switch {
+	case s.torque():
+		return api.PBSArraysAsJobs
+	case n.subjobs:
+		return api.PBSArraysSubjobs
+	}
+	return api.PBSArraysWhole
+}
+
 // appendID appends the line naming job id, task index of array (array 0:
 // a plain job), or nothing when it is not listed.
 func (n *qselectNamer) appendID(b []byte, id, array, index int64) []byte {
@@ -191,12 +207,24 @@ func writeQselect(out io.Writer, s *pbsSession, jobs []api.Job, states string, l
 	nowU := now.Unix()
 	var b []byte
 	names := newQselectNamer(s, p)
+	// OpenPBS judges an array by its own state, from all its tasks
+	// (api.PBSArraySel, as horad does for the ids-only listing).
+	tasks := map[int64][]*api.Job{}
+	mode := names.arraysMode(s)
+	if mode != api.PBSArraysAsJobs {
+		for i := range jobs {
+			if a := jobs[i].ArrayJobID; a != 0 {
+				tasks[a] = append(tasks[a], &jobs[i])
+			}
+		}
+	}
+	arrays, _ := api.NewPBSArraySel(mode, nowU, func(a int64) []*api.Job { return tasks[a] })
 	for i := range jobs {
 		j := &jobs[i]
-		st := pbsState(j, torque, nowU)
-		if j.State.Finished() && !hist && !(torque && nowU-j.EndTime < int64(pbsKeepCompleted)) {
+		if j.State.Finished() && !hist && !arrays.Live(j) && !(torque && nowU-j.EndTime < int64(pbsKeepCompleted)) {
 			continue
 		}
+		st := arrays.State(j, torque, nowU)
 		if states != "" && !strings.Contains(states, st) {
 			continue
 		}

@@ -59,12 +59,20 @@ func (r *record) write(w io.Writer, oneliner bool) {
 // jobRecord lays out `scontrol show job` as measured on 22.05.8 and
 // described in COMPAT.md §5.2.
 func jobRecord(j *api.Job, now time.Time, tfmt string) *record {
-	return jobRecordMem(j, now, tfmt, 0)
+	return jobRecordMem(j, now, tfmt, partFacts{})
 }
 
-// jobRecordMem is jobRecord knowing the memory of one node of the job's
-// partition (the smallest; 0 = unknown), for a pending job's TRES.
-func jobRecordMem(j *api.Job, now time.Time, tfmt string, nodeMem int64) *record {
+// partFacts is what `show job` prints of the job's partition: the memory
+// of its smallest node (0 = unknown), for a pending job's TRES, and its
+// OverSubscribe ("" = unknown, taken as NO).
+type partFacts struct {
+	nodeMem int64
+	over    string
+}
+
+// jobRecordMem is jobRecord knowing facts of the job's partition.
+func jobRecordMem(j *api.Job, now time.Time, tfmt string, pf partFacts) *record {
+	nodeMem := pf.nodeMem
 	t := func(u int64) string { return fmtTime(u, tfmt, now) }
 	r := &record{}
 	id := strconv.FormatInt(j.ID, 10)
@@ -187,11 +195,7 @@ func jobRecordMem(j *api.Job, now time.Time, tfmt string, nodeMem int64) *record
 	if j.Spec.Reservation != "" {
 		r.add("Reservation=" + j.Spec.Reservation)
 	}
-	over := "OK"
-	if j.Spec.Exclusive != "" {
-		over = "NO"
-	}
-	r.add("OverSubscribe="+over, "Contiguous=0", "Licenses=(null)", "Network=(null)")
+	r.add("OverSubscribe="+api.JobOverSubscribe(pf.over, &j.Spec), "Contiguous=0", "Licenses=(null)", "Network=(null)")
 	r.add("Command=" + orNull(j.Spec.Command))
 	r.add("WorkDir=" + j.Spec.WorkDir)
 	if j.Spec.Comment != "" {
@@ -335,7 +339,7 @@ func partitionRecord(p *api.Partition, nodes []api.Node) *record {
 	r.add("DefaultTime="+defTime, "DisableRootJobs=NO", "ExclusiveUser=NO", "GraceTime=0", "Hidden=NO")
 	r.add("MaxNodes=UNLIMITED", "MaxTime="+lim(p.MaxTime, "UNLIMITED"), "MinNodes=0", "LLN=NO", "MaxCPUsPerNode=UNLIMITED")
 	r.add("Nodes=" + orNull(hostlist(p.Nodes)))
-	r.add("PriorityJobFactor=1", "PriorityTier=1", "RootOnly=NO", "ReqResv=NO", "OverSubscribe=NO")
+	r.add("PriorityJobFactor=1", "PriorityTier=1", "RootOnly=NO", "ReqResv=NO", "OverSubscribe="+orDefault(p.OverSubscribe, "NO"))
 	r.add("OverTimeLimit=NONE", "PreemptMode=OFF")
 	r.add("State="+strings.ToUpper(orDefault(p.State, "up")), "TotalCPUs="+strconv.Itoa(cpus),
 		"TotalNodes="+strconv.Itoa(len(p.Nodes)), "SelectTypeParameters=NONE")
@@ -614,38 +618,47 @@ func showJobs(ctx context.Context, env *Env, name string, oneliner bool) int {
 		}
 		jobs = kept
 	}
-	return writeJobs(env, jobs, name != "", oneliner, partitionNodeMem(ctx, cl, jobs))
+	return writeJobs(env, jobs, name != "", oneliner, partitionFacts(ctx, cl, jobs))
 }
 
-// partitionNodeMem is the smallest node memory of each partition that a
-// pending job without a memory request is in (nil when there is none).
-func partitionNodeMem(ctx context.Context, cl *api.Client, jobs []api.Job) map[string]int64 {
-	need := slices.ContainsFunc(jobs, func(j api.Job) bool {
-		return j.StartTime == 0 && j.Spec.MemMB == 0 && j.Spec.MemPerCPU == 0
-	})
-	if !need {
+// partitionFacts reads, per partition of the jobs, its OverSubscribe and,
+// when a pending job without a memory request is in it, the smallest
+// memory of its nodes (nil when there are no jobs or horad does not say).
+func partitionFacts(ctx context.Context, cl *api.Client, jobs []api.Job) map[string]partFacts {
+	if len(jobs) == 0 {
 		return nil
 	}
 	parts, err := cl.Partitions(ctx)
 	if err != nil {
 		return nil
 	}
+	out := map[string]partFacts{}
+	for _, p := range parts {
+		out[p.Name] = partFacts{over: p.OverSubscribe}
+	}
+	need := slices.ContainsFunc(jobs, func(j api.Job) bool {
+		return j.StartTime == 0 && j.Spec.MemMB == 0 && j.Spec.MemPerCPU == 0
+	})
+	if !need {
+		return out
+	}
 	nodes, err := cl.Nodes(ctx)
 	if err != nil {
-		return nil
+		return out
 	}
-	out := map[string]int64{}
 	for _, p := range parts {
+		f := out[p.Name]
 		for _, n := range nodes {
-			if slices.Contains(p.Nodes, n.Name) && n.MemoryMB > 0 && (out[p.Name] == 0 || n.MemoryMB < out[p.Name]) {
-				out[p.Name] = n.MemoryMB
+			if slices.Contains(p.Nodes, n.Name) && n.MemoryMB > 0 && (f.nodeMem == 0 || n.MemoryMB < f.nodeMem) {
+				f.nodeMem = n.MemoryMB
 			}
 		}
+		out[p.Name] = f
 	}
 	return out
 }
 
-func writeJobs(env *Env, jobs []api.Job, named, oneliner bool, partMem map[string]int64) int {
+func writeJobs(env *Env, jobs []api.Job, named, oneliner bool, parts map[string]partFacts) int {
 	if len(jobs) == 0 {
 		if named {
 			fmt.Fprintln(env.Stderr, "slurm_load_jobs error: Invalid job id specified")
@@ -656,7 +669,7 @@ func writeJobs(env *Env, jobs []api.Job, named, oneliner bool, partMem map[strin
 	}
 	now, tfmt := nowFunc(), timeFormat(env)
 	for i := range jobs {
-		jobRecordMem(&jobs[i], now, tfmt, partMem[jobs[i].Spec.Partition]).write(env.Stdout, oneliner)
+		jobRecordMem(&jobs[i], now, tfmt, parts[jobs[i].Spec.Partition]).write(env.Stdout, oneliner)
 	}
 	return 0
 }

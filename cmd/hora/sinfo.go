@@ -284,7 +284,10 @@ func (v *sinfoView) nodeValue(kind byte, p *api.Partition, n *api.Node) string {
 	case 'r':
 		return "no"
 	case 'h':
-		return "NO"
+		if p == nil || p.OverSubscribe == "" {
+			return "NO"
+		}
+		return p.OverSubscribe // NO, EXCLUSIVE, YES:N, FORCE:N
 	case 'g':
 		return "all"
 	case 'i', 'b':

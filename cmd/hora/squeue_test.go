@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -106,15 +107,24 @@ func TestSqueueManyPendingRowCount(t *testing.T) {
 	jobs := benchJobs(10000)
 	fields, _ := parseSqueueFormat(squeueDefaultFormat)
 	keys, _ := parseSort(squeueDefaultSort)
-	sortJobs(jobs, keys, testNow.Unix())
+	rows := jobPtrs(jobs)
+	sortJobs(rows, keys, testNow.Unix())
 	var b bytes.Buffer
-	if err := writeSqueue(&b, jobs, fields, true, testNow, ""); err != nil {
+	if err := writeSqueue(&b, rows, fields, true, testNow, ""); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(b.String(), "\n")
 	if len(lines) != 10002 || lines[1] != "              1000     debug     job0    alice PD       0:00      1 (Priority)" {
 		t.Errorf("%d lines, first row %q", len(lines), lines[1])
 	}
+}
+
+func jobPtrs(jobs []api.Job) []*api.Job {
+	p := make([]*api.Job, len(jobs))
+	for i := range jobs {
+		p[i] = &jobs[i]
+	}
+	return p
 }
 
 func BenchmarkSqueue10000Pending(b *testing.B) {
@@ -124,7 +134,7 @@ func BenchmarkSqueue10000Pending(b *testing.B) {
 	var buf bytes.Buffer
 	for b.Loop() {
 		buf.Reset()
-		work := append([]api.Job(nil), jobs...)
+		work := jobPtrs(jobs)
 		sortJobs(work, keys, testNow.Unix())
 		writeSqueue(&buf, work, fields, true, testNow, "")
 	}
@@ -172,4 +182,40 @@ func TestSqueueIterateEndsOnInterrupt(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("squeue -i did not end on SIGINT")
 	}
+}
+
+// BenchmarkSqueue100k: the client's side of `squeue` over 100,000 pending
+// jobs, as horad sends them (issue 16: squeue of 100,000 jobs ≤ 0.2 s):
+// decoding the listing, filtering, sorting by squeue's default keys and
+// formatting the default columns.
+func BenchmarkSqueue100k(b *testing.B) {
+	jobs := make([]api.Job, 100000)
+	for i := range jobs {
+		jobs[i] = api.Job{ID: int64(i + 1), User: "root", Group: "root", State: api.StatePending,
+			Reason: "JobHeldUser", Priority: 0, SubmitTime: testNow.Unix() - 60, CancelledBy: -1,
+			Spec: api.JobSpec{Name: "fill" + strconv.Itoa(i), Partition: "batch", Script: "#!/bin/sh\ntrue\n",
+				WorkDir: "/tmp", Hold: true, Nodes: 1, SubmitHost: "login1"}}
+	}
+	data := api.AppendListing(nil, jobs)
+	fields, _ := parseSqueueFormat(squeueDefaultFormat)
+	keys, _ := parseSort(squeueDefaultSort)
+	q := &squeueQuery{}
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		lr, err := api.NewListingReader(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows, _, err := selectSqueue(lr, q, keys, testNow.Unix())
+		if err != nil || len(rows.rows) != len(jobs) {
+			b.Fatal(err, len(rows.rows))
+		}
+		rows.sort(keys)
+		if err := writeSqueueRows(&buf, lr, rows, fields, false, testNow, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(data)), "listing-bytes")
+	b.ReportMetric(float64(buf.Len()), "output-bytes")
 }

@@ -92,6 +92,8 @@ func parseSrun(env *Env, args []string) (*srunOpts, error) {
 			return nil, sbatch.ErrVersion
 		case "label":
 			o.label = true
+		case "pty":
+			o.pty = true
 		case "unbuffered":
 			o.unbuffered = true
 		case "multi-prog":

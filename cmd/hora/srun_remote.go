@@ -25,7 +25,7 @@ func (l *launch) startRemote(ctx context.Context, cl *api.Client, exits chan<- e
 			continue
 		}
 		req.Tasks = append(req.Tasks, api.StepTask{ID: t.id, Node: g.Nodes[t.node],
-			Argv: t.cmd.Args, Env: t.cmd.Env, WorkDir: t.cmd.Dir, Stdin: t.cmd.Stdin != nil})
+			Argv: t.cmd.Args, Env: t.cmd.Env, WorkDir: t.cmd.Dir, Stdin: t.cmd.Stdin != nil, Pty: t.pty})
 		byID[t.id] = t
 	}
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -36,6 +36,9 @@ func (l *launch) startRemote(ctx context.Context, cl *api.Client, exits chan<- e
 		for _, t := range byID {
 			if in := t.cmd.Stdin; in != nil {
 				go l.sendInput(rctx, cl, t.id, in)
+			}
+			if t.pty != nil && l.ptyFd >= 0 {
+				go l.followWindow(rctx, cl, t)
 			}
 		}
 	}
@@ -79,6 +82,11 @@ func (l *launch) startRemote(ctx context.Context, cl *api.Client, exits chan<- e
 					ws = syscall.WaitStatus(syscall.SIGKILL)
 				}
 				finish(t, ws)
+			case t.pty != nil && f.Stream != 0:
+				// A pty's output, as it comes (stream 1 only).
+				l.outMu.Lock()
+				_, _ = l.env.Stdout.Write(f.Data)
+				l.outMu.Unlock()
 			case f.Stream == 1 && len(t.parentEnds) > 0:
 				_, _ = t.parentEnds[0].Write(f.Data)
 			case f.Stream == 2 && len(t.parentEnds) > 1:

@@ -31,6 +31,8 @@ type task struct {
 	status          syscall.WaitStatus
 	startErr        error
 	parentEnds      []*os.File // the tasks' ends of the output pipes, closed here once started
+	// pty: the task is on a remote pty, of the caller's terminal (pty.go).
+	pty *api.StepPty
 }
 
 // launch holds a running step.
@@ -46,6 +48,7 @@ type launch struct {
 	readers  sync.WaitGroup
 	stdinFor []io.WriteCloser
 	restore  func() // puts the caller's terminal back after a pty step (pty.go)
+	ptyFd    int    // the caller's terminal, for a remote pty's size; -1 none
 }
 
 // stepID is Slurm's "StepId=J.S" spelling.

@@ -254,6 +254,9 @@ func showSteps(ctx context.Context, env *Env, name string, oneliner bool) int {
 		if r.job.Spec.TimeLimit > 0 {
 			limit = sbatch.FormatLongDuration(r.job.Spec.TimeLimit)
 		}
+		if r.step != nil && r.step.TimeLimit > 0 {
+			limit = sbatch.FormatLongDuration(r.step.TimeLimit) // srun -t
+		}
 		nodes := 1
 		if hosts, err := sbatch.ExpandHostlist(r.nodes()); err == nil {
 			nodes = len(hosts)

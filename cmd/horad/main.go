@@ -145,25 +145,47 @@ func serve(cc *cli.Context) error {
 	var ctl *controller.Controller
 	hb := heartbeat(func() string { return ctl.Stats().String() })
 	stopExtending := extendStartTimeout()
-	ctl, err = controller.New(ctx, controller.Options{Config: cfg, Logger: log, Store: st, Executor: exec,
+	ctl, err = controller.Open(ctx, controller.Options{Config: cfg, Logger: log, Store: st, Executor: exec,
 		Heartbeat: hb})
-	stopExtending()
 	if err != nil {
+		stopExtending()
 		return err
 	}
 	// Under horad.socket systemd has held the listening socket all along:
-	// clients that connected while horad started and recovered wait in its
-	// backlog and are answered now. Without it the socket appears only
-	// now, so that a socket that answers means a recovered horad.
-	ln, activated, err := listener(cfg.Socket)
+	// the client whose connection started horad waits in its backlog. It is
+	// served at once: job listings from the store while recovery runs, every
+	// other request once the state is rebuilt (docs/recovery.md). Without
+	// socket activation the socket appears only after recovery, so that a
+	// socket that answers means a recovered horad.
+	ln, activated, err := activatedListener()
 	if err != nil {
+		stopExtending()
 		return err
 	}
-	defer ln.Close()
 	srv := ctl.Server()
 	serveErr := make(chan error, 1)
-	// [limits]'s connection bounds and fair service by uid (docs/limits.md).
-	go func() { serveErr <- srv.Serve(ctl.Limit(ln)) }()
+	serve := func() {
+		// [limits]'s connection bounds and fair service by uid (docs/limits.md).
+		go func() { serveErr <- srv.Serve(ctl.Limit(ln)) }()
+	}
+	if activated {
+		serve()
+	}
+	err = ctl.Recover(ctx)
+	stopExtending()
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return err
+	}
+	if !activated {
+		if ln, err = controller.Listen(cfg.Socket); err != nil {
+			return fmt.Errorf("socket %s: %w", cfg.Socket, err)
+		}
+		serve()
+	}
+	defer ln.Close()
 	runDone := make(chan error, 1)
 	go func() { runDone <- ctl.Run(ctx) }()
 
@@ -197,9 +219,9 @@ loop:
 	return <-runDone
 }
 
-// listener returns the socket systemd passed (horad.socket), or listens on
-// path itself.
-func listener(path string) (ln net.Listener, activated bool, err error) {
+// activatedListener returns the socket systemd passed (horad.socket), if
+// any.
+func activatedListener() (ln net.Listener, activated bool, err error) {
 	lns, err := activation.Listeners()
 	if err != nil {
 		return nil, false, fmt.Errorf("socket activation: %w", err)
@@ -214,11 +236,7 @@ func listener(path string) (ln net.Listener, activated bool, err error) {
 			return l, true, nil
 		}
 	}
-	ln, err = controller.Listen(path)
-	if err != nil {
-		return nil, false, fmt.Errorf("socket %s: %w", path, err)
-	}
-	return ln, false, nil
+	return nil, false, nil
 }
 
 // reload re-reads the configuration file on SIGHUP. A file with errors is

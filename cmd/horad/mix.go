@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -44,10 +45,7 @@ type mixEnforcer struct {
 // mixSupported checks that cfg's [mix] can be enforced on its executor. The
 // problems name the [mix] key at fault with its file:line.
 func mixSupported(cfg *config.Config) error {
-	mode, _ := mix.ParseMode(cfg.Mix.Mode) // validated by config
 	switch {
-	case mode == mix.GangMode && cfg.Executor != "local":
-		return config.Problems{cfg.Problem("mix.mode", "mode \"gang\" is enforced on local nodes only (not yet on %s nodes); use ps or tdm", cfg.Executor)}
 	case cfg.Executor == "ssh" && cfg.SSH.Launcher == "setsid":
 		return config.Problems{cfg.Problem("mix", "[mix] on ssh nodes needs systemd on the nodes (systemd slices); [ssh] launcher = \"setsid\" cannot enforce it")}
 	case cfg.Executor != "ssh" && cfg.Executor != "local":
@@ -61,7 +59,7 @@ func tdmPlan(cfg *config.Config, r mix.Ratio, mode mix.Mode) (*mix.TDM, error) {
 	if mode != mix.TDMMode {
 		return nil, nil
 	}
-	plan, err := mix.NewTDM(r, cfg.Mix.Period, 0)
+	plan, err := mix.NewTDM(r, cfg.Mix.Period, cfg.Mix.Sync)
 	if err != nil {
 		return nil, config.Problems{cfg.Problem("mix.period", "%v", err)}
 	}
@@ -148,10 +146,7 @@ func (m *mixEnforcer) reload(ctx context.Context, nc *config.Config) {
 		m.sshMix.SetWeights(rt, be)
 		m.eachNode(ctx, func(ctx context.Context, n string) error { return m.ssh.SetMixWeights(ctx, n, rt, be) })
 	}
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
+	m.poke()
 	m.log.Info("mix reloaded", "ratio", r.String(), "mode", string(mode), "was_ratio", old.String(), "was_mode", string(oldMode))
 }
 
@@ -293,7 +288,7 @@ func (m *mixEnforcer) sshMixFor() *hssh.Mix {
 	m.sshMix = &hssh.Mix{RTWeight: rt, BEWeight: be, RT: func(s nodes.LaunchSpec) bool {
 		cfg, _ := m.current()
 		return classOf(cfg, s) == mix.RT
-	}}
+	}, JobsChanged: func(string) { m.poke() }}
 	return m.sshMix
 }
 
@@ -394,45 +389,177 @@ func (m *mixEnforcer) sleep(ctx context.Context, d time.Duration) bool {
 
 func unixNow() float64 { return float64(time.Now().UnixNano()) / 1e9 }
 
-// runSSH drives tdm on SSH nodes: at every division boundary each node
-// applies the division (TDMDivision, in parallel, bounded by the division);
-// on leaving tdm and on exit every node thaws both classes. ps needs no
-// driving.
+// poke wakes the driver (a reload, a node's jobs changed).
+func (m *mixEnforcer) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// runSSH drives tdm and gang on SSH nodes through each node's agent
+// (ssh.Executor.SetMixSchedule): the agent is given the schedule once and
+// switches on the node's own clock at the boundaries of the Unix-time axis,
+// so no message is on the critical path of a switch (docs/mix.md). Every
+// second, and whenever a node reports a change of its jobs or a reload
+// wakes it, the driver gives every node its schedule again, which costs
+// nothing where it has not changed and restarts an agent that ended (a
+// reconnection). Leaving tdm or gang, and on exit, every node thaws all.
 func (m *mixEnforcer) runSSH(ctx context.Context) {
 	if m.ssh == nil {
 		<-ctx.Done()
 		return
 	}
-	division := func(owner string) func(context.Context, string) error {
-		return func(ctx context.Context, n string) error { _, err := m.ssh.TDMDivision(ctx, n, owner); return err }
-	}
 	defer func() {
 		tctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		m.eachNode(tctx, division("none"))
+		m.eachNode(tctx, func(ctx context.Context, n string) error {
+			return m.ssh.SetMixSchedule(ctx, n, hssh.MixSchedule{Mode: "none"})
+		})
 	}()
-	driving := false
+	clockChecked := map[string]time.Time{}
 	for {
-		_, plan := m.current()
-		var wait time.Duration = -1
-		switch {
-		case plan == nil && driving:
-			m.eachNode(ctx, division("none"))
-			driving = false
-		case plan != nil:
-			driving = true
-			now := unixNow()
-			owner, next, _ := plan.At(now)
-			dctx, cancel := context.WithTimeout(ctx, time.Duration(max(next-now, 1)*float64(time.Second)))
-			m.eachNode(dctx, division(owner.String()))
-			cancel()
-			wait = time.Duration(max(next-unixNow(), 0) * float64(time.Second))
+		cfg, plan := m.current()
+		m.mu.Lock()
+		mode, ratio := m.mode, m.ratio
+		m.mu.Unlock()
+		scheds := m.sshSchedules(cfg, ratio, mode, plan)
+		if mode == mix.GangMode || plan != nil {
+			m.checkClocks(ctx, clockChecked, cfg)
 		}
-		if !m.sleep(ctx, wait) {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m.eachNode(sctx, func(ctx context.Context, n string) error {
+			s, ok := scheds[n]
+			if !ok {
+				return nil // gang plan failed: keep what the node has
+			}
+			return m.ssh.SetMixSchedule(ctx, n, s)
+		})
+		cancel()
+		if !m.sleep(ctx, time.Second) {
 			return
 		}
 	}
 }
+
+// clockCheckEvery is how often each node's clock is compared with horad's.
+const clockCheckEvery = 10 * time.Minute
+
+// checkClocks warns about a node whose clock is off horad's by more than
+// 1 % of the tdm period or the gang quantum: its agent switches on its own
+// clock, so its switches are off by as much. The estimate is Cristian's
+// (MixClock), the best of three round trips; nodes are checked every
+// clockCheckEvery, in the background of the driver's round.
+func (m *mixEnforcer) checkClocks(ctx context.Context, checked map[string]time.Time, cfg *config.Config) {
+	var due []string
+	for _, n := range m.nodes {
+		if time.Since(checked[n]) >= clockCheckEvery {
+			due = append(due, n)
+		}
+	}
+	if len(due) == 0 {
+		return
+	}
+	for _, n := range due {
+		checked[n] = time.Now()
+	}
+	limit := seconds(0.01 * cfg.Mix.Period)
+	if mode, _ := mix.ParseMode(cfg.Mix.Mode); mode == mix.GangMode {
+		limit = seconds(0.01 * cfg.Mix.Quantum)
+	}
+	go func() {
+		for _, n := range due {
+			var off, rtt time.Duration
+			for range 3 {
+				o, r, err := m.ssh.MixClock(ctx, n)
+				if err != nil {
+					break
+				}
+				if rtt == 0 || r < rtt {
+					off, rtt = o, r
+				}
+			}
+			if rtt > 0 && off.Abs() > rtt/2+limit {
+				m.log.Warn("mix: node clock differs from horad's; its tdm/gang switches are off by as much (keep the nodes' clocks synchronised, e.g. NTP)",
+					"node", n, "offset", off.Round(time.Microsecond), "uncertainty", (rtt / 2).Round(time.Microsecond))
+			}
+		}
+	}()
+}
+
+// sshSchedules is what every SSH node's agent keeps in the mode in force.
+func (m *mixEnforcer) sshSchedules(cfg *config.Config, r mix.Ratio, mode mix.Mode, plan *mix.TDM) map[string]hssh.MixSchedule {
+	if mode == mix.GangMode {
+		return m.gangSchedules(cfg, r)
+	}
+	s := hssh.MixSchedule{Mode: "none"}
+	if plan != nil {
+		s = hssh.MixSchedule{Mode: "tdm", Period: seconds(plan.Period),
+			RTLen: seconds(plan.RTPart * plan.Period), Sync: seconds(plan.Sync)}
+	}
+	out := make(map[string]hssh.MixSchedule, len(m.nodes))
+	for _, n := range m.nodes {
+		out[n] = s
+	}
+	return out
+}
+
+// gangLead is how far ahead of now a new gang table takes over: every node
+// must have it before the boundary at which they all change to it.
+const gangLead = 300 * time.Millisecond
+
+// gangSchedules applies 1GS (be-rt-mix-2001 §4.1) on the SSH nodes: the
+// matrix of the jobs the nodes' agents report (mix.NewGang, as on local
+// nodes: each job on the nodes it runs on, overflow rows for jobs with no
+// free row), and for each node the jobs of each row on it. The table
+// takes over on every node at the same quantum boundary, gangLead ahead.
+// Nil when the plan cannot be made (logged): the nodes keep their tables.
+func (m *mixEnforcer) gangSchedules(cfg *config.Config, r mix.Ratio) map[string]hssh.MixSchedule {
+	byJob := map[int64]*mix.GangJob{}
+	for i, n := range m.nodes {
+		reported, _ := m.ssh.MixJobs(n)
+		for _, j := range reported {
+			gj := byJob[j.ID]
+			if gj == nil {
+				gj = &mix.GangJob{ID: j.ID, Class: mix.BE}
+				if j.RT {
+					gj.Class = mix.RT
+				}
+				byJob[j.ID] = gj
+			}
+			gj.Cols = append(gj.Cols, i)
+		}
+	}
+	jobs := make([]mix.GangJob, 0, len(byJob))
+	for _, j := range byJob {
+		jobs = append(jobs, *j)
+	}
+	slices.SortFunc(jobs, func(a, b mix.GangJob) int { return cmp.Compare(a.ID, b.ID) })
+	x, err := mix.NewGang(len(m.nodes), cfg.Mix.Rows, r, jobs)
+	if err != nil {
+		m.log.Error("mix: gang plan", "err", err)
+		return nil
+	}
+	q := seconds(cfg.Mix.Quantum)
+	qus := max(q.Microseconds(), 1)
+	lead := time.Now().Add(gangLead).UnixMicro()
+	from := time.UnixMicro((lead + qus - 1) / qus * qus)
+	out := make(map[string]hssh.MixSchedule, len(m.nodes))
+	for col, n := range m.nodes {
+		rows := make([][]int64, x.Rows())
+		for row := range rows {
+			for _, j := range jobs {
+				if slices.Contains(j.Cols, col) && x.Runs(row, col, j.ID) {
+					rows[row] = append(rows[row], j.ID)
+				}
+			}
+		}
+		out[n] = hssh.MixSchedule{Mode: "gang", Quantum: q, Rows: rows, From: from}
+	}
+	return out
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // release runs once horad has stopped scheduling: on local nodes the class
 // groups of a class with no process left are removed, so a stopped horad

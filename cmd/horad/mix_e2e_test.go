@@ -229,7 +229,8 @@ quantum = 0.5
 	g := openMixGroups(t, name)
 	work := c.workDir()
 	out := filepath.Join(work, "rt.out")
-	rt := c.submit(work, "--rt-frame=100ms", "--rt-work=10ms", "-n", "1", "-o", out, "--wrap", "cat /proc/self/cgroup; sleep 300")
+	// A buffer of 20 frames (2 s) covers the 1GS cycle M·Q = 1 s: the rows test admits it.
+	rt := c.submit(work, "--rt-frame=100ms", "--rt-buffer=20", "--rt-work=10ms", "-n", "1", "-o", out, "--wrap", "cat /proc/self/cgroup; sleep 300")
 	c.waitState(rt, "RUNNING")
 	node := strings.TrimSpace(c.run(0, work, "squeue", "-h", "-j", rt, "-o", "%N").stdout)
 	other := "local1"

@@ -92,6 +92,51 @@ func TestMixTDMOnSSHNodes(t *testing.T) {
 	os.WriteFile(gate, nil, 0o644)
 }
 
+// [mix] gang on SSH nodes: a periodic RT job and a batch job on n1 are in
+// the two rows of a 1:1 matrix (M = 2); the node's agent rotates the rows
+// every quantum, so each job's scope is seen frozen while the other's is
+// not, then the other way round, then back. When horad stops, both are
+// left thawed.
+func TestMixGangOnSSHNodes(t *testing.T) {
+	c, cl, dir := mixSSHCluster(t, "ratio = \"1:1\"\nmode = \"gang\"\nquantum = 0.3\nrows = 2\n")
+	gate := filepath.Join(dir, "gate")
+	loop := "while [ ! -e " + gate + " ]; do sleep 0.02; done"
+	// Admitted by the rows test (§4.4): the 1GS cycle M·Q = 0.6 s is within
+	// the buffer of 10 frames of 100 ms; a buffer of one frame is refused.
+	if r := c.run(0, dir, "sbatch", "--rt-frame=100ms", "--rt-work=2ms", "--wrap", "true"); r.code != 1 ||
+		!strings.Contains(r.stderr, "1GS cycle") {
+		t.Fatalf("a buffer shorter than the 1GS cycle: exit %d, %q", r.code, r.stderr)
+	}
+	rt := c.submit(dir, "--rt-frame=100ms", "--rt-buffer=10", "--rt-work=2ms", "-o", "/dev/null", "--wrap", loop)
+	be := c.submit(dir, "-w", "n1", "-o", "/dev/null", "--wrap", loop)
+	c.waitState(rt, "RUNNING")
+	c.waitState(be, "RUNNING")
+	h := cl.Hosts[0]
+	frozen := func(class, id string) string {
+		b, _ := os.ReadFile(filepath.Join(h.CgroupDir(), "hora.slice", "hora-"+class+".slice", "hora-job-"+id+"-batch-r0.scope", "cgroup.events"))
+		for _, l := range strings.Split(string(b), "\n") {
+			if f, ok := strings.CutPrefix(l, "frozen "); ok {
+				return f
+			}
+		}
+		return ""
+	}
+	for _, want := range [][2]string{{"0", "1"}, {"1", "0"}, {"0", "1"}} {
+		deadline := time.Now().Add(60 * time.Second)
+		for frozen("rt", rt) != want[0] || frozen("be", be) != want[1] {
+			if time.Now().After(deadline) {
+				t.Fatalf("RT job %s frozen=%q and BE job %s frozen=%q, never %s and %s", rt, frozen("rt", rt), be, frozen("be", be), want[0], want[1])
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	c.stop()
+	if f, g := frozen("rt", rt), frozen("be", be); f != "0" || g != "0" {
+		t.Errorf("after horad stopped: RT job frozen=%q, BE job frozen=%q", f, g)
+	}
+	os.WriteFile(gate, nil, 0o644)
+}
+
 // mixSSHCluster is horad on three SSH hosts booting systemd with the given
 // [mix] table, and a directory owned by nobody to submit from.
 func mixSSHCluster(t *testing.T, mixTable string) (*cluster, *sshtest.Cluster, string) {

@@ -370,7 +370,7 @@ func Leftover(root, name string) []string {
 }
 
 // TDM drives tdm mode on one node: at each Step the division in force
-// decides, through mix.TDMFreeze, which class is stopped; a class whose
+// decides, through mix.TDMFreezeAt (with the sync δ), which class is stopped; a class whose
 // owner has no process is never stopped (the division is lent).
 type TDM struct {
 	G     *Groups
@@ -383,7 +383,7 @@ type TDM struct {
 // and returns it with the classes left frozen. The driver calls it at least
 // at every division boundary (Plan.At gives the next one).
 func (d *TDM) Step(now float64) (owner mix.Class, frozen [2]bool, next float64, err error) {
-	owner, next, _ = d.Plan.At(now)
+	owner, _, _ = d.Plan.At(now)
 	var has [2]bool
 	for _, c := range classes {
 		pids, err := d.G.Pids(c)
@@ -392,7 +392,7 @@ func (d *TDM) Step(now float64) (owner mix.Class, frozen [2]bool, next float64, 
 		}
 		has[c] = len(pids) > 0
 	}
-	want := mix.TDMFreeze(owner, has[mix.RT], has[mix.BE])
+	want, next := mix.TDMFreezeAt(d.Plan, now, has[mix.RT], has[mix.BE])
 	for _, c := range classes {
 		if !d.init || want[c] != d.state[c] {
 			if err := d.G.Freeze(c, want[c]); err != nil {

@@ -2,6 +2,7 @@ package cgmix
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -269,6 +270,13 @@ func TestTDMLendsWhenOwnerHasNothing(t *testing.T) {
 			t.Fatalf("at %g s (%s division): frozen %v, next %g; want %s frozen", c.now, owner, frozen, next, c.frozen)
 		}
 		waitFor(t, c.frozen.String()+" frozen", func() bool { s, _ := g.FreezerState(c.frozen); return s == "FROZEN" })
+	}
+	// In the sync δ that opens a division both classes are stopped, until its end.
+	if _, frozen, next, err := d.Step(6.0005); err != nil || frozen != [2]bool{true, true} || math.Abs(next-6.001) > 1e-9 {
+		t.Fatalf("in the sync at 6.0005 s: frozen %v until %g (%v); want both until 6.001", frozen, next, err)
+	}
+	for _, c := range []mix.Class{mix.RT, mix.BE} {
+		waitFor(t, c.String()+" frozen in the sync", func() bool { s, _ := g.FreezerState(c); return s == "FROZEN" })
 	}
 }
 

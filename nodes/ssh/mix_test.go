@@ -176,3 +176,193 @@ func TestMixTDMFreezeOnSystemdNode(t *testing.T) {
 		t.Error("division owner \"all\" accepted")
 	}
 }
+
+// [mix] gang on a systemd node: the agent rotates the rows of its table
+// every quantum on its own clock, freezing the scope of the job not in the
+// row: two BE jobs in rows 0 and 1 alternate (each is seen frozen while
+// the other is not, then the other way round, then back). A job the table
+// does not know is left running, the agent reports the node's jobs, and
+// "none" thaws everything.
+func TestMixGangOnSystemdNode(t *testing.T) {
+	reported := make(chan string, 16)
+	v, e, exits := mixNode(t, &hssh.Mix{RTWeight: 5000, BEWeight: 5000, JobsChanged: func(n string) {
+		select {
+		case reported <- n:
+		default:
+		}
+	}})
+	h := v.c.Hosts[0]
+	ctx := t.Context()
+	gate, keys := waitingSteps(t, v, e, 71, 72, 73)
+	frozen := func(k nodes.StepKey) string {
+		return cgroupFrozen(h.CgroupDir() + "/hora.slice/hora-be.slice/" + unitOf(k) + ".scope")
+	}
+	sched := hssh.MixSchedule{Mode: "gang", Quantum: 300 * time.Millisecond, Rows: [][]int64{{71}, {72}}}
+	if err := e.SetMixSchedule(ctx, "n1", sched); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range [][2]string{{"1", "0"}, {"0", "1"}, {"1", "0"}} {
+		for deadline := time.Now().Add(hang); ; time.Sleep(5 * time.Millisecond) {
+			a, b := frozen(keys[0]), frozen(keys[1])
+			if a == want[0] && b == want[1] {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("phase %d: jobs 71 and 72 frozen %s %s, want %s %s", i, a, b, want[0], want[1])
+			}
+		}
+		if f := frozen(keys[2]); f != "0" {
+			t.Errorf("phase %d: job 73, in no row of the table, frozen=%s", i, f)
+		}
+	}
+	for deadline := time.Now().Add(hang); ; {
+		jobs, _ := e.MixJobs("n1")
+		if len(jobs) == 3 && jobs[0] == (hssh.MixJob{ID: 71}) && jobs[2] == (hssh.MixJob{ID: 73}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs reported on n1: %v, want 71 72 73 (BE)", jobs)
+		}
+		select {
+		case <-reported:
+		case <-time.After(time.Second):
+		}
+	}
+	// The node shares this machine's clock: the estimated offset is within
+	// the round trip's half, which bounds its error.
+	if off, rtt, err := e.MixClock(ctx, "n1"); err != nil || off.Abs() > rtt/2+time.Millisecond {
+		t.Errorf("MixClock: offset %v, round trip %v, %v", off, rtt, err)
+	}
+	if err := e.SetMixSchedule(ctx, "n1", hssh.MixSchedule{Mode: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(hang); frozen(keys[0]) != "0" || frozen(keys[1]) != "0"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after none: jobs 71 and 72 frozen %s %s", frozen(keys[0]), frozen(keys[1]))
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if st := exits.wait(t, k, hang); st.State != nodes.StepExited {
+			t.Fatalf("%v: %+v", k, st)
+		}
+	}
+	bad := hssh.MixSchedule{Mode: "gang", Quantum: time.Second, Rows: [][]int64{{-4}}}
+	if err := e.SetMixSchedule(ctx, "n1", bad); err == nil || !strings.Contains(err.Error(), "job id -4") {
+		t.Errorf("gang row with job -4: %v", err)
+	}
+}
+
+// [mix] tdm with a sync δ, kept by the node's agent on its own clock: with
+// an RT and a BE step running, each division opens with δ during which both
+// slices are frozen, then only the other class is; the agent reports its
+// switches (due and applied on its clock, in sync or not).
+func TestMixTDMSyncOnSystemdNode(t *testing.T) {
+	switches := make(chan hssh.MixSwitch, 64)
+	v, e, exits := mixNode(t, &hssh.Mix{RTWeight: 5000, BEWeight: 5000, RT: func(s nodes.LaunchSpec) bool { return s.Key.Job == 61 },
+		Switched: func(s hssh.MixSwitch) {
+			select {
+			case switches <- s:
+			default:
+			}
+		}})
+	h := v.c.Hosts[0]
+	ctx := t.Context()
+	gate, keys := waitingSteps(t, v, e, 61, 62)
+	frozen := func(class string) string { return cgroupFrozen(h.CgroupDir() + "/hora.slice/hora-" + class + ".slice") }
+	sched := hssh.MixSchedule{Mode: "tdm", Period: 1200 * time.Millisecond, RTLen: 600 * time.Millisecond, Sync: 250 * time.Millisecond}
+	if err := e.SetMixSchedule(ctx, "n1", sched); err != nil {
+		t.Fatal(err)
+	}
+	// δ, RT's division, δ, BE's division.
+	for i, want := range [][2]string{{"1", "1"}, {"0", "1"}, {"1", "1"}, {"1", "0"}} {
+		for deadline := time.Now().Add(hang); ; time.Sleep(5 * time.Millisecond) {
+			if frozen("rt") == want[0] && frozen("be") == want[1] {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("phase %d: rt frozen=%s be frozen=%s, want %s %s", i, frozen("rt"), frozen("be"), want[0], want[1])
+			}
+		}
+	}
+	// Reports: a switch into a sync ("rt 1 1 1": owner, in sync, both frozen)
+	// and one out of it, each applied at or after the boundary it was due at.
+	seen := map[string]bool{}
+	for deadline := time.After(hang); !seen["1 1 1"] || !seen["0 0 1"]; {
+		select {
+		case s := <-switches:
+			if s.Applied.Before(s.Due) {
+				t.Fatalf("switch %+v applied before it was due", s)
+			}
+			if f := strings.Fields(s.What); len(f) == 4 && f[0] == "rt" {
+				seen[strings.Join(f[1:], " ")] = true
+			}
+		case <-deadline:
+			t.Fatalf("switch reports for RT divisions: %v", seen)
+		}
+	}
+	if err := e.SetMixSchedule(ctx, "n1", hssh.MixSchedule{Mode: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(hang); frozen("rt") != "0" || frozen("be") != "0"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after none: rt frozen=%s be frozen=%s", frozen("rt"), frozen("be"))
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if st := exits.wait(t, k, hang); st.State != nodes.StepExited {
+			t.Fatalf("%v: %+v", k, st)
+		}
+	}
+	if err := e.SetMixSchedule(ctx, "n1", hssh.MixSchedule{Mode: "tdm", Period: time.Second, RTLen: 2 * time.Second}); err == nil {
+		t.Error("a tdm schedule whose RT division is longer than the period was accepted")
+	}
+}
+
+// mixNode is an executor with [mix] m on one host booting systemd.
+func mixNode(t *testing.T, m *hssh.Mix) (*env, *hssh.Executor, *collector) {
+	v := start(t, 1, sshtest.WithSystemd(1))
+	v.e.Close()
+	cfg := fastConfig(v.c, v.state)
+	cfg.Mix = m
+	e, err := hssh.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return v, e, collect(e)
+}
+
+// waitingSteps launches on n1 a batch step of each job that waits until
+// the file gate exists.
+func waitingSteps(t *testing.T, v *env, e *hssh.Executor, jobs ...int64) (gate string, keys []nodes.StepKey) {
+	gate = v.out + "/gate"
+	for _, job := range jobs {
+		k := nodes.StepKey{Job: job, Step: -1}
+		keys = append(keys, k)
+		if err := e.Launch(t.Context(), v.spec(k, "n1", "#!/bin/sh\nwhile [ ! -e '"+gate+"' ]; do sleep 0.02; done\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return gate, keys
+}
+
+// cgroupFrozen is the "frozen" of a cgroup v2 directory's cgroup.events
+// ("gone" when it has none).
+func cgroupFrozen(dir string) string {
+	b, err := os.ReadFile(dir + "/cgroup.events")
+	if err != nil {
+		return "gone"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f, ok := strings.CutPrefix(l, "frozen "); ok {
+			return f
+		}
+	}
+	return "?"
+}

@@ -108,6 +108,18 @@ sigscope() {
 	done
 	return 0
 }
+rmgroup() {
+	# A cgroup v1 group of a step: what is left in it is killed, as at a
+	# step's end; the group (and its node's, when empty) removed.
+	_i=0
+	while [ -d "$1" ] && [ "$_i" -lt 50 ]; do
+		for _q in $(cat "$1/cgroup.procs" 2>/dev/null); do kill -s KILL "$_q" 2>/dev/null; done
+		rmdir -- "$1" 2>/dev/null || sleep 0.1
+		_i=$((_i+1))
+	done
+	rmdir -- "${1%/*}" 2>/dev/null
+	return 0
+}
 unitgone() {
 	case $1 in hora-job-*.scope) ;; *) return 0;; esac
 	[ -e "/run/systemd/transient/$1" ] || return 0
@@ -149,10 +161,15 @@ report() {
 const shLaunch = `
 nd=$1 name=$2 uid=$3 gid=$4 mode=$5 unit=$6 started=$7 W=$8 run=$9 props=${10} mix=${11}
 shift 11
-pargs=
+pargs= dg=
 if [ "$props" != - ]; then
 	set -f; _ifs=$IFS; IFS=';'
-	for _p in $props; do pargs="$pargs -p $_p"; done
+	for _p in $props; do
+		case $_p in
+		HoraDenyGPUs=*) dg=${_p#HoraDenyGPUs=};; # not systemd's: the devices group below
+		*) pargs="$pargs -p $_p";;
+		esac
+	done
 	IFS=$_ifs; set +f
 fi
 d=$nd/$name u=$nd/$name/user
@@ -208,13 +225,30 @@ if [ "$mode" = setsid ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
 		;;
 	esac
 fi
+# Without systemd, the GPUs of the node the step was not given are denied
+# with a cgroup v1 devices group (NVIDIA's major 195, minor = index), as on
+# a local node; forget removes it (d/devcg names it).
+dgp=
+if [ "$mode" = setsid ] && [ -n "$dg" ]; then
+	[ -f /sys/fs/cgroup/devices/devices.deny ] ||
+		{ echo "error: the step has GPUs to isolate, and the cgroup v1 devices hierarchy is not mounted"; rm -rf -- "$d"; exit 1; }
+	dgp=/sys/fs/cgroup/devices/hora-node-$(printf '%s' "$nd" | cksum | cut -d' ' -f1)/$name
+	_ok=
+	if mkdir -p -- "$dgp" && echo "$dgp" > "$d/devcg"; then
+		_ok=1
+		for _g in $(printf '%s' "$dg" | tr ',' ' '); do
+			echo "c 195:$_g rwm" > "$dgp/devices.deny" || _ok=
+		done
+	fi
+	[ -n "$_ok" ] || { echo "error: cannot set up the devices cgroup $dgp"; rm -rf -- "$d"; exit 1; }
+fi
 hs=$(
 	if [ "$mode" = systemd ]; then
 		(exec setsid systemd-run --scope --quiet --collect $pargs --unit="$unit" -- \
 			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
 			</dev/null 2>"$d/wrapper.err") &
 	else
-		(exec setsid /bin/sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 1; shift; exec "$@"' hora-join "$mg" \
+		(exec setsid /bin/sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 1; [ -z "$2" ] || echo $$ > "$2/cgroup.procs" || exit 1; shift 2; exec "$@"' hora-join "$mg" "$dgp" \
 			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
 			</dev/null 2>"$d/wrapper.err") &
 	fi
@@ -440,19 +474,10 @@ if [ -f "$d/unit" ] && [ ! -L "$d/unit" ]; then
 	IFS= read -r un < "$d/unit" && unitgone "$un"
 fi
 if [ -f "$d/memcg" ] && [ ! -L "$d/memcg" ] && IFS= read -r mg < "$d/memcg"; then
-	case $mg in
-	/sys/fs/cgroup/memory/hora-node-*/*)
-		# What is left in the step's memory group is killed, as at a
-		# step's end; the group (and its node's, when empty) removed.
-		_i=0
-		while [ -d "$mg" ] && [ "$_i" -lt 50 ]; do
-			for _q in $(cat "$mg/cgroup.procs" 2>/dev/null); do kill -s KILL "$_q" 2>/dev/null; done
-			rmdir -- "$mg" 2>/dev/null || sleep 0.1
-			_i=$((_i+1))
-		done
-		rmdir -- "${mg%/*}" 2>/dev/null
-		;;
-	esac
+	case $mg in /sys/fs/cgroup/memory/hora-node-*/*) rmgroup "$mg";; esac
+fi
+if [ -f "$d/devcg" ] && [ ! -L "$d/devcg" ] && IFS= read -r dgp < "$d/devcg"; then
+	case $dgp in /sys/fs/cgroup/devices/hora-node-*/*) rmgroup "$dgp";; esac
 fi
 rm -rf -- "$d"
 `

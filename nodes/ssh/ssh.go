@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +84,13 @@ type Config struct {
 type Mix struct {
 	RTWeight, BEWeight int                         // cpu.weight, 1..10000; change with SetWeights
 	RT                 func(nodes.LaunchSpec) bool // the step is of the RT class
-	mu                 sync.Mutex
+	// Switched, if set, receives every switch a node's tdm/gang agent
+	// reports (the switch lag, docs/benchmarks.md); JobsChanged is called
+	// when a node's agent reports a new set of jobs (MixJobs). Both are
+	// called from the agent's reader and must not block.
+	Switched    func(MixSwitch)
+	JobsChanged func(node string)
+	mu          sync.Mutex
 }
 
 // SetWeights changes the weights the next launches set (a reload of the
@@ -119,8 +126,9 @@ type Executor struct {
 
 	closeOnce sync.Once
 
-	divMu sync.Mutex
-	divs  map[string]*divLoop // [mix] tdm: each node's division loop (tdm.go)
+	divMu   sync.Mutex
+	agents  map[string]*agentSlot // [mix] tdm and gang: each node's agent (mixagent.go)
+	mixJobs map[string][]MixJob   // what each node's agent last reported
 }
 
 var _ nodes.Executor = (*Executor)(nil)
@@ -712,6 +720,18 @@ func scopeProps(spec nodes.LaunchSpec) string {
 	}
 	if spec.MemMB > 0 {
 		ps = append(ps, "MemoryMax="+strconv.FormatInt(spec.MemMB<<20, 10), "MemorySwapMax=0")
+	}
+	// The node's GPUs the step was not given: not a systemd property, the
+	// launcher denies them with a devices group where it runs without
+	// systemd (docs/resources.md).
+	var deny []string
+	for id := 0; id < spec.NodeGPUs; id++ {
+		if !slices.Contains(spec.GPUs, id) {
+			deny = append(deny, strconv.Itoa(id))
+		}
+	}
+	if len(deny) > 0 {
+		ps = append(ps, "HoraDenyGPUs="+strings.Join(deny, ","))
 	}
 	if len(ps) == 0 {
 		return "-"

@@ -25,34 +25,70 @@ func taskUnit(spec nodes.TaskSpec) string {
 // (setpriv), in its working directory (entered as the owner, so a
 // directory the owner cannot enter is refused), with exactly the given
 // environment and default signal dispositions. Its stdout and stderr are
-// the session's, and so is its stdin when $6 is 1 (else /dev/null). The
+// the session's, and so is its stdin when $6 is 1 or pty (else /dev/null). The
 // task runs in the background of this (root) shell, which records its pid
 // in $7 (root's, under the node's state directory) while it runs, so that
 // signalTask can reach it, and removes the record once it has reaped it.
 // A task killed by signal N is reported by the shell killing itself with
 // N, so sshd sends exit-signal rather than exit-status 128+N.
 //
+// Without systemd, a step with its own --mem ($8 bytes, 0 for none) puts
+// its tasks on the node in one cgroup v1 memory group, $9 under the
+// node's hora-node group (limit = memsw: no swap): this root shell joins
+// it before it starts the task, which inherits it; stepMemEnd reads its
+// oom_kill count and removes it at the step's end.
+//
+// Likewise the node's GPUs the job was not given (HoraDenyGPUs= in props,
+// taken out of systemd's properties) are denied with a cgroup v1 devices
+// group of the same name, joined the same way.
+//
 // $1 uid, $2 gid, $3 unit, $4 props ("-" for none), $5 workdir, $6 stdin
-// (1 or 0), $7 pid file, then the environment entries, then argv (whose
-// first word has no "=", or env would take it for one more entry: RunTask
-// refuses such a program name).
+// (1, 0, or pty: the session's pty), $7 pid file, $8 step memory, $9 the
+// node's state directory, ${10} the step's group name, then the environment
+// entries, then argv (whose first word has no "=", or env would take it for
+// one more entry: RunTask refuses such a program name).
 const shTask = `
-uid=$1 gid=$2 unit=$3 props=$4 dir=$5 input=$6 pidf=$7
-shift 7
-pargs=
+uid=$1 gid=$2 unit=$3 props=$4 dir=$5 input=$6 pidf=$7 smem=$8 nd=$9 sname=${10}
+shift 10
+pargs= dg=
 if [ "$props" != - ]; then
 	set -f; _ifs=$IFS; IFS=';'
-	for _p in $props; do pargs="$pargs -p $_p"; done
+	for _p in $props; do
+		case $_p in
+		HoraDenyGPUs=*) dg=${_p#HoraDenyGPUs=};;
+		*) pargs="$pargs -p $_p";;
+		esac
+	done
 	IFS=$_ifs; set +f
 fi
 run=
 if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
 	unitgone "$unit.scope"
 	run="systemd-run --scope --quiet --collect $pargs --unit=$unit --"
+elif [ "$smem" != 0 ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
+	mg=/sys/fs/cgroup/memory/hora-node-$(printf '%s' "$nd" | cksum | cut -d' ' -f1)/$sname
+	{ mkdir -p -- "$mg" && echo "$smem" > "$mg/memory.limit_in_bytes" &&
+		{ [ ! -f "$mg/memory.memsw.limit_in_bytes" ] || echo "$smem" > "$mg/memory.memsw.limit_in_bytes"; } &&
+		echo $$ > "$mg/cgroup.procs"; } ||
+		{ echo "slurmstepd: error: cannot set up the step's memory cgroup $mg" >&2; exit 1; }
+fi
+if [ -z "$run" ] && [ -n "$dg" ]; then
+	[ -f /sys/fs/cgroup/devices/devices.deny ] ||
+		{ echo "slurmstepd: error: the step has GPUs to isolate, and the cgroup v1 devices hierarchy is not mounted" >&2; exit 1; }
+	dgp=/sys/fs/cgroup/devices/hora-node-$(printf '%s' "$nd" | cksum | cut -d' ' -f1)/$sname
+	_ok=
+	if mkdir -p -- "$dgp"; then
+		_ok=1
+		for _g in $(printf '%s' "$dg" | tr ',' ' '); do
+			echo "c 195:$_g rwm" > "$dgp/devices.deny" || _ok=
+		done
+		echo $$ > "$dgp/cgroup.procs" || _ok=
+	fi
+	[ -n "$_ok" ] || { echo "slurmstepd: error: cannot set up the step's devices cgroup $dgp" >&2; exit 1; }
 fi
 # An asynchronous command's stdin is /dev/null before its redirections are
 # applied: the session's stdin goes through fd 3.
-if [ "$input" = 1 ]; then exec 3<&0; else exec 3</dev/null; fi
+if [ "$input" = 0 ]; then exec 3</dev/null; else exec 3<&0; fi
 mkdir -p -- "${pidf%/*}"
 $run setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c '
 	cd -- "$1" 2>/dev/null || { printf "slurmstepd: error: couldn\047t chdir to \140%s\047: No such file or directory: going to /tmp instead\n" "$1" >&2; cd /tmp || exit 1; }
@@ -62,6 +98,9 @@ $run setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c '
 ' hora-task "$dir" "$@" <&3 3<&- &
 pid=$!
 exec 3<&-
+# On a pty (pty.go) this shell shares the terminal's foreground group
+# with the task: ^C and ^\ typed there are the task's alone.
+if [ "$input" = pty ]; then trap '' INT QUIT; fi
 echo "$pid" > "$pidf.tmp" && mv -f -- "$pidf.tmp" "$pidf"
 wait "$pid"; rc=$?
 rm -f -- "$pidf"
@@ -122,10 +161,22 @@ func (e *Executor) RunTask(ctx context.Context, spec nodes.TaskSpec, stdout, std
 	if spec.Stdin != nil {
 		sess.Stdin, input = spec.Stdin, "1"
 	}
+	var resize <-chan nodes.Winsize
+	if spec.Pty != nil {
+		if err := requestPty(sess, spec.Pty); err != nil {
+			return nodes.TaskExit{}, &UnreachableError{h.node.Name, err}
+		}
+		input, resize = "pty", spec.Pty.Resize
+	}
 	unit := taskUnit(spec)
 	pidf := path.Join(h.dir, "tasks", unit+".pid")
+	mem := spec.MemMB
+	if spec.StepMemMB > 0 && (mem == 0 || spec.StepMemMB < mem) {
+		mem = spec.StepMemMB // under systemd: per task (docs/steps.md)
+	}
 	args := []string{strconv.FormatUint(uint64(spec.UID), 10), strconv.FormatUint(uint64(spec.GID), 10),
-		unit, scopeProps(nodes.LaunchSpec{CPUs: spec.CPUs, MemMB: spec.MemMB}), orRoot(spec.WorkDir), input, pidf}
+		unit, scopeProps(nodes.LaunchSpec{CPUs: spec.CPUs, MemMB: mem, GPUs: spec.GPUs, NodeGPUs: spec.NodeGPUs}), orRoot(spec.WorkDir), input, pidf,
+		strconv.FormatInt(max(spec.StepMemMB, 0)<<20, 10), h.dir, stepMemGroup(spec.Key)}
 	args = append(append(args, env...), spec.Argv...)
 	done := make(chan error, 1)
 	go func() { done <- sess.Run(h.command(shTask, args)) }()
@@ -137,6 +188,9 @@ wait:
 		if name := signame(sig); name != "" {
 			go h.signalTask(ctx, pidf, name)
 		}
+		goto wait
+	case ws := <-resize:
+		_ = sess.WindowChange(ws.Rows, ws.Cols)
 		goto wait
 	case <-ctx.Done():
 		// The task outlives the closed session unless its scope is
@@ -197,3 +251,42 @@ func signame(n nodes.Signum) string {
 }
 
 var _ nodes.TaskRunner = (*Executor)(nil)
+
+// stepMemGroup names the memory group of a step's tasks on a node without
+// systemd (below the node's hora-node group, beside the batch step's).
+func stepMemGroup(k nodes.StepKey) string { return k.Name() + ".tasks" }
+
+// shStepMemEnd reads the oom_kill count of a step's task memory group and
+// removes it and the step's devices group, killing what is left in them
+// first (as at a step's end), and the node's groups when they were their
+// last. Prints the count (0 when there is no memory group: systemd, no
+// --mem, or no task ran there). Args: NODEDIR NAME.
+const shStepMemEnd = `
+ck=$(printf '%s' "$1" | cksum | cut -d' ' -f1)
+mg=/sys/fs/cgroup/memory/hora-node-$ck/$2
+n=0
+[ -d "$mg" ] && n=$(sed -n 's/^oom_kill //p' "$mg/memory.oom_control" 2>/dev/null)
+rmgroup "$mg"
+rmgroup /sys/fs/cgroup/devices/hora-node-$ck/$2
+echo "${n:-0}"
+`
+
+// EndStepMemory returns how many tasks the kernel killed in the memory
+// group of a remote step's tasks on node (StepMemMB) and removes it and
+// the step's devices group; 0 when the node has none or does not answer
+// (logged).
+func (e *Executor) EndStepMemory(node string, key nodes.StepKey) int {
+	h, err := e.host(node)
+	if err != nil {
+		return 0
+	}
+	ctx, cancel := e.opCtx(context.Background())
+	defer cancel()
+	r, err := h.run(ctx, h.ops, false, shStepMemEnd, nil, h.dir, stepMemGroup(key))
+	if err != nil || r.code != 0 {
+		e.log.Warn("reading a step's memory group", "node", node, "step", key.Name(), "err", err)
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(r.out)))
+	return n
+}

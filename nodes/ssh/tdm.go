@@ -1,16 +1,10 @@
 package ssh
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"sync"
-
-	gossh "golang.org/x/crypto/ssh"
 )
 
 // shDivisionLib defines div OWNER, which applies one 2DCS-TDM division
@@ -43,57 +37,32 @@ div() {
 const shDivision = shDivisionLib + `div "$1"
 `
 
-// shDivisionLoop applies one division per line of its input until the
-// input ends: horad's driver keeps one per node, so that a switch costs a
-// line each way on an open session rather than a new session and a new
-// shell on every node (the switch jitter, docs/benchmarks.md).
-const shDivisionLoop = shDivisionLib + `while read -r o; do div "$o"; done
-`
-
-// divLoop is a node's running shDivisionLoop. It holds one of the host's
-// session slots (ops) while it lives, so that sshd's MaxSessions is never
-// exceeded by it.
-type divLoop struct {
-	mu   sync.Mutex
-	sess *gossh.Session
-	in   io.WriteCloser
-	out  *bufio.Reader
-	slot chan struct{}
-	dead bool
-}
-
-func (l *divLoop) close() {
-	if l.dead {
-		return
-	}
-	l.dead = true
-	l.in.Close()
-	l.sess.Close()
-	<-l.slot
-}
-
 // TDMDivision applies on node the tdm division owned by owner ("rt", "be",
-// or "none" to thaw both classes) and returns which class slices it left
-// frozen, RT first. It goes through the node's division loop, opened on
-// first use and again after its session ended (a reconnection); when no
-// loop can be had (no free session slot) the division runs once in a
-// session of its own.
+// or "none" to thaw both classes) at once, and returns which class slices
+// it left frozen, RT first. The node's agent (mixagent.go) stops keeping
+// any schedule; when no agent can be had (no bash, no free session slot)
+// the division runs once in a session of its own.
 func (e *Executor) TDMDivision(ctx context.Context, node, owner string) (frozen [2]bool, err error) {
 	h, err := e.host(node)
 	if err != nil {
 		return frozen, err
 	}
+	cmd := "div " + owner
 	switch owner {
-	case "rt", "be", "none":
+	case "rt", "be":
+	case "none":
+		cmd = "none"
 	default:
 		return frozen, fmt.Errorf("tdm division owner %q: want rt, be or none", owner)
 	}
 	ctx, cancel := e.opCtx(ctx)
 	defer cancel()
-	out, lerr := e.onDivLoop(ctx, h, node, owner)
-	if lerr != nil {
-		e.log.Debug("tdm division loop", "node", node, "err", lerr)
-		r, err := h.run(ctx, h.ops, false, shDivision, nil, owner)
+	out, lerr := e.call(ctx, node, cmd, func(a *mixAgent, _ string) { a.key = "" })
+	if lerr != nil && !strings.HasPrefix(out, "error: ") {
+		e.log.Debug("tdm division: mix agent", "node", node, "err", lerr)
+		// force: one dial now even within the backoff of a failed one (a
+		// division is due now; sshd may just have come back).
+		r, err := h.run(ctx, h.ops, true, shDivision, nil, owner)
 		if err != nil {
 			return frozen, fmt.Errorf("tdm division on node %s: %w", node, err)
 		}
@@ -107,96 +76,6 @@ func (e *Executor) TDMDivision(ctx context.Context, node, owner string) (frozen 
 		return frozen, fmt.Errorf("tdm division on node %s: %s", node, strings.TrimPrefix(out, "error: "))
 	}
 	return [2]bool{rt == 1, be == 1}, nil
-}
-
-// onDivLoop sends owner to node's division loop and returns its answer.
-// A loop that fails or does not answer within ctx is closed; the next
-// call opens another.
-func (e *Executor) onDivLoop(ctx context.Context, h *host, node, owner string) (string, error) {
-	e.divMu.Lock()
-	l := e.divs[node]
-	if l == nil {
-		var err error
-		if l, err = e.openDivLoop(ctx, h); err != nil {
-			e.divMu.Unlock()
-			return "", err
-		}
-		if e.divs == nil {
-			e.divs = map[string]*divLoop{}
-		}
-		e.divs[node] = l
-	}
-	e.divMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fail := func(err error) (string, error) {
-		l.close()
-		e.divMu.Lock()
-		if e.divs[node] == l {
-			delete(e.divs, node)
-		}
-		e.divMu.Unlock()
-		return "", err
-	}
-	if l.dead {
-		return fail(errors.New("division loop closed"))
-	}
-	type line struct {
-		s   string
-		err error
-	}
-	got := make(chan line, 1)
-	go func() {
-		if _, err := io.WriteString(l.in, owner+"\n"); err != nil {
-			got <- line{err: err}
-			return
-		}
-		s, err := l.out.ReadString('\n')
-		got <- line{strings.TrimSpace(s), err}
-	}()
-	select {
-	case r := <-got:
-		if r.err != nil {
-			return fail(r.err)
-		}
-		return r.s, nil
-	case <-ctx.Done():
-		return fail(ctx.Err()) // closing the session ends the goroutine
-	}
-}
-
-// openDivLoop starts shDivisionLoop on h in a session that keeps one of
-// its ops slots; it does not wait for a slot (the caller falls back).
-func (e *Executor) openDivLoop(ctx context.Context, h *host) (*divLoop, error) {
-	select {
-	case h.ops <- struct{}{}:
-	default:
-		return nil, errors.New("no free session slot for the division loop")
-	}
-	release := func(err error) (*divLoop, error) { <-h.ops; return nil, err }
-	c, err := h.conn(ctx, false)
-	if err != nil {
-		return release(err)
-	}
-	sess, err := h.session(ctx, c)
-	if err != nil {
-		return release(err)
-	}
-	in, err := sess.StdinPipe()
-	if err != nil {
-		sess.Close()
-		return release(err)
-	}
-	out, err := sess.StdoutPipe()
-	if err != nil {
-		sess.Close()
-		return release(err)
-	}
-	if err := sess.Start(h.command(shDivisionLoop, nil)); err != nil {
-		sess.Close()
-		return release(err)
-	}
-	return &divLoop{sess: sess, in: in, out: bufio.NewReader(out), slot: h.ops}, nil
 }
 
 // shWeights sets the CPUWeight of the class slices ([mix] ps, a reloaded

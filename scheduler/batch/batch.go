@@ -62,6 +62,7 @@ type Policy struct {
 	// byFree and freeOf: the nodes by free CPUs at the start of a pass on
 	// resources (scheduler.Partition.ByFree).
 	byFree, freeOf []int
+	planned        []int // scratch: the nodes of a plan being started (tres.go)
 }
 
 // New builds the policy for a partition; Backfill must be "", "easy" or "fcfs".

@@ -23,6 +23,7 @@ type shapeKey struct {
 	nodes, tasks, cpt, tpn, nmax, mincpus int
 	mem, mpc                              int64
 	memAll, excl, set, nomt, whole, extra bool
+	share                                 int
 }
 
 func shapeOf(j *scheduler.Job, extra bool) (shapeKey, bool) {
@@ -35,7 +36,7 @@ func shapeOf(j *scheduler.Job, extra bool) (shapeKey, bool) {
 	}
 	return shapeKey{nodes: j.Nodes, tasks: q.NTasks, cpt: q.CPUsPerTask, tpn: q.TasksPerNode, nmax: q.NodesMax,
 		mincpus: q.MinCPUs, mem: q.MemPerNode, mpc: q.MemPerCPU, memAll: q.MemAll, excl: q.Exclusive,
-		set: q.NodesSet, nomt: q.NoMultithread, extra: extra}, true
+		set: q.NodesSet, nomt: q.NoMultithread, extra: extra, share: q.Share}, true
 }
 
 // minCPUs is a lower bound of the CPUs j holds, to skip it at once when
@@ -73,9 +74,19 @@ func (b *Policy) scanTres(now float64) {
 		b.queue[w] = j
 		w++
 	}
+	// A job that may share CPUs (OverSubscribe=YES/FORCE) can fit where
+	// no CPU is free: its bounds count the CPUs it may share too (sfree,
+	// smost), kept up to date node by node after every start.
+	lim := b.p.OverSubscribe().Jobs
+	sharing := lim > 1
+	var sfree, smost int
+	var before [][2]int
+	if sharing {
+		sfree, smost = b.p.ShareableCPUs(lim)
+	}
 	for ; i < len(b.queue); i++ {
 		j := b.queue[i]
-		if b.hasHead && (free == 0 || !b.easy) {
+		if b.hasHead && (free == 0 && (!sharing || sfree == 0) || !b.easy) {
 			break
 		}
 		if !b.eligible(j, now) {
@@ -97,12 +108,17 @@ func (b *Policy) scanTres(now float64) {
 		// Cheap bounds first: CPUs left in the partition, CPUs free on the
 		// best node (a task fits on one node), idle nodes for whole-node
 		// jobs, shapes that already failed in this pass.
-		fits := minCPUs(j) <= free && scheduler.TaskCPUs(j) <= most &&
+		shares := j.Req != nil && j.Req.Share > 1
+		fits := (shares && minCPUs(j) <= sfree && scheduler.TaskCPUs(j) <= smost ||
+			!shares && minCPUs(j) <= free && scheduler.TaskCPUs(j) <= most) &&
 			!(j.Req == nil && j.Nodes > idle) && !(memo && b.failed[key])
 		if fits {
 			// Only the nodes that had a task's CPUs free at the start of
 			// the pass can take one now.
-			among := b.byFree[:scheduler.Among(b.freeOf, scheduler.TaskCPUs(j))]
+			var among []int
+			if !shares {
+				among = b.byFree[:scheduler.Among(b.freeOf, scheduler.TaskCPUs(j))]
+			}
 			pl = b.p.PlaceNow(j, ex, ok, among)
 		}
 		if pl == nil {
@@ -123,6 +139,13 @@ func (b *Policy) scanTres(now float64) {
 			keep(j)
 			continue
 		}
+		if sharing {
+			b.planned = pl.NodeIndices(b.planned)
+			before = before[:0]
+			for _, n := range b.planned {
+				before = append(before, [2]int{b.p.NodeFree(n), b.p.NodeShareable(n, lim)})
+			}
+		}
 		if err := b.p.StartPlan(j.ID, scheduler.BatchStep, pl, end, ex); err != nil {
 			keep(j)
 			continue
@@ -131,7 +154,17 @@ func (b *Policy) scanTres(now float64) {
 		if j.Req != nil {
 			b.nreq--
 		}
-		free -= pl.CPUs()
+		if sharing {
+			// What the start took, node by node: free CPUs, or shared
+			// ones (which stay shareable below lim). The best-node
+			// bounds stay upper bounds.
+			for k, n := range b.planned {
+				free += b.p.NodeFree(n) - before[k][0]
+				sfree += b.p.NodeShareable(n, lim) - before[k][1]
+			}
+		} else {
+			free -= pl.CPUs()
+		}
 		if j.Req == nil {
 			idle -= pl.Nodes()
 		}

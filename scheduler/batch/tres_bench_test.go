@@ -15,8 +15,20 @@ import (
 // and a 13-CPU job, 3 CPUs free), with `pending` jobs queued behind: per-CPU
 // requests of 1–4 tasks of 4–64 CPUs, some with memory, limits 1 min–10 h.
 func tresCluster(b *testing.B, pending int) (*scheduler.Engine, float64) {
+	return tresClusterOver(b, pending, "")
+}
+
+// tresClusterOver is tresCluster in a partition with OverSubscribe over;
+// with FORCE:4 each node is filled by four 64-CPU jobs (every CPU held
+// four times), so that no job fits either.
+func tresClusterOver(b *testing.B, pending int, over string) (*scheduler.Engine, float64) {
 	b.Helper()
 	cfg := st.Cluster(4096).Resources(64, 256000).Partition("batch", "batch").Config()
+	cfg.Partitions[0].OverSubscribe = over
+	fillCPUs := []int{16, 32, 13}
+	if over == "FORCE:4" {
+		fillCPUs = []int{64, 64, 64, 64}
+	}
 	eng, err := scheduler.New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -29,7 +41,7 @@ func tresCluster(b *testing.B, pending int) (*scheduler.Engine, float64) {
 		return append(evs, scheduler.Submit{Now: now, Job: j})
 	}
 	for i := range 4096 {
-		for _, cpus := range []int{16, 32, 13} {
+		for _, cpus := range fillCPUs {
 			fill = add(fill, 0, scheduler.Job{TimeLimit: float64(3600 + 60*((i*7+cpus)%600)),
 				Req: &scheduler.Request{NTasks: 1, CPUsPerTask: cpus, NodeList: []string{st.NodeName(i)}}})
 		}
@@ -66,6 +78,21 @@ func tresCluster(b *testing.B, pending int) (*scheduler.Engine, float64) {
 // is computed on resources and every other job is tried for backfilling.
 func BenchmarkTresPass10k(b *testing.B) {
 	eng, now := tresCluster(b, 10000)
+	cpu := cpuTime()
+	for b.Loop() {
+		now += 0.001
+		if acts := eng.Handle(scheduler.Tick{Now: now}); len(acts) != 0 {
+			b.Fatalf("a pass started %d jobs on a full cluster", len(acts))
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkTresPassForce10k is BenchmarkTresPass10k in an
+// OverSubscribe=FORCE:4 partition, every CPU held by four jobs: every
+// queued job may share CPUs, and the pass's bounds count shareable CPUs.
+func BenchmarkTresPassForce10k(b *testing.B) {
+	eng, now := tresClusterOver(b, 10000, "FORCE:4")
 	cpu := cpuTime()
 	for b.Loop() {
 		now += 0.001

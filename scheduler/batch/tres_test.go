@@ -166,6 +166,8 @@ func TestPropTresNoOvercommitHeadNotDelayed(t *testing.T) {
 			gres = []scheduler.GresDef{{Name: "gpu", Type: "a", Count: gpus}}
 		}
 		cfg := st.Cluster(nodes).Resources(cpus, mem, gres...).Partition("b", "batch-probe").Config()
+		// Shared CPUs (OverSubscribe) must not delay the head either.
+		cfg.Partitions[0].OverSubscribe = rapid.SampledFrom([]string{"NO", "NO", "YES:2", "FORCE:3"}).Draw(t, "over")
 		h := st.New(t, cfg)
 		n := rapid.IntRange(1, 40).Draw(t, "jobs")
 		now := 0.0
@@ -186,8 +188,9 @@ func TestPropTresNoOvercommitHeadNotDelayed(t *testing.T) {
 				b.Nodes(rapid.IntRange(1, nodes).Draw(t, "wnodes"))
 			} else {
 				q := scheduler.Request{
-					NTasks:      rapid.IntRange(1, 2*cpus).Draw(t, "tasks"),
-					CPUsPerTask: rapid.IntRange(1, cpus).Draw(t, "cpt"),
+					NTasks:        rapid.IntRange(1, 2*cpus).Draw(t, "tasks"),
+					CPUsPerTask:   rapid.IntRange(1, cpus).Draw(t, "cpt"),
+					Oversubscribe: rapid.Bool().Draw(t, "s"),
 				}
 				if rapid.Bool().Draw(t, "mem?") {
 					q.MemPerCPU, q.MemGiven = int64(rapid.IntRange(1, 2000).Draw(t, "mpc")), true

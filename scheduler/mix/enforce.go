@@ -35,3 +35,19 @@ func TDMFreeze(owner Class, rtHas, beHas bool) (freeze [2]bool) {
 	}
 	return freeze
 }
+
+// TDMFreezeAt says which classes a node stops at time now under plan t,
+// and when that next changes: TDMFreeze for the division in force, except
+// during its synchronisation δ (be-rt-mix-2001 §4.2: "every division
+// starts with a global synchronisation of cost δ"), when neither class
+// runs on a node where both have processes. Real nodes use δ as a guard:
+// with δ above the switch skew between nodes, no node runs the new
+// division's class while another still runs the old one.
+func TDMFreezeAt(t TDM, now float64, rtHas, beHas bool) (freeze [2]bool, next float64) {
+	owner, end, syncEnd := t.At(now)
+	if now < syncEnd {
+		both := rtHas && beHas
+		return [2]bool{both, both}, syncEnd
+	}
+	return TDMFreeze(owner, rtHas, beHas), end
+}

@@ -65,6 +65,9 @@ type Harness struct {
 	// twice on a node, no more CPUs, memory or gres than the node has.
 	specs  map[string]scheduler.NodeSpec
 	shares map[string]map[stepKey]scheduler.NodeAlloc
+	// perCPU is how many jobs may hold one CPU of a node at once: the
+	// largest OverSubscribe count of its partitions (1 when none shares).
+	perCPU map[string]int
 }
 
 // New builds an Engine for cfg and a Harness around it.
@@ -75,11 +78,19 @@ func New(tb TB, cfg scheduler.Config) *Harness {
 		tb.Fatalf("scheduler.New: %v", err)
 	}
 	specs := map[string]scheduler.NodeSpec{}
+	perCPU := map[string]int{}
 	for _, n := range cfg.Nodes {
 		specs[n.Name] = n
+		perCPU[n.Name] = 1
+	}
+	for _, p := range cfg.Partitions {
+		o, _ := scheduler.ParseOverSubscribe(p.OverSubscribe)
+		for _, n := range p.Nodes {
+			perCPU[n] = max(perCPU[n], o.Jobs)
+		}
 	}
 	return &Harness{
-		tb: tb, Eng: eng, specs: specs, shares: map[string]map[stepKey]scheduler.NodeAlloc{},
+		tb: tb, Eng: eng, specs: specs, shares: map[string]map[stepKey]scheduler.NodeAlloc{}, perCPU: perCPU,
 		Ends:    map[scheduler.JobID]scheduler.End{},
 		Rejects: map[scheduler.JobID]*scheduler.AdmissionError{},
 		runs:    map[scheduler.JobID]float64{},
@@ -167,15 +178,15 @@ func (h *Harness) share(k stepKey, a scheduler.NodeAlloc) {
 		h.shares[n] = map[stepKey]scheduler.NodeAlloc{}
 	}
 	h.shares[n][k] = a
-	ids := map[int]bool{}
+	ids := map[int]int{}
 	mem := int64(0)
 	gres := map[string]int{}
 	for _, o := range h.shares[n] {
 		for _, id := range o.CPUs {
-			if ids[id] || id < 0 || id >= spec.CPUs {
-				h.tb.Fatalf("t=%v: job %d: CPU %d of %s given twice or out of range", h.Now, k.id, id, n)
+			if ids[id] >= h.perCPU[n] || id < 0 || id >= spec.CPUs {
+				h.tb.Fatalf("t=%v: job %d: CPU %d of %s given more than %d times or out of range", h.Now, k.id, id, n, h.perCPU[n])
 			}
-			ids[id] = true
+			ids[id]++
 		}
 		mem += o.MemMB
 		for _, g := range o.Gres {

@@ -297,14 +297,26 @@ func (f Format[R]) AppendRow(b []byte, c *Ctx, r *R) []byte {
 // It is the hot loop of a listing over a long queue: lines are built with
 // append into one reused buffer and written through a bufio.Writer.
 func (f Format[R]) Write(w io.Writer, rows []R, c *Ctx, header bool) error {
+	return f.WriteEach(w, len(rows), func(i int) *R { return &rows[i] }, c, header)
+}
+
+// WritePtrs is Write over rows given by pointer (a sorted view of rows
+// too large to move).
+func (f Format[R]) WritePtrs(w io.Writer, rows []*R, c *Ctx, header bool) error {
+	return f.WriteEach(w, len(rows), func(i int) *R { return rows[i] }, c, header)
+}
+
+// WriteEach is Write over n rows that row gives one at a time (a row may
+// be decoded into the same R each time).
+func (f Format[R]) WriteEach(w io.Writer, n int, row func(int) *R, c *Ctx, header bool) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	line := make([]byte, 0, 256)
 	if header {
 		line = f.AppendHeader(line)
 		bw.Write(line)
 	}
-	for i := range rows {
-		line = f.AppendRow(line[:0], c, &rows[i])
+	for i := range n {
+		line = f.AppendRow(line[:0], c, row(i))
 		bw.Write(line)
 	}
 	return bw.Flush()

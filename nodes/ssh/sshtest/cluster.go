@@ -310,12 +310,17 @@ func (h *Host) StartSSHD() {
 	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err == nil {
 		// ip netns exec mounts a sysfs of the namespace over /sys, which
 		// hides the cgroup mounts below it: the host's cgroup v1 memory
-		// hierarchy is mounted again in sshd's mount namespace, so that
-		// the node sees it as a real node of this kernel would.
+		// (and devices) hierarchies are mounted again in sshd's mount
+		// namespace, so that the node sees them as a real node of this
+		// kernel would.
 		cmd = exec.Command("ip", "netns", "exec", h.NS, "/bin/sh", "-c",
 			`mount -t tmpfs -o mode=0755 cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/memory &&
 mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory || exit 1
-exec "$@"`, "sshtest-sshd", SSHD, "-D", "-e", "-f", h.cfg)
+if [ "$1" = devices ]; then
+	mkdir /sys/fs/cgroup/devices && mount -t cgroup -o devices cgroup /sys/fs/cgroup/devices || exit 1
+fi
+shift
+exec "$@"`, "sshtest-sshd", devicesV1(), SSHD, "-D", "-e", "-f", h.cfg)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -504,4 +509,13 @@ func (c *Cluster) teardown() {
 	if err := errors.Join(errs...); err != nil {
 		c.t.Errorf("sshtest: teardown: %v", err)
 	}
+}
+
+// devicesV1 is "devices" when this machine has the cgroup v1 devices
+// hierarchy (sshd's hosts then get it too), else "-".
+func devicesV1() string {
+	if _, err := os.Stat("/sys/fs/cgroup/devices/devices.deny"); err == nil {
+		return "devices"
+	}
+	return "-"
 }
