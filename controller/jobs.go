@@ -632,6 +632,19 @@ func (c *Controller) timeLimitOf(j *job) int64 {
 	return 0
 }
 
+// jobSocket is the HORA_SOCKET every job of this horad gets: its socket's
+// absolute path ("" when it has none).
+func (c *Controller) jobSocket() string {
+	if c.cfg.Socket == "" {
+		return ""
+	}
+	sock, err := filepath.Abs(c.cfg.Socket)
+	if err != nil {
+		return ""
+	}
+	return sock
+}
+
 // launchSpec builds what the node needs: the script, files, and the
 // environment a Slurm batch job sees (COMPAT.md §2.1).
 func (c *Controller) launchSpec(j *job, step int, node string) nodes.LaunchSpec {
@@ -790,7 +803,7 @@ func (c *Controller) jobEnv(j *job, node string) []string {
 	set("HORA_JOB_ID", id)
 	// The job's commands (srun, scontrol) reach this horad, and
 	// scontrol listpids tells its processes from another horad's.
-	if sock, err := filepath.Abs(c.cfg.Socket); err == nil && c.cfg.Socket != "" {
+	if sock := c.jobSocket(); sock != "" {
 		set("HORA_SOCKET", sock)
 	}
 	if j.Spec.PBS != nil {

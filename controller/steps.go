@@ -476,7 +476,7 @@ func (c *Controller) killStepTasks(s *srunStep, uid uint32, sig syscall.Signal) 
 		return
 	}
 	if s.pgid <= 1 && s.recovered {
-		s.pgid = stepGroup(s.job, s.id, uid)
+		s.pgid = stepGroup(s.job, s.id, uid, c.jobSocket())
 	}
 	if s.pgid <= 1 {
 		return
@@ -746,10 +746,17 @@ func (c *Controller) rearmSrunSteps(j *job) {
 // stepGroup finds the process group of the tasks of step (job, step) of
 // user uid after a restart, when srun's report of it is gone: a process
 // of that user whose environment names the job and the step (srun sets
-// SLURM_JOB_ID and SLURM_STEP_ID in every task's). 0 when none runs.
-func stepGroup(job int64, step int, uid uint32) int {
+// SLURM_JOB_ID and SLURM_STEP_ID in every task's) and this horad (the
+// HORA_SOCKET every job gets, sock; a task of a salloc shell may have
+// none, and then talks to a default socket path, so none is accepted only
+// when sock is one of those). Job ids are a horad's own: another horad on
+// the machine (a test cluster beside another, or slurmctld) has its own
+// job 1, step 0. 0 when none runs.
+func stepGroup(job int64, step int, uid uint32, sock string) int {
 	wantJob := []byte("SLURM_JOB_ID=" + strconv.FormatInt(job, 10))
 	wantStep := []byte("SLURM_STEP_ID=" + strconv.Itoa(step))
+	wantSock := []byte("HORA_SOCKET=" + sock)
+	noneOK := slices.Contains(api.DefaultSocketPaths, sock)
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -764,12 +771,15 @@ func stepGroup(job int64, step int, uid uint32) int {
 		if err != nil {
 			continue
 		}
-		hasJob, hasStep := false, false
+		hasJob, hasStep, sockOK := false, false, noneOK
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			hasJob = hasJob || bytes.Equal(kv, wantJob)
 			hasStep = hasStep || bytes.Equal(kv, wantStep)
+			if bytes.HasPrefix(kv, []byte("HORA_SOCKET=")) {
+				sockOK = bytes.Equal(kv, wantSock)
+			}
 		}
-		if hasJob && hasStep {
+		if hasJob && hasStep && sockOK {
 			if pg, err := unix.Getpgid(pid); err == nil && pg > 1 {
 				return pg
 			}
