@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/base64"
 	"errors"
 	"math"
 	"strconv"
@@ -19,7 +20,13 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	}
 	w := jsonWriter{b: append(b, `{"spec":{`...)}
 	w.str("name", s.Name, false)
-	w.str("script", s.Script, false)
+	if utf8.ValidString(s.Script) {
+		w.str("script", s.Script, false)
+	} else {
+		// Bytes that are not UTF-8 travel as base64 (script.go).
+		w.str("script", "", false)
+		w.str("script_b64", base64.StdEncoding.EncodeToString([]byte(s.Script)), false)
+	}
 	w.str("command", s.Command, true)
 	w.strs("args", s.Args)
 	w.str("work_dir", s.WorkDir, false)

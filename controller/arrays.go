@@ -339,11 +339,7 @@ func (c *Controller) submitArrayLocked(ctx context.Context, proto *job, arr sbat
 			admitted[a.ID] = true
 		}
 	}
-	takeBack := func() {
-		for id := range admitted {
-			c.eng.Handle(scheduler.Cancel{Now: nowSec, ID: id})
-		}
-	}
+	takeBack := func() { c.takeBackLocked(ctx, admitted, acts) }
 	if refusal != nil {
 		takeBack()
 		return nil, refusal

@@ -610,14 +610,25 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 			c.watchTimeLocked(j)
 		case scheduler.End:
 			j := c.jobs[int64(a.ID)]
-			if j == nil {
+			if j == nil || j.State.Finished() {
 				continue
 			}
 			st, _ := api.ParseState(a.State)
 			now := c.now().Unix()
 			ev := store.Event{JobID: j.ID, Time: now, Kind: store.KindEnd, State: st, Reason: a.Reason, ExitCode: 1}
 			if err := c.st.Append(ctx, ev); err != nil {
-				c.log.Error("recording end", "job", j.ID, "err", err)
+				// The Engine has let the job go: the end is tried again
+				// (a full disk), as a step's end is.
+				c.log.Error("recording end; trying again in a second", "job", j.ID, "err", err)
+				go func() {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Second):
+						c.mu.Lock()
+						c.applyLocked(ctx, []scheduler.Action{a})
+						c.mu.Unlock()
+					}
+				}()
 				continue
 			}
 			// The store keeps StartTime 0 for a job that never ran; memory agrees.
@@ -664,10 +675,26 @@ func (c *Controller) launch(ctx context.Context, spec nodes.LaunchSpec, evs ...s
 		return
 	}
 	if err := c.st.Append(ctx, evs...); err != nil {
-		c.log.Error("recording start", "job", spec.Key.Job, "step", spec.Key.Step, "err", err)
+		c.startNotRecorded(ctx, spec, evs, err)
 		return
 	}
 	c.launchRecorded(ctx, spec)
+}
+
+// startNotRecorded queues a launch whose start could not be recorded (a
+// full disk) again a second later: the job is RUNNING in memory and holds
+// its nodes, and dropping the launch left it so for ever with nothing
+// running (found by the fault harness). stillToLaunch skips it if the job
+// has left the run meanwhile.
+func (c *Controller) startNotRecorded(ctx context.Context, spec nodes.LaunchSpec, evs []store.Event, err error) {
+	c.log.Error("recording start; trying again in a second", "job", spec.Key.Job, "step", spec.Key.Step, "err", err)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+			c.pushLaunch(spec, evs...)
+		}
+	}()
 }
 
 // stillToLaunch reports whether the job is still in the run spec launches:
@@ -718,6 +745,18 @@ func (c *Controller) launchRecorded(ctx context.Context, spec nodes.LaunchSpec) 
 		// what the job's owner must fix (an output file) ends the step with
 		// Status.Err instead. Nothing of the job ran: NODE_FAIL.
 		st := nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepLost, ExitCode: 1, Err: err.Error()}
+		if spec.Key.Step < 0 && c.requeueable(j) && !j.requeueRequested && j.allocDone == nil {
+			// As slurmctld: a batch job whose launch failed is requeued
+			// and held ("launch failed requeued held"), since a launch
+			// would most likely fail again at once; a user releases it.
+			// Found by the fault harness: a full disk on the node (or a
+			// link cut during the launch) ended requeue-able jobs NODE_FAIL.
+			if j.requeueHold == "" {
+				j.requeueHold = store.ReasonHeldUser
+			}
+			_ = c.requeueLocked(ctx, j, "launch failed: "+err.Error())
+			return
+		}
 		if spec.Key.Step >= 0 {
 			_ = c.chunkEndLocked(ctx, j, st)
 		} else {
@@ -1208,7 +1247,7 @@ func (c *Controller) launchAll(ctx context.Context, items []workItem) {
 	ws, err := c.st.AppendEachQueued(ctx, queue)
 	if err != nil {
 		for _, i := range queued {
-			c.log.Error("recording start", "job", items[i].launch.spec.Key.Job, "step", items[i].launch.spec.Key.Step, "err", err)
+			c.startNotRecorded(ctx, items[i].launch.spec, items[i].launch.evs, err)
 		}
 		return
 	}
@@ -1220,7 +1259,7 @@ func (c *Controller) launchAll(ctx context.Context, items []workItem) {
 			continue
 		}
 		if err := waits[i](); err != nil {
-			c.log.Error("recording start", "job", it.launch.spec.Key.Job, "step", it.launch.spec.Key.Step, "err", err)
+			c.startNotRecorded(ctx, it.launch.spec, it.launch.evs, err)
 			continue
 		}
 		c.launchRecorded(ctx, it.launch.spec)

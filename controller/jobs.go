@@ -105,7 +105,7 @@ func (c *Controller) submit(ctx context.Context, who *Caller, req api.SubmitRequ
 	if err := c.st.Submit(ctx, &j.Job); err != nil {
 		// The Engine accepted a job we could not record: take it back so
 		// that memory and the durable record agree.
-		c.eng.Handle(scheduler.Cancel{Now: c.nowSec(), ID: scheduler.JobID(j.ID)})
+		c.takeBackLocked(ctx, map[scheduler.JobID]bool{scheduler.JobID(j.ID): true}, acts)
 		return nil, recordError(err)
 	}
 	c.nextID = j.ID + 1
@@ -147,6 +147,52 @@ func (c *Controller) checkLimitsLocked(who *Caller, adding int) error {
 		}
 	}
 	return nil
+}
+
+// takeBackLocked undoes the Engine's admission of jobs that could not be
+// recorded (a full disk): each is cancelled, and a start the Engine decided
+// for it is finished at once, which frees its nodes and forgets it (a
+// cancelled started job otherwise waits for an end that never comes,
+// holding its nodes and its id: every later submission was refused
+// "Duplicate job id N" until a restart — found by the fault harness). The
+// other jobs' actions of the same pass are carried out.
+func (c *Controller) takeBackLocked(ctx context.Context, ids map[scheduler.JobID]bool, acts []scheduler.Action) {
+	now := c.nowSec()
+	var rest []scheduler.Action
+	for id := range ids {
+		c.eng.Handle(scheduler.Cancel{Now: now, ID: id})
+	}
+	for _, a := range acts {
+		switch a := a.(type) {
+		case scheduler.Start:
+			if ids[a.ID] {
+				rest = append(rest, c.eng.Handle(scheduler.Finished{Now: now, ID: a.ID, Step: a.Step, Failed: true})...)
+				continue
+			}
+		case scheduler.Admit:
+			if ids[a.ID] {
+				continue
+			}
+		case scheduler.Reject:
+			if ids[a.ID] {
+				continue
+			}
+		case scheduler.Signal:
+			if ids[a.ID] {
+				continue
+			}
+		case scheduler.End:
+			if ids[a.ID] {
+				continue
+			}
+		case scheduler.Requeue:
+			if ids[a.ID] {
+				continue
+			}
+		}
+		rest = append(rest, a)
+	}
+	c.applyLocked(ctx, rest)
 }
 
 func recordError(err error) error {

@@ -8,6 +8,9 @@ command -v scontrol >/dev/null || need+=(slurm-client)
 command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ip >/dev/null || need+=(iproute2)
 command -v mandoc >/dev/null || need+=(mandoc)
+# The fault harness: unshare --time (clock jumps), mount -t tmpfs (a full disk).
+command -v unshare >/dev/null || need+=(util-linux)
+command -v mount >/dev/null || need+=(mount)
 # snakemake 7 drives horad with --slurm in cmd/horad's end-to-end test.
 command -v snakemake >/dev/null || need+=(snakemake)
 # packaging/ tests: lintian checks the .debs, rpm reads the .rpms.

@@ -28,6 +28,9 @@ type cluster struct {
 	daemon *exec.Cmd
 	log    *lockedBuffer
 	config string // optional hora.toml
+	// wrap is the command horad is started under, if any (the fault
+	// harness starts it in a time namespace of its own: unshare --time).
+	wrap []string
 	// killed lists the processes cleanup had to kill (cleanup_e2e_test.go).
 	killed []string
 }
@@ -117,6 +120,9 @@ func (c *cluster) start() {
 		args = append(args, "--config", c.config)
 	}
 	c.daemon = exec.Command(filepath.Join(c.bin, "horad"), args...)
+	if len(c.wrap) > 0 {
+		c.daemon = exec.Command(c.wrap[0], append(append(c.wrap[1:len(c.wrap):len(c.wrap)], c.daemon.Path), args...)...)
+	}
 	c.daemon.Stderr = c.log
 	c.daemon.Dir = c.dir
 	if err := c.daemon.Start(); err != nil {

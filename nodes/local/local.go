@@ -519,6 +519,7 @@ func (e *Executor) endedStatus(id stepID, rec shepherdRecord) nodes.Status {
 		if b, err := readSmallFile(filepath.Join(e.stepDir(id.node, id.key), userDirName, pidFile)); err == nil {
 			st.Pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
+		killOrphanGroup(st.Pid, rec)
 		return st
 	}
 	st.ExitCode, st.Signal, st.TimedOut, st.Err = s.ExitCode, s.Signal, s.TimedOut, s.Err
@@ -526,6 +527,36 @@ func (e *Executor) endedStatus(id stepID, rec shepherdRecord) nodes.Status {
 	st.MaxRSSKB, st.CPU = s.MaxRSSKB, time.Duration(s.CPUNs)
 	st.Pid, st.Started, st.Ended = s.Pid, s.Started, s.Ended
 	return st
+}
+
+// killOrphanGroup kills what is left of a lost step's job: a shepherd
+// killed (the OOM killer, a kill -9) leaves its job running unsupervised
+// while the job is requeued and started again — two runs at once, found by
+// the fault harness. As slurmstepd's proctrack does at a step's end, the
+// job's process group is killed (the step's cgroups, when it has them, are
+// emptied at its Forget). The pid file is the user's to edit, so only a
+// group led by a live process of the step's owner, started after the
+// shepherd, is killed: never another user's processes.
+func killOrphanGroup(pgid int, rec shepherdRecord) {
+	if pgid <= 1 || rec.StartTicks == 0 {
+		return
+	}
+	ps, err := readProcStat(pgid)
+	if err != nil || ps.Pgrp != pgid || ps.State == 'Z' || ps.StartTicks < rec.StartTicks {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pgid), "status"))
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+			if uid, err := strconv.ParseUint(f[1], 10, 32); err == nil && uint32(uid) == rec.UID {
+				_ = unix.Kill(-pgid, unix.SIGKILL)
+			}
+			return
+		}
+	}
 }
 
 // inspect reports a step from its state directory. For a running step it

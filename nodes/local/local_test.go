@@ -690,7 +690,8 @@ func TestHoradKilled(t *testing.T) {
 }
 
 // A shepherd that dies without recording an end (node trouble) makes the
-// step lost, both for a watching executor and for Reattach.
+// step lost, both for a watching executor and for Reattach, and its job's
+// process group is killed.
 func TestShepherdDeathIsLost(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
@@ -709,6 +710,10 @@ func TestShepherdDeathIsLost(t *testing.T) {
 	if st := waitExit(t, e, s.Key); st.State != nodes.StepLost || st.Err == "" {
 		t.Errorf("status %+v, want lost", st)
 	}
+	// Its job does not run on unsupervised (it may be started again).
+	eventually(t, "the lost step's job killed", func() bool {
+		return unix.Kill(-pgid, 0) == unix.ESRCH
+	})
 	e2 := newExecutor(t, state)
 	sts, err := e2.Reattach(t.Context(), []string{s.Node})
 	if err != nil || len(sts) != 1 || sts[0].State != nodes.StepLost {

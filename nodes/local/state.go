@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -181,5 +182,28 @@ func readProcStat(pid int) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
 	}
+	ps.StartTicks = uint64(int64(ps.StartTicks) - bootOffsetTicks())
 	return ps, nil
 }
+
+// bootOffsetTicks is this process's time namespace's CLOCK_BOOTTIME
+// offset in clock ticks (USER_HZ, 100 on Linux). The kernel shows a
+// process's start time in /proc/<pid>/stat shifted by the reader's offset,
+// so a horad restarted in another time namespace (a container, the fault
+// harness's clock jumps) took every live shepherd for a reused pid and
+// lost its steps: start times are kept as the initial namespace sees them.
+var bootOffsetTicks = sync.OnceValue(func() int64 {
+	b, err := os.ReadFile("/proc/self/timens_offsets")
+	if err != nil {
+		return 0 // a kernel without time namespaces
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "boottime" {
+			sec, _ := strconv.ParseInt(f[1], 10, 64)
+			nsec, _ := strconv.ParseInt(f[2], 10, 64)
+			return sec*100 + nsec/10_000_000
+		}
+	}
+	return 0
+})

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"hora/store/storetest"
+)
+
+// The fault harness's faults of the environment (issue 16 item 1): a full
+// disk, SSH nodes cut off, and clock jumps. Each draws from the nemesis's
+// seeded generator, so a seed replays the same faults in the same order.
+
+// diskSize is the tmpfs under horad's state directory in the local
+// topology: room for a run's store many times over, small enough to fill
+// in a moment.
+const diskSize = "48m"
+
+// diskSetup mounts a tmpfs on horad's state directory before horad first
+// starts (newClusterSeeded's hook). The store, its WAL and the local
+// nodes' step directories all live there, as on a machine whose /var
+// fills up.
+func (h *harness) diskSetup(varDir string) {
+	// Registered before the cluster's own cleanups, so the unmount runs
+	// after them (horad stopped, its processes gone).
+	storetest.MountTmpfs(h.t, varDir, diskSize)
+	h.diskDir = varDir
+	h.diskFull = map[string]int{}
+}
+
+func (h *harness) fill() {
+	if err := storetest.Fill(h.diskDir); err != nil {
+		h.t.Errorf("filling the disk: %v", err)
+	}
+}
+
+func (h *harness) empty() {
+	if err := storetest.Empty(h.diskDir); err != nil {
+		h.t.Errorf("emptying the disk: %v", err)
+	}
+}
+
+// envFault injects the topology's own fault: on local nodes the disk fills
+// (or, if full, empties); on SSH nodes one host's link goes down for 1-6 s
+// (packets dropped, nothing refused, its processes live on: a partition).
+func (h *harness) envFault(r *rand.Rand) {
+	switch h.topo {
+	case "local":
+		h.mu.Lock()
+		full := h.full
+		h.mu.Unlock()
+		if full {
+			h.fault("disk emptied")
+			h.empty()
+		} else {
+			h.fault("disk filled")
+			h.fill()
+		}
+		h.mu.Lock()
+		h.full = !full
+		h.mu.Unlock()
+	case "ssh":
+		host := h.ssh.Hosts[r.IntN(len(h.ssh.Hosts))]
+		h.fault("SSH link cut")
+		host.LinkDown()
+		time.Sleep(time.Duration(1000+r.IntN(5000)) * time.Millisecond)
+		host.LinkUp()
+	}
+}
+
+// envRestore undoes lasting faults when the nemesis stops.
+func (h *harness) envRestore() {
+	if h.diskDir != "" {
+		h.empty()
+		h.mu.Lock()
+		h.full = false
+		h.mu.Unlock()
+	}
+}
+
+// restart starts horad again after a SIGKILL, in a new time namespace
+// whose CLOCK_MONOTONIC and CLOCK_BOOTTIME are jumped forward by up to 30
+// days or back by up to what this machine's uptime allows (the kernel
+// keeps them non-negative), as after a reboot or a migration. The kernel
+// fixes a time namespace's offsets before its first process, so a jump
+// happens across a restart, not under a running horad. CLOCK_REALTIME has
+// no namespace: jumping it would move every process's clock on the
+// machine (docs/robustness.md, "Clock jumps").
+func (h *harness) restart(r *rand.Rand) {
+	up := uptime()
+	var off int64
+	switch r.IntN(3) {
+	case 0: // the same clocks
+	case 1:
+		off = 1 + r.Int64N(30*86400)
+		h.fault("monotonic clock forward")
+	default:
+		if up > 600 {
+			off = -(1 + int64(r.Float64()*float64(up-300)))
+			h.fault("monotonic clock back")
+		}
+	}
+	h.c.wrap = nil
+	if off != 0 {
+		o := strconv.FormatInt(off, 10)
+		h.c.wrap = []string{"unshare", "--time", "--monotonic", o, "--boottime", o}
+	}
+	h.start()
+}
+
+// start starts horad. Recovery writes to the store, so on a full disk
+// horad refuses to start, saying why, and exits (systemd's Restart= tries
+// again): the harness then checks the message, frees the space as an
+// operator would, and starts it again.
+func (h *harness) start() {
+	if h.tryStart() {
+		return
+	}
+	h.mu.Lock()
+	full := h.full
+	h.mu.Unlock()
+	log := h.c.log.String()
+	if !full {
+		h.t.Fatalf("horad exited during its start (%v):\n%s", h.c.daemon.ProcessState, log)
+	}
+	h.fault("horad refused to start on a full disk")
+	if !strings.Contains(log, "disk is full") && !strings.Contains(log, "no space left") {
+		h.t.Errorf("horad exited on a full disk without saying so:\n%s", log)
+	}
+	h.empty()
+	h.mu.Lock()
+	h.full = false
+	h.mu.Unlock()
+	if !h.tryStart() {
+		h.t.Fatalf("horad exited during its start once space returned (%v):\n%s", h.c.daemon.ProcessState, h.c.log.String())
+	}
+}
+
+// tryStart is cluster.start that reports horad's exit during its start
+// instead of failing the test.
+func (h *harness) tryStart() bool {
+	c := h.c
+	c.log = &lockedBuffer{}
+	args := []string{"--state-dir", c.varDir, "--socket", c.sock, "--log-level", "debug"}
+	if c.config != "" {
+		args = append(args, "--config", c.config)
+	}
+	argv := append(append(append([]string(nil), c.wrap...), filepath.Join(c.bin, "horad")), args...)
+	c.daemon = exec.Command(argv[0], argv[1:]...)
+	c.daemon.Stderr = c.log
+	if h.allLog != nil {
+		// Every horad's log, for what a stuck job went through.
+		c.daemon.Stderr = io.MultiWriter(c.log, h.allLog)
+	}
+	c.daemon.Dir = c.dir
+	if err := c.daemon.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if conn, err := net.Dial("unix", c.sock); err == nil {
+			conn.Close()
+			return true
+		}
+		if exited(c.daemon.Process.Pid) {
+			c.daemon.Wait()
+			return false
+		}
+	}
+	h.t.Fatalf("horad did not come up in 90 s:\n%s", c.log)
+	return false
+}
+
+// exited reports whether pid is a zombie: exited, not yet waited for.
+func exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(b, ')')
+	return err != nil || i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
+}
+
+// uptime is this machine's CLOCK_BOOTTIME in whole seconds.
+func uptime() int64 {
+	b, _ := os.ReadFile("/proc/uptime")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	s, _ := strconv.ParseFloat(f[0], 64)
+	return int64(s)
+}
+
+// submitAnswer sorts what sbatch answered while the disk was full: an
+// acknowledgement (the job must then be in the store), a refusal that says
+// why, or no answer (horad killed or stopped at the same time). A refusal
+// must say something; exit 0 must come with a job id.
+func (h *harness) submitAnswer(code int, out, stderr string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.full {
+		return
+	}
+	kind := "acknowledged"
+	switch {
+	case code == 0 && faultSubmitted.MatchString(out):
+	case code == 0:
+		h.t.Errorf("sbatch while the disk was full: exit 0 without a job id: %q %q", out, stderr)
+		kind = "exit 0 without a job id"
+	case strings.Contains(stderr, "cannot reach horad") || strings.Contains(stderr, "Socket timed out") || strings.Contains(stderr, "horad at "):
+		kind = "no answer"
+	case strings.Contains(stderr, "disk is full") || strings.Contains(stderr, "No space left"):
+		kind = "refused: disk full"
+		if len(h.refusedAt) < 3 {
+			h.refusedAt = append(h.refusedAt, strings.TrimSpace(stderr))
+		}
+	case strings.TrimSpace(stderr) == "":
+		h.t.Errorf("sbatch while the disk was full: exit %d and no message", code)
+		kind = "refused without a message"
+	default:
+		kind = "refused: " + firstLine(stderr)
+	}
+	h.diskFull[kind]++
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return fmt.Sprintf("%.100s", l)
+}
+
+// jobLog is what every horad of the run logged about the given jobs.
+func (h *harness) jobLog(ids []string) string {
+	if h.allLog == nil {
+		return ""
+	}
+	b, _ := os.ReadFile(h.allLog.Name())
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, id := range ids {
+			if strings.Contains(line, " job="+id+" ") || strings.HasSuffix(line, " job="+id) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}

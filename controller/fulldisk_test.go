@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"hora/api"
+	"hora/store"
+	"hora/store/storetest"
+)
+
+// A submission the store cannot record (a full disk) is refused and leaves
+// nothing behind in the Engine: before, a job the Engine had started in
+// the same pass stayed there for ever, holding its node and its id, and
+// every later submission was refused "Duplicate job id N" (found by the
+// fault harness). Once space returns, a job needing all four nodes runs.
+func TestUnrecordedSubmitIsTakenBack(t *testing.T) {
+	f := newFixture(t)
+	disk := filepath.Join(f.dir, "disk")
+	if err := os.Mkdir(disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	storetest.MountTmpfs(t, disk, "4m")
+	st, err := store.Open(t.Context(), filepath.Join(disk, "hora.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f.st = st
+	c := f.controller(t)
+
+	if err := storetest.Fill(disk); err != nil {
+		t.Fatal(err)
+	}
+	// One node each, so the Engine starts each in its submission's pass.
+	spec := f.spec("sleep 1 # " + strings.Repeat("x", 32<<10))
+	refused := false
+	for k := 0; k < 50 && !refused; k++ {
+		_, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: spec})
+		if err != nil {
+			if !strings.Contains(err.Error(), "Unable to record the job") || !strings.Contains(err.Error(), "full") {
+				t.Fatalf("submit on a full disk: %v, want Unable to record the job: ... full", err)
+			}
+			refused = true
+		}
+	}
+	if !refused {
+		t.Fatal("50 submissions fitted on a full 4 MiB disk")
+	}
+	if err := storetest.Empty(disk); err != nil {
+		t.Fatal(err)
+	}
+	all := f.spec("true")
+	all.Nodes = 4
+	resp, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: all})
+	if err != nil {
+		t.Fatalf("submit once space returned: %v", err)
+	}
+	j := waitStore(t, f, c, resp.JobID, "completed", func(j api.Job) bool { return j.State.Finished() })
+	if j.State != api.StateCompleted {
+		t.Fatalf("the four-node job after the refused submission: %s reason %s", j.State, j.Reason)
+	}
+}
+
+// syncBuffer is a log sink the test reads while the controller writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A job that ends while the disk is full is recorded once space returns,
+// while horad runs: before, its end was dropped until the next restart and
+// the job stayed RUNNING (found by the fault harness).
+func TestEndRecordedOnceSpaceReturns(t *testing.T) {
+	f := newFixture(t)
+	disk := filepath.Join(f.dir, "disk")
+	if err := os.Mkdir(disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	storetest.MountTmpfs(t, disk, "4m")
+	st, err := store.Open(t.Context(), filepath.Join(disk, "hora.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f.st = st
+	c := f.controller(t)
+	logs := &syncBuffer{}
+	c.log = slog.New(slog.NewTextHandler(logs, nil))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	gate := filepath.Join(f.dir, "gate")
+	resp, err := c.submit(ctx, root, api.SubmitRequest{Spec: f.spec("while [ ! -e " + gate + " ]; do sleep 0.05; done")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; log:\n%s", what, logs)
+			}
+		}
+	}
+	waitFor("the job launched", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.jobs[resp.JobID].launched
+	})
+	// Fill the disk until a write is refused (the WAL may hold a few).
+	if err := storetest.Fill(disk); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the end refused by the full disk", func() bool { return strings.Contains(logs.String(), "recording job end") })
+	if err := storetest.Empty(disk); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the end recorded", func() bool {
+		j, err := st.Job(ctx, resp.JobID)
+		return err == nil && j.State == api.StateCompleted
+	})
+}
