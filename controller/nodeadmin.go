@@ -447,27 +447,15 @@ func (c *Controller) nodeView(n *api.Node, busy bool) {
 // routeNodeOps adds the operator paths of node administration and job
 // suspension to the socket server.
 func (c *Controller) routeNodeOps(mux *http.ServeMux) {
-	mux.HandleFunc("POST "+api.PathNodeUpdate, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-		var req api.NodeUpdateRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
+	mux.HandleFunc("POST "+api.PathNodeUpdate, withBody(c, func(ctx context.Context, who *Caller, req api.NodeUpdateRequest) (any, error) {
 		return c.updateNodes(ctx, who, req)
 	}))
 	for path, stop := range map[string]bool{api.PathSuspend: true, api.PathResume: false} {
-		mux.HandleFunc("POST "+path, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-			var req api.ControlRequest
-			if err := decode(r, &req); err != nil {
-				return nil, err
-			}
+		mux.HandleFunc("POST "+path, withBody(c, func(ctx context.Context, who *Caller, req api.ControlRequest) (any, error) {
 			return c.suspend(ctx, who, c.expandIDs(req.IDs, req.Tasks), stop), nil
 		}))
 	}
-	mux.HandleFunc("POST "+api.PathRequeue, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-		var req api.ControlRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
+	mux.HandleFunc("POST "+api.PathRequeue, withBody(c, func(ctx context.Context, who *Caller, req api.ControlRequest) (any, error) {
 		return c.requeueJobs(ctx, who, c.expandIDs(req.IDs, req.Tasks), req.Hold), nil
 	}))
 }

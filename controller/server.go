@@ -700,3 +700,15 @@ func (c *Controller) showCompletingLocked(live *job, j *api.Job) {
 		j.State = api.StateCompleting
 	}
 }
+
+// withBody is c.handle for a request with a JSON body: it decodes the body
+// into a Req (refusing a malformed one as decode does) and hands it to h.
+func withBody[Req any](c *Controller, h func(ctx context.Context, who *Caller, req Req) (any, error)) http.HandlerFunc {
+	return c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+		var req Req
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return h(ctx, who, req)
+	})
+}

@@ -71,32 +71,16 @@ type srunStep struct {
 const allocHoldScript = "#!/bin/sh\nexec sleep infinity\n"
 
 func (c *Controller) routeSteps(mux *http.ServeMux) {
-	mux.HandleFunc("POST "+api.PathStepCreate, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-		var req api.StepRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
+	mux.HandleFunc("POST "+api.PathStepCreate, withBody(c, func(ctx context.Context, who *Caller, req api.StepRequest) (any, error) {
 		return c.createStep(ctx, who, req)
 	}))
-	mux.HandleFunc("POST "+api.PathStepStarted, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-		var req api.StepStarted
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
+	mux.HandleFunc("POST "+api.PathStepStarted, withBody(c, func(ctx context.Context, who *Caller, req api.StepStarted) (any, error) {
 		return c.stepStarted(who, req)
 	}))
-	mux.HandleFunc("POST "+api.PathStepEnd, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-		var req api.StepEnd
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
+	mux.HandleFunc("POST "+api.PathStepEnd, withBody(c, func(ctx context.Context, who *Caller, req api.StepEnd) (any, error) {
 		return c.endStep(ctx, who, req)
 	}))
-	mux.HandleFunc("POST "+api.PathAllocDone, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-		var req api.AllocDone
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
+	mux.HandleFunc("POST "+api.PathAllocDone, withBody(c, func(ctx context.Context, who *Caller, req api.AllocDone) (any, error) {
 		return c.allocDone(ctx, who, req)
 	}))
 	mux.HandleFunc("GET "+api.PathAllocEnv, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {

@@ -52,18 +52,10 @@ func (c *Controller) routeRemoteSteps(mux *http.ServeMux) {
 		}
 		c.streamTasks(ctx, w, specs)
 	})
-	mux.HandleFunc("POST "+api.PathStepInput, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-		var req api.StepInput
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
+	mux.HandleFunc("POST "+api.PathStepInput, withBody(c, func(ctx context.Context, who *Caller, req api.StepInput) (any, error) {
 		return c.stepInput(who, req)
 	}))
-	mux.HandleFunc("POST "+api.PathStepSignal, c.handle(func(ctx context.Context, who *Caller, r *http.Request) (any, error) {
-		var req api.StepSignal
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
+	mux.HandleFunc("POST "+api.PathStepSignal, withBody(c, func(ctx context.Context, who *Caller, req api.StepSignal) (any, error) {
 		return c.signalStep(who, req)
 	}))
 }
