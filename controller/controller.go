@@ -891,6 +891,12 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 	keep := map[where]bool{}
 	var ends []ending
 	endsOf := map[int64]bool{} // jobs whose end this batch has decided
+	// again holds the reports whose end could not be recorded before
+	// anything of it reached memory (a requeue or a chunk's end refused by
+	// the store, a batch the store would not queue): they are handled anew
+	// in a second, while horad runs. A full disk freed later left such a
+	// job RUNNING (COMPLETING in squeue) for ever (the fault harness).
+	var again []nodes.Status
 	c.mu.Lock()
 	for _, s := range batch {
 		j := c.jobs[s.Key.Job]
@@ -919,8 +925,11 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 			err = c.requeueLocked(ctx, j, requeue)
 		}
 		if err != nil {
-			c.log.Error("recording job end", "job", s.Key.Job, "err", err)
-			continue // keep the node-side state: recovery will record it
+			// Nothing of it reached memory: decided again in a second
+			// (the node-side state is kept meanwhile, for recovery).
+			c.log.Error("recording job end; trying again in a second", "job", s.Key.Job, "err", err)
+			again = append(again, s)
+			continue
 		}
 		done = append(done, recorded{s, durableAlready, nil})
 	}
@@ -933,8 +942,8 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 		waits, err := c.st.AppendEachQueued(context.WithoutCancel(ctx), evs)
 		if err != nil {
 			for _, e := range ends {
-				c.log.Error("recording job end", "job", e.j.ID, "err", err)
-				keep[where{e.s.Node, e.s.Key}] = true
+				c.log.Error("recording job end; trying again in a second", "job", e.j.ID, "err", err)
+				again = append(again, e.s)
 			}
 		} else {
 			now := c.nowSec()
@@ -953,6 +962,15 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 		}
 	}
 	c.mu.Unlock()
+	if len(again) > 0 {
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+				c.handleExits(ctx, again)
+			}
+		}()
+	}
 	// Every end of the batch is durable (or failed) before any step is
 	// forgotten: a step reported twice is forgotten after its end.
 	for _, r := range done {

@@ -90,6 +90,65 @@ func (s *syncBuffer) String() string {
 // while horad runs: before, its end was dropped until the next restart and
 // the job stayed RUNNING (found by the fault harness).
 func TestEndRecordedOnceSpaceReturns(t *testing.T) {
+	d := onFullableDisk(t)
+	gate := filepath.Join(d.f.dir, "gate")
+	resp, err := d.c.submit(d.ctx, root, api.SubmitRequest{Spec: d.f.spec("while [ ! -e " + gate + " ]; do sleep 0.05; done")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("the job launched", func() bool {
+		d.c.mu.Lock()
+		defer d.c.mu.Unlock()
+		return d.c.jobs[resp.JobID].launched
+	})
+	d.endOnFullDisk(gate)
+	d.waitFor("the end recorded", func() bool {
+		j, err := d.st.Job(d.ctx, resp.JobID)
+		return err == nil && j.State == api.StateCompleted
+	})
+}
+
+// The end of a job that scontrol requeue stopped is its requeue. Refused
+// by a full disk, nothing of it reaches memory: it is decided again once a
+// second until the disk has room, and the job goes back to the queue
+// (before, it stayed COMPLETING until horad restarted; the fault harness
+// found it after the batched ends were merged).
+func TestRequeueRecordedOnceSpaceReturns(t *testing.T) {
+	d := onFullableDisk(t)
+	gate := filepath.Join(d.f.dir, "gate")
+	// TERM waits for the gate, so the end comes after the disk is full.
+	script := "trap 'while [ ! -e " + gate + " ]; do sleep 0.05; done; exit 0' TERM\nwhile :; do sleep 0.05; done"
+	resp, err := d.c.submit(d.ctx, root, api.SubmitRequest{Spec: d.f.spec(script)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("the job launched", func() bool {
+		d.c.mu.Lock()
+		defer d.c.mu.Unlock()
+		return d.c.jobs[resp.JobID].launched
+	})
+	if r := d.c.requeueJobs(d.ctx, root, []int64{resp.JobID}, false); len(r.Results) > 0 && r.Results[0].Error != "" {
+		t.Fatalf("requeue: %+v", r.Results)
+	}
+	d.endOnFullDisk(gate)
+	d.waitFor("the requeue recorded", func() bool {
+		j, err := d.st.Job(d.ctx, resp.JobID)
+		return err == nil && j.Restarts >= 1
+	})
+}
+
+// fullableDisk is a running controller whose store is on a small tmpfs.
+type fullableDisk struct {
+	t    *testing.T
+	f    *fixture
+	c    *Controller
+	st   *store.Store
+	logs *syncBuffer
+	disk string
+	ctx  context.Context
+}
+
+func onFullableDisk(t *testing.T) *fullableDisk {
 	f := newFixture(t)
 	disk := filepath.Join(f.dir, "disk")
 	if err := os.Mkdir(disk, 0o755); err != nil {
@@ -108,39 +167,32 @@ func TestEndRecordedOnceSpaceReturns(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &fullableDisk{t: t, f: f, c: c, st: st, logs: logs, disk: disk, ctx: ctx}
+}
 
-	gate := filepath.Join(f.dir, "gate")
-	resp, err := c.submit(ctx, root, api.SubmitRequest{Spec: f.spec("while [ ! -e " + gate + " ]; do sleep 0.05; done")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; log:\n%s", what, logs)
-			}
+func (d *fullableDisk) waitFor(what string, cond func() bool) {
+	d.t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("timed out waiting for %s; log:\n%s", what, d.logs)
 		}
 	}
-	waitFor("the job launched", func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.jobs[resp.JobID].launched
-	})
-	// Fill the disk until a write is refused (the WAL may hold a few).
-	if err := storetest.Fill(disk); err != nil {
-		t.Fatal(err)
+}
+
+// endOnFullDisk fills the disk until a write is refused (the WAL may hold
+// a few), opens the gate the job waits on, waits for its end to be
+// refused, and empties the disk.
+func (d *fullableDisk) endOnFullDisk(gate string) {
+	d.t.Helper()
+	if err := storetest.Fill(d.disk); err != nil {
+		d.t.Fatal(err)
 	}
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
-	waitFor("the end refused by the full disk", func() bool { return strings.Contains(logs.String(), "recording job end") })
-	if err := storetest.Empty(disk); err != nil {
-		t.Fatal(err)
+	d.waitFor("the end refused by the full disk", func() bool { return strings.Contains(d.logs.String(), "recording job end") })
+	if err := storetest.Empty(d.disk); err != nil {
+		d.t.Fatal(err)
 	}
-	waitFor("the end recorded", func() bool {
-		j, err := st.Job(ctx, resp.JobID)
-		return err == nil && j.State == api.StateCompleted
-	})
 }
