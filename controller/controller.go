@@ -102,6 +102,12 @@ type Controller struct {
 	// under pruneAge (a reload may change min_job_age_s).
 	nextPrune int64
 	pruneAge  int64
+	// endsUnsettled counts the batched ends applied to memory whose commit
+	// has not succeeded yet (in flight, or refused and being retried). No
+	// start is recorded while it is above zero: the Engine may already
+	// have given a start the CPUs such an end freed, and the record must
+	// never show them held twice (awaitEndsSettled).
+	endsUnsettled atomic.Int64
 }
 
 // job is the in-memory projection of one job plus what only the live
@@ -946,6 +952,7 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 				again = append(again, e.s)
 			}
 		} else {
+			c.endsUnsettled.Add(int64(len(ends)))
 			now := c.nowSec()
 			fins := make([]scheduler.Event, len(ends))
 			for i, e := range ends {
@@ -974,12 +981,19 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 	// Every end of the batch is durable (or failed) before any step is
 	// forgotten: a step reported twice is forgotten after its end.
 	for _, r := range done {
-		if err := r.wait(); err != nil {
+		err := r.wait()
+		switch {
+		case err != nil && r.ev != nil && !errors.Is(err, store.ErrInvalidEvent):
 			c.log.Error("recording job end", "job", r.s.Key.Job, "err", err)
 			keep[where{r.s.Node, r.s.Key}] = true
-			if r.ev != nil && !errors.Is(err, store.ErrInvalidEvent) {
-				go c.retryEnd(ctx, r.s, *r.ev)
-			}
+			go c.retryEnd(ctx, r.s, *r.ev) // settles it
+			continue
+		case err != nil:
+			c.log.Error("recording job end", "job", r.s.Key.Job, "err", err)
+			keep[where{r.s.Node, r.s.Key}] = true
+		}
+		if r.ev != nil {
+			c.endsUnsettled.Add(-1)
 		}
 	}
 	for _, r := range done {
@@ -993,6 +1007,22 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 
 func durableAlready() error { return nil }
 
+var errEndsUnsettled = errors.New("an earlier job end is not recorded yet")
+
+// awaitEndsSettled waits until every batched end applied to memory is
+// durable, so that a start on the CPUs an end freed is recorded after it:
+// the store commits in queue order, but an end refused by a full disk is
+// written again later (retryEnd), after starts queued meanwhile. Ends in
+// flight settle within a commit; false after 2 s (an end being retried).
+func (c *Controller) awaitEndsSettled(ctx context.Context) bool {
+	for deadline := time.Now().Add(2 * time.Second); c.endsUnsettled.Load() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // retryEnd records again, once a second, an end whose commit failed (a full
 // disk, an I/O error), then forgets its step. Memory and the Engine took the
 // end when it was queued, so the same event is written, not the end decided
@@ -1000,6 +1030,7 @@ func durableAlready() error { return nil }
 // report). Until it is durable the step stays on its node, where recovery
 // would find it; a refused event or a closed store leaves it to recovery.
 func (c *Controller) retryEnd(ctx context.Context, s nodes.Status, ev store.Event) {
+	defer c.endsUnsettled.Add(-1)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -1246,6 +1277,12 @@ func (c *Controller) pushLaunch(spec nodes.LaunchSpec, evs ...store.Event) {
 // ≥ 1,000 starts/s is the goal at 4,096 nodes), and each job is launched
 // only once its own start is durable, in queue order.
 func (c *Controller) launchAll(ctx context.Context, items []workItem) {
+	if !c.awaitEndsSettled(ctx) {
+		for _, it := range items {
+			c.startNotRecorded(ctx, it.launch.spec, it.launch.evs, errEndsUnsettled)
+		}
+		return
+	}
 	if len(items) == 1 {
 		c.launch(ctx, items[0].launch.spec, items[0].launch.evs...)
 		return
