@@ -37,6 +37,7 @@ package ssh
 // process into a cgroup, so every member descends from the wrapper.
 // unitgone UNIT: kills what is left in a step's scope and stops it (a
 // scope outlives its step while a process that left the job's group runs).
+// gpuallow: the systemd properties that deny the GPUs not given (below).
 const shLib = `
 nl='
 '
@@ -120,6 +121,35 @@ rmgroup() {
 	rmdir -- "${1%/*}" 2>/dev/null
 	return 0
 }
+gpunode() {
+	# gn: a device node of NVIDIA GPU $1 (char 195:$1), /dev/nvidia$1 or
+	# any other under /dev; systemd's DeviceAllow= takes a path.
+	gn=
+	_x=c3:$(printf %x "$1")
+	if [ -c "/dev/nvidia$1" ] && [ "$(stat -c %t:%T "/dev/nvidia$1" 2>/dev/null)" = "$_x" ]; then gn=/dev/nvidia$1; return 0; fi
+	gn=$(find /dev -xdev -type c -exec stat -c '%t:%T %n' {} + 2>/dev/null | sed -n "s|^$_x \(/dev/[^ ]*\)\$|\1|p" | head -n 1)
+	[ -n "$gn" ]
+}
+gpuallow() {
+	# Under systemd a device list is an allow-list once set: the GPUs not
+	# given ($dg) are denied by allowing everything else, every char
+	# group of /proc/devices but NVIDIA's (major 195), every block device,
+	# nvidiactl and the GPUs given ($ag). Appended to pargs; expand it
+	# with set -f (block-* is systemd's pattern, not the shell's).
+	pargs="$pargs -p DevicePolicy=auto -p DeviceAllow=block-*"
+	_b=
+	while read -r _m _n; do
+		case $_m in Block) _b=1;; esac
+		[ -z "$_b" ] || continue
+		case $_m in ''|*[!0-9]*|195) continue;; esac
+		case $_n in ''|*[!A-Za-z0-9/_.:+-]*) continue;; esac
+		pargs="$pargs -p DeviceAllow=char-$_n"
+	done < /proc/devices
+	[ ! -c /dev/nvidiactl ] || pargs="$pargs -p DeviceAllow=/dev/nvidiactl"
+	for _g in $(printf '%s' "$ag" | tr ',' ' '); do
+		if gpunode "$_g"; then pargs="$pargs -p DeviceAllow=$gn"; fi
+	done
+}
 unitgone() {
 	case $1 in hora-job-*.scope) ;; *) return 0;; esac
 	[ -e "/run/systemd/transient/$1" ] || return 0
@@ -161,12 +191,13 @@ report() {
 const shLaunch = `
 nd=$1 name=$2 uid=$3 gid=$4 mode=$5 unit=$6 started=$7 W=$8 run=$9 props=${10} mix=${11}
 shift 11
-pargs= dg=
+pargs= dg= ag=
 if [ "$props" != - ]; then
 	set -f; _ifs=$IFS; IFS=';'
 	for _p in $props; do
 		case $_p in
-		HoraDenyGPUs=*) dg=${_p#HoraDenyGPUs=};; # not systemd's: the devices group below
+		HoraDenyGPUs=*) dg=${_p#HoraDenyGPUs=};; # not systemd's: gpuallow or the devices group below
+		HoraAllowGPUs=*) ag=${_p#HoraAllowGPUs=};;
 		*) pargs="$pargs -p $_p";;
 		esac
 	done
@@ -209,6 +240,10 @@ if [ "$mode" = systemd ]; then
 	# would refuse the name.
 	unitgone "$unit.scope"
 	echo "$unit.scope" > "$d/unit"
+	[ -z "$dg" ] || gpuallow
+	# The scope's memory group holds the step's oom_kill count: the
+	# wrapper, in it, reads its own at the end.
+	case ";$props;" in *";MemoryMax="*) echo scope > "$d/memcg";; esac
 fi
 # Without systemd, a step's memory is enforced with a cgroup v1 memory
 # group where the node has that hierarchy (limit = memsw: no swap), and the
@@ -242,6 +277,7 @@ if [ "$mode" = setsid ] && [ -n "$dg" ]; then
 	fi
 	[ -n "$_ok" ] || { echo "error: cannot set up the devices cgroup $dgp"; rm -rf -- "$d"; exit 1; }
 fi
+set -f
 hs=$(
 	if [ "$mode" = systemd ]; then
 		(exec setsid systemd-run --scope --quiet --collect $pargs --unit="$unit" -- \
@@ -377,11 +413,19 @@ sig=0
 if [ "$rc" -gt 128 ] && [ "$rc" -le 192 ]; then sig=$((rc - 128)) rc=0; fi
 to=false
 [ ! -e "$u/timedout" ] || to=true
-# A memory group (d/memcg, written by root): the kernel's oom_kill count
-# there makes the step OUT_OF_MEMORY, with slurmstepd's line in its error
-# file (task/cgroup's text).
+# A memory group (d/memcg, written by root: a v1 group, or "scope" for the
+# systemd scope the wrapper runs in): the kernel's oom_kill count there
+# makes the step OUT_OF_MEMORY, with slurmstepd's line in its error file
+# (task/cgroup's text).
 if [ -f "$d/memcg" ]; then
-	_oom=$(sed -n 's/^oom_kill //p' "$(cat "$d/memcg")/memory.oom_control" 2>/dev/null)
+	_mg=$(cat "$d/memcg")
+	if [ "$_mg" = scope ]; then
+		` + shOwnOOMFile + `
+	else
+		of=$_mg/memory.oom_control
+	fi
+	_oom=
+	[ -z "$of" ] || _oom=$(sed -n 's/^oom_kill //p' "$of" 2>/dev/null)
 	if [ -n "$_oom" ] && [ "$_oom" -gt 0 ]; then
 		oomj=true _ev=event _sid=${d##*/}
 		[ "$_oom" = 1 ] || _ev=events
@@ -394,6 +438,18 @@ if [ -f "$d/memcg" ]; then
 fi
 record "$rc" "$sig" "$to" ""
 `
+
+// shOwnOOMFile sets of to the file that counts the kernel's OOM kills in
+// the calling shell's own memory group (a systemd scope): the v1
+// memory.oom_control, or the v2 memory.events; both have "oom_kill N".
+// Empty when the group has no memory controller.
+const shOwnOOMFile = `of=
+	while IFS=: read -r _n _c _g; do
+		case ,$_c, in
+		*,memory,*) [ ! -f "/sys/fs/cgroup/memory$_g/memory.oom_control" ] || of=/sys/fs/cgroup/memory$_g/memory.oom_control;;
+		,,) [ -n "$of" ] || [ ! -f "/sys/fs/cgroup$_g/memory.events" ] || of=/sys/fs/cgroup$_g/memory.events;;
+		esac
+	done < /proc/self/cgroup`
 
 // shReport reports the ended or lost steps among NAMES (Exits polling).
 // Args: NODEDIR NAME...

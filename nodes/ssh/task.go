@@ -48,23 +48,35 @@ func taskUnit(spec nodes.TaskSpec) string {
 // entries, then argv (whose first word has no "=", or env would take it for
 // one more entry: RunTask refuses such a program name).
 const shTask = `
+KEEP='o=$1; shift
+` + shOwnOOMFile + `
+echo "$of" > "$o"
+(sleep 2147483647 </dev/null >/dev/null 2>&1 &)
+exec "$@"'
 uid=$1 gid=$2 unit=$3 props=$4 dir=$5 input=$6 pidf=$7 smem=$8 nd=$9 sname=${10}
 shift 10
-pargs= dg=
+pargs= dg= ag=
 if [ "$props" != - ]; then
 	set -f; _ifs=$IFS; IFS=';'
 	for _p in $props; do
 		case $_p in
 		HoraDenyGPUs=*) dg=${_p#HoraDenyGPUs=};;
+		HoraAllowGPUs=*) ag=${_p#HoraAllowGPUs=};;
 		*) pargs="$pargs -p $_p";;
 		esac
 	done
 	IFS=$_ifs; set +f
 fi
-run=
+run= keep= oomf=
 if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
 	unitgone "$unit.scope"
+	[ -z "$dg" ] || gpuallow
 	run="systemd-run --scope --quiet --collect $pargs --unit=$unit --"
+	# A step with its own --mem: a root shell in the task's scope records
+	# where the scope counts OOM kills ($oomf) and leaves a sleeper (not
+	# the task's child) that holds the scope after the task, so that the
+	# count is read here before systemd removes the group.
+	if [ "$smem" != 0 ]; then keep=1 oomf=${pidf%.pid}.oomf; fi
 elif [ "$smem" != 0 ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
 	mg=/sys/fs/cgroup/memory/hora-node-$(printf '%s' "$nd" | cksum | cut -d' ' -f1)/$sname
 	{ mkdir -p -- "$mg" && echo "$smem" > "$mg/memory.limit_in_bytes" &&
@@ -90,7 +102,8 @@ fi
 # applied: the session's stdin goes through fd 3.
 if [ "$input" = 0 ]; then exec 3</dev/null; else exec 3<&0; fi
 mkdir -p -- "${pidf%/*}"
-$run setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c '
+set -f
+$run ${keep:+/bin/sh -c "$KEEP" hora-keep "$oomf"} setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c '
 	cd -- "$1" 2>/dev/null || { printf "slurmstepd: error: couldn\047t chdir to \140%s\047: No such file or directory: going to /tmp instead\n" "$1" >&2; cd /tmp || exit 1; }
 	shift
 	if env --default-signal true 2>/dev/null; then ds=--default-signal; else ds=; fi
@@ -104,6 +117,15 @@ if [ "$input" = pty ]; then trap '' INT QUIT; fi
 echo "$pid" > "$pidf.tmp" && mv -f -- "$pidf.tmp" "$pidf"
 wait "$pid"; rc=$?
 rm -f -- "$pidf"
+if [ -n "$keep" ]; then
+	# The scope's count joins the step's (stepMemEnd sums them); the
+	# sleeper goes with the scope.
+	_f=$(cat -- "$oomf" 2>/dev/null) _n=
+	[ -z "$_f" ] || _n=$(sed -n 's/^oom_kill //p' "$_f" 2>/dev/null)
+	case $_n in ''|0|*[!0-9]*) ;; *) echo "$_n" >> "$nd/tasks/$sname.oom";; esac
+	rm -f -- "$oomf"
+	unitgone "$unit.scope"
+fi
 if [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ]; then
 	trap - "$((rc-128))" 2>/dev/null
 	kill -s "$((rc-128))" $$ 2>/dev/null
@@ -259,16 +281,22 @@ func stepMemGroup(k nodes.StepKey) string { return k.Name() + ".tasks" }
 // shStepMemEnd reads the oom_kill count of a step's task memory group and
 // removes it and the step's devices group, killing what is left in them
 // first (as at a step's end), and the node's groups when they were their
-// last. Prints the count (0 when there is no memory group: systemd, no
+// last; under systemd it sums the counts the tasks' shells left in
+// tasks/NAME.oom. Prints the count (0 when there is no memory group: no
 // --mem, or no task ran there). Args: NODEDIR NAME.
 const shStepMemEnd = `
 ck=$(printf '%s' "$1" | cksum | cut -d' ' -f1)
 mg=/sys/fs/cgroup/memory/hora-node-$ck/$2
-n=0
-[ -d "$mg" ] && n=$(sed -n 's/^oom_kill //p' "$mg/memory.oom_control" 2>/dev/null)
+n=
+[ ! -d "$mg" ] || n=$(sed -n 's/^oom_kill //p' "$mg/memory.oom_control" 2>/dev/null)
+n=${n:-0}
 rmgroup "$mg"
 rmgroup /sys/fs/cgroup/devices/hora-node-$ck/$2
-echo "${n:-0}"
+if [ -f "$1/tasks/$2.oom" ]; then
+	while read -r k; do case $k in ''|*[!0-9]*) ;; *) n=$((n + k));; esac; done < "$1/tasks/$2.oom"
+	rm -f -- "$1/tasks/$2.oom"
+fi
+echo "$n"
 `
 
 // EndStepMemory returns how many tasks the kernel killed in the memory
