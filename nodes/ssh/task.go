@@ -318,3 +318,67 @@ func (e *Executor) EndStepMemory(node string, key nodes.StepKey) int {
 	n, _ := strconv.Atoi(strings.TrimSpace(string(r.out)))
 	return n
 }
+
+// shKillTasks kills every task of a step on the node that a horad started
+// and can no longer follow (its session went with it): the task's scope
+// (systemd), and every process of the SSH session its root shell leads,
+// found from the pid file that shell keeps while the task runs. A pid is
+// acted on only while its parent is that shell (its command line names
+// the task's unit), so a stale file never kills a stranger. Prints the
+// number of tasks found. Args: NODEDIR UNITPREFIX (hora-job-J-S-rR).
+const shKillTasks = `
+n=0
+sessof() {
+	sid=
+	_s=
+	IFS= read -r _s 2>/dev/null < "/proc/$1/stat" || return 1
+	_s=${_s##*") "}
+	set -- $_s
+	ppid=$2 sid=$4
+}
+for f in "$1/tasks/$2"-t*.pid; do
+	[ -f "$f" ] && [ ! -L "$f" ] || continue
+	u=${f##*/}; u=${u%.pid}
+	n=$((n+1))
+	unitgone "$u.scope"
+	q=$(cat -- "$f" 2>/dev/null)
+	case $q in ''|*[!0-9]*) rm -f -- "$f"; continue;; esac
+	if sessof "$q" && [ "$ppid" -gt 1 ] && tr '\0' '\n' < "/proc/$ppid/cmdline" 2>/dev/null | grep -qxF -- "$u"; then
+		s=$sid
+		for st in /proc/[0-9]*/stat; do
+			p=${st#/proc/}; p=${p%/stat}
+			sessof "$p" && [ "$sid" = "$s" ] && kill -s KILL "$p" 2>/dev/null
+		done
+	fi
+	rm -f -- "$f" "$1/tasks/$u.oomf"
+done
+# A task whose shell is gone may still hold its scope.
+for f in /run/systemd/transient/"$2"-t*.scope; do
+	[ -e "$f" ] || continue
+	n=$((n+1))
+	unitgone "${f##*/}"
+done
+echo "$n"
+`
+
+// KillStepTasks kills the tasks of a remote step on node whose sessions
+// are gone (a horad that ran them was killed): their scopes under systemd,
+// else every process of each task's session. It returns how many tasks
+// it found. The step's memory and devices groups are EndStepMemory's.
+func (e *Executor) KillStepTasks(ctx context.Context, node string, key nodes.StepKey) (int, error) {
+	h, err := e.host(node)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := e.opCtx(ctx)
+	defer cancel()
+	r, err := h.run(ctx, h.ops, false, shKillTasks, nil, h.dir, unitName(key))
+	if err != nil {
+		return 0, fmt.Errorf("killing the tasks of step %s on node %s: %w", key.Name(), node, err)
+	}
+	if r.code != 0 {
+		return 0, fmt.Errorf("killing the tasks of step %s on node %s: exit %d: %s", key.Name(), node, r.code, strings.TrimSpace(string(r.errs)))
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(r.out)))
+	return n, nil
+}
