@@ -54,7 +54,7 @@ func TestSystemdScopeOOM(t *testing.T) {
 // EPERM, GPU 1 with ENXIO (let through; no driver here), and ordinary
 // devices still work. Fake device nodes, as TestGPUDevicesWithoutSystemd.
 func TestSystemdScopeGPUDevices(t *testing.T) {
-	devDir := fakeGPUs(t)
+	devDir := makeFakeGPUs(t)
 	v := start(t, 1, sshtest.WithSystemd(1))
 	key := nodes.StepKey{Job: 84, Step: -1}
 	spec := v.spec(key, "n1", "#!/bin/sh\nfor d in "+devDir+"/nvidia0 "+devDir+"/nvidia1; do (exec 3<\"$d\") 2>&1 | sed 's/.*: //'; done\nhead -c 3 /dev/zero | od -An -c | tr -d ' '\n")
