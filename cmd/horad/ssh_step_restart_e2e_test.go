@@ -119,3 +119,48 @@ func TestRemoteStepHoradRestartEndToEnd(t *testing.T) {
 		t.Errorf("task files left on the nodes: %q", left)
 	}
 }
+
+// The same inside a batch job on SSH nodes, as workflow tools run their
+// steps: srun talks to horad through the node's callback socket. After
+// horad's restart srun reports the lost stream and its tasks killed
+// (137), the tasks are gone from both nodes, and the job goes on: its
+// next srun runs through the new horad and the job completes.
+func TestRemoteStepInBatchJobHoradRestartEndToEnd(t *testing.T) {
+	requireRoot(t)
+	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1))
+	c := newClusterWith(t, sshConfig(cl, "", ""))
+	dir := filepath.Join(c.dir, "nobody")
+	os.MkdirAll(dir, 0o755)
+	os.Chown(dir, 65534, 65534)
+	srun := filepath.Join(c.bin, "srun")
+	out := filepath.Join(dir, "out")
+	r := c.run(65534, dir, "sbatch", "-N2", "-w", "n[1-2]", "-o", out, "--wrap",
+		srun+` -l sh -c 'echo "ready $SLURM_JOB_ID"; exec sleep 600'; echo "rc=$?"; `+srun+` -N1 -n1 echo after; echo "rc2=$?"`)
+	m := submitted.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("sbatch: %+v", r)
+	}
+	id := m[1]
+	waitFor(t, "both tasks to start", func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.Count(string(b), "ready "+id) == 2
+	})
+	c.kill9()
+	c.start()
+	if st := c.waitState(id, "COMPLETED", "FAILED", "CANCELLED"); st != "COMPLETED" {
+		t.Errorf("job %s, want COMPLETED", st)
+	}
+	b, _ := os.ReadFile(out)
+	for _, want := range []string{"srun: error: n1: task 0: Killed\n", "srun: error: n2: task 1: Killed\n", "rc=137\n", "after\nrc2=0\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("job output lacks %q:\n%s", want, b)
+		}
+	}
+	r = c.run(0, dir, "sacct", "-j", id, "-n", "-P", "-o", "JobID,State,ExitCode")
+	for _, want := range []string{id + ".0|FAILED|0:9\n", id + ".1|COMPLETED|0:0\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("sacct lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	waitFor(t, "the step's tasks to be killed on its nodes", func() bool { return len(stepTasks(c, id, 0)) == 0 })
+}
