@@ -122,12 +122,13 @@ rmgroup() {
 	return 0
 }
 gpunode() {
-	# gn: a device node of NVIDIA GPU $1 (char 195:$1), /dev/nvidia$1 or
-	# any other under /dev; systemd's DeviceAllow= takes a path.
+	# gn: the device nodes of NVIDIA GPU $1 (char 195:$1), /dev/nvidia$1
+	# or else every other under /dev (any one that stays is enough);
+	# systemd's DeviceAllow= takes a path.
 	gn=
 	_x=c3:$(printf %x "$1")
 	if [ -c "/dev/nvidia$1" ] && [ "$(stat -c %t:%T "/dev/nvidia$1" 2>/dev/null)" = "$_x" ]; then gn=/dev/nvidia$1; return 0; fi
-	gn=$(find /dev -xdev -type c -exec stat -c '%t:%T %n' {} + 2>/dev/null | sed -n "s|^$_x \(/dev/[^ ]*\)\$|\1|p" | head -n 1)
+	gn=$(find /dev -xdev -type c -exec stat -c '%t:%T %n' {} + 2>/dev/null | sed -n "s|^$_x \(/dev/[^ ]*\)\$|\1|p")
 	[ -n "$gn" ]
 }
 gpuallow() {
@@ -147,7 +148,9 @@ gpuallow() {
 	done < /proc/devices
 	[ ! -c /dev/nvidiactl ] || pargs="$pargs -p DeviceAllow=/dev/nvidiactl"
 	for _g in $(printf '%s' "$ag" | tr ',' ' '); do
-		if gpunode "$_g"; then pargs="$pargs -p DeviceAllow=$gn"; fi
+		if gpunode "$_g"; then
+			for _n in $gn; do pargs="$pargs -p DeviceAllow=$_n"; done
+		fi
 	done
 }
 unitgone() {
