@@ -52,3 +52,30 @@ func TestEnvironKeepsBytes(t *testing.T) {
 		t.Errorf("bad base64 entry: %v", err)
 	}
 }
+
+// FuzzSpecJSON: any request body horad decodes as a spec either is refused
+// or, encoded again (as the store and the socket do), decodes to the same
+// spec: script and environment bytes survive, whatever form they came in.
+func FuzzSpecJSON(f *testing.F) {
+	f.Add([]byte(`{"name":"x","script":"#!/bin/sh\n","env":["A=1"]}`))
+	f.Add([]byte(`{"script_b64":"IyEvYmluL3NoCunp","env":{"b64":["QT3p","Qj0="]}}`))
+	f.Add([]byte(`{"env":{"b64":["!!"]}}`))
+	f.Add([]byte(`{"env":null,"script":"","script_b64":""}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s JobSpec
+		if json.Unmarshal(b, &s) != nil {
+			return
+		}
+		again, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("%q decoded to %+v, which does not encode: %v", b, s, err)
+		}
+		var back JobSpec
+		if err := json.Unmarshal(again, &back); err != nil {
+			t.Fatalf("%q: its encoding %s does not decode: %v", b, again, err)
+		}
+		if back.Script != s.Script || !reflect.DeepEqual([]string(back.Env), []string(s.Env)) && (len(back.Env) > 0 || len(s.Env) > 0) {
+			t.Fatalf("%q: script %q env %q came back as %q %q", b, s.Script, s.Env, back.Script, back.Env)
+		}
+	})
+}
