@@ -192,9 +192,9 @@ func (c *Controller) claimRemoteStep(who *Caller, req api.StepRun, stop context.
 		spec := nodes.TaskSpec{Node: t.Node, Key: stepKey(j, s.id),
 			Task: t.ID, UID: j.UID, GID: j.GID, WorkDir: t.WorkDir, Env: t.Env, Argv: t.Argv, CPUs: cpus, MemMB: mem,
 			StepMemMB: s.memMB, GPUs: gpus, NodeGPUs: nodeGPUs, Signals: sigs}
-		if (s.memMB > 0 || len(gpus) < nodeGPUs) && !slices.Contains(s.memNodes, t.Node) {
-			// Its memory and devices groups there are read and removed
-			// at the end.
+		if (s.memMB > 0 || len(gpus) < nodeGPUs || len(cpus) > 0) && !slices.Contains(s.memNodes, t.Node) {
+			// Its memory, devices and cpuset groups there are read and
+			// removed at the end.
 			s.memNodes = append(s.memNodes, t.Node)
 		}
 		if t.Pty != nil {

@@ -38,6 +38,8 @@ package ssh
 // unitgone UNIT: kills what is left in a step's scope and stops it (a
 // scope outlives its step while a process that left the job's group runs).
 // gpuallow: the systemd properties that deny the GPUs not given (below).
+// cpuset NAME CPUS MODE: the step's cgroup v1 cpuset group where systemd
+// does not pin its CPUs (sets cg, empty when none is needed).
 const shLib = `
 nl='
 '
@@ -120,6 +122,23 @@ rmgroup() {
 	done
 	rmdir -- "${1%/*}" 2>/dev/null
 	return 0
+}
+cpuset() {
+	# cg: the cgroup v1 cpuset group $1 (below the node's hora-node
+	# group) with CPUs $2, where systemd does not pin them: no systemd
+	# ($3 = setsid), or a hybrid or legacy one (AllowedCPUs= is v2 only in
+	# systemd 252). Empty when not needed; status 1 when it cannot be made.
+	cg=
+	[ -n "$2" ] && [ -f /sys/fs/cgroup/cpuset/cpuset.cpus ] || return 0
+	[ "$3" = setsid ] || [ ! -f /sys/fs/cgroup/cgroup.controllers ] || return 0
+	_c=/sys/fs/cgroup/cpuset/hora-node-$(printf '%s' "$nd" | cksum | cut -d' ' -f1)
+	# A new cpuset group has no CPUs or memory nodes: the node's group
+	# takes the machine's, the step's its own CPUs and every memory node.
+	mkdir -p -- "$_c/$1" || return 1
+	[ -n "$(cat "$_c/cpuset.cpus")" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus > "$_c/cpuset.cpus" || return 1
+	[ -n "$(cat "$_c/cpuset.mems")" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems > "$_c/cpuset.mems" || return 1
+	echo "$2" > "$_c/$1/cpuset.cpus" && cat "$_c/cpuset.mems" > "$_c/$1/cpuset.mems" || return 1
+	cg=$_c/$1
 }
 gpunode() {
 	# gn: the device nodes of NVIDIA GPU $1 (char 195:$1), /dev/nvidia$1
@@ -280,14 +299,21 @@ if [ "$mode" = setsid ] && [ -n "$dg" ]; then
 	fi
 	[ -n "$_ok" ] || { echo "error: cannot set up the devices cgroup $dgp"; rm -rf -- "$d"; exit 1; }
 fi
+# The step's CPUs, where systemd does not pin them: a cgroup v1 cpuset
+# group (d/cpucg names it) the wrapper is started in.
+cpus=
+case ";$props;" in *";AllowedCPUs="*) cpus=${props#*AllowedCPUs=}; cpus=${cpus%%;*};; esac
+if ! cpuset "$name" "$cpus" "$mode"; then echo "error: cannot set up the cpuset group of CPUs $cpus"; rm -rf -- "$d"; exit 1; fi
+[ -z "$cg" ] || echo "$cg" > "$d/cpucg"
 set -f
 hs=$(
 	if [ "$mode" = systemd ]; then
-		(exec setsid systemd-run --scope --quiet --collect $pargs --unit="$unit" -- \
+		(exec setsid /bin/sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 1; shift; exec "$@"' hora-join "$cg" \
+			systemd-run --scope --quiet --collect $pargs --unit="$unit" -- \
 			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
 			</dev/null 2>"$d/wrapper.err") &
 	else
-		(exec setsid /bin/sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 1; [ -z "$2" ] || echo $$ > "$2/cgroup.procs" || exit 1; shift 2; exec "$@"' hora-join "$mg" "$dgp" \
+		(exec setsid /bin/sh -c 'for g in "$1" "$2" "$3"; do [ -z "$g" ] || echo $$ > "$g/cgroup.procs" || exit 1; done; shift 3; exec "$@"' hora-join "$mg" "$dgp" "$cg" \
 			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
 			</dev/null 2>"$d/wrapper.err") &
 	fi
@@ -537,6 +563,9 @@ if [ -f "$d/memcg" ] && [ ! -L "$d/memcg" ] && IFS= read -r mg < "$d/memcg"; the
 fi
 if [ -f "$d/devcg" ] && [ ! -L "$d/devcg" ] && IFS= read -r dgp < "$d/devcg"; then
 	case $dgp in /sys/fs/cgroup/devices/hora-node-*/*) rmgroup "$dgp";; esac
+fi
+if [ -f "$d/cpucg" ] && [ ! -L "$d/cpucg" ] && IFS= read -r cg < "$d/cpucg"; then
+	case $cg in /sys/fs/cgroup/cpuset/hora-node-*/*) rmgroup "$cg";; esac
 fi
 rm -rf -- "$d"
 `

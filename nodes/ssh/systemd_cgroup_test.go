@@ -124,3 +124,66 @@ func TestSystemdTaskOOM(t *testing.T) {
 		t.Errorf("files left in the node's tasks directory: %q", left)
 	}
 }
+
+// TestCPUsPinnedWhereSystemdDoesNot: on a node without systemd, and on a
+// systemd node whose systemd runs in hybrid mode (AllowedCPUs= is v2 only
+// in systemd 252), a step given CPU 1 and a task given CPU 0 run pinned
+// there through a cgroup v1 cpuset group; Forget and the step's end
+// (EndStepMemory) remove the groups.
+func TestCPUsPinnedWhereSystemdDoesNot(t *testing.T) {
+	if _, err := os.Stat("/sys/fs/cgroup/cpuset/cpuset.cpus"); err != nil {
+		t.Fatalf("needs the cgroup v1 cpuset hierarchy (CI mounts it): %v", err)
+	}
+	if b, _ := os.ReadFile("/sys/fs/cgroup/cpuset/cpuset.cpus"); strings.TrimSpace(string(b)) == "0" {
+		t.Fatalf("needs two CPUs; this machine has %q", b)
+	}
+	v := start(t, 2, sshtest.WithSystemd(1))
+	for i, node := range []string{"n1", "n2"} {
+		key := nodes.StepKey{Job: int64(87 + i), Step: -1}
+		spec := v.spec(key, node, "#!/bin/sh\nsed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status\n")
+		spec.CPUs = []int{1}
+		v.launch(t, spec)
+		if st := v.exits.wait(t, key, hang); st.State != nodes.StepExited || st.ExitCode != 0 {
+			t.Fatalf("step on %s: %+v", node, st)
+		}
+		if out := readFile(t, spec.Stdout); out != "1\n" {
+			t.Errorf("a step given CPU 1 on %s runs on CPUs %q", node, out)
+		}
+		cg, err := os.ReadFile(filepath.Join(v.state, node, key.Name(), "cpucg"))
+		if err != nil {
+			t.Fatalf("no cpuset group recorded on %s: %v", node, err)
+		}
+		if err := v.e.Forget(t.Context(), node, key); err != nil {
+			t.Fatal(err)
+		}
+		// The group as this machine sees it: n1's hierarchy is rooted at
+		// its host's directory.
+		if node == "n1" {
+			cg = []byte(filepath.Join("/sys/fs/cgroup/cpuset", "hora-sshtest-"+v.c.Hosts[0].NS, strings.TrimPrefix(strings.TrimSpace(string(cg)), "/sys/fs/cgroup/cpuset")))
+		}
+		if _, err := os.Stat(strings.TrimSpace(string(cg))); !os.IsNotExist(err) {
+			t.Errorf("cpuset group %s still there after Forget (%v)", cg, err)
+		}
+
+		tk := nodes.StepKey{Job: int64(87 + i), Step: 0}
+		var out, errb bytes.Buffer
+		ts := nodes.TaskSpec{Node: node, Key: tk, UID: v.uid, GID: v.gid, WorkDir: v.out, CPUs: []int{0},
+			Env:  []string{"PATH=/usr/bin:/bin"},
+			Argv: []string{"/bin/sh", "-c", "sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status; sed -n 's/^[0-9]*:cpuset://p' /proc/self/cgroup"}}
+		if ex, err := v.e.RunTask(t.Context(), ts, &out, &errb); err != nil || ex != (nodes.TaskExit{}) {
+			t.Fatalf("RunTask on %s: %+v %v: %s", node, ex, err, errb.String())
+		}
+		got := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(got) != 2 || got[0] != "0" || !strings.HasSuffix(got[1], "/"+tk.Name()+".tasks") {
+			t.Fatalf("a task given CPU 0 on %s: CPUs and cpuset group %q", node, got)
+		}
+		v.e.EndStepMemory(node, tk)
+		group := filepath.Join("/sys/fs/cgroup/cpuset", got[1])
+		if node == "n1" {
+			group = filepath.Join("/sys/fs/cgroup/cpuset", "hora-sshtest-"+v.c.Hosts[0].NS, got[1])
+		}
+		if _, err := os.Stat(group); !os.IsNotExist(err) {
+			t.Errorf("cpuset group %s still there after the step's end (%v)", group, err)
+		}
+	}
+}

@@ -84,6 +84,15 @@ elif [ "$smem" != 0 ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
 		echo $$ > "$mg/cgroup.procs"; } ||
 		{ echo "slurmstepd: error: cannot set up the step's memory cgroup $mg" >&2; exit 1; }
 fi
+# The step's CPUs where systemd does not pin them: the tasks of the step
+# on this node share a cgroup v1 cpuset group, which this shell joins
+# (under systemd, the task's scope leaves cpuset v1 alone).
+cpus=
+case ";$props;" in *";AllowedCPUs="*) cpus=${props#*AllowedCPUs=}; cpus=${cpus%%;*};; esac
+_m=setsid
+[ -z "$run" ] || _m=systemd
+{ cpuset "$sname" "$cpus" "$_m" && { [ -z "$cg" ] || echo $$ > "$cg/cgroup.procs"; }; } ||
+	{ echo "slurmstepd: error: cannot set up the step's cpuset group of CPUs $cpus" >&2; exit 1; }
 if [ -z "$run" ] && [ -n "$dg" ]; then
 	[ -f /sys/fs/cgroup/devices/devices.deny ] ||
 		{ echo "slurmstepd: error: the step has GPUs to isolate, and the cgroup v1 devices hierarchy is not mounted" >&2; exit 1; }
@@ -281,7 +290,8 @@ func stepMemGroup(k nodes.StepKey) string { return k.Name() + ".tasks" }
 // shStepMemEnd reads the oom_kill count of a step's task memory group and
 // removes it and the step's devices group, killing what is left in them
 // first (as at a step's end), and the node's groups when they were their
-// last; under systemd it sums the counts the tasks' shells left in
+// last (and the step's cpuset group); under systemd it sums the counts
+// the tasks' shells left in
 // tasks/NAME.oom. Prints the count (0 when there is no memory group: no
 // --mem, or no task ran there). Args: NODEDIR NAME.
 const shStepMemEnd = `
@@ -292,6 +302,7 @@ n=
 n=${n:-0}
 rmgroup "$mg"
 rmgroup /sys/fs/cgroup/devices/hora-node-$ck/$2
+rmgroup /sys/fs/cgroup/cpuset/hora-node-$ck/$2
 if [ -f "$1/tasks/$2.oom" ]; then
 	while read -r k; do case $k in ''|*[!0-9]*) ;; *) n=$((n + k));; esac; done < "$1/tasks/$2.oom"
 	rm -f -- "$1/tasks/$2.oom"

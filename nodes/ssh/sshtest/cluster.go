@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -310,17 +311,17 @@ func (h *Host) StartSSHD() {
 	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err == nil {
 		// ip netns exec mounts a sysfs of the namespace over /sys, which
 		// hides the cgroup mounts below it: the host's cgroup v1 memory
-		// (and devices) hierarchies are mounted again in sshd's mount
+		// (devices, cpuset) hierarchies are mounted again in sshd's mount
 		// namespace, so that the node sees them as a real node of this
 		// kernel would.
 		cmd = exec.Command("ip", "netns", "exec", h.NS, "/bin/sh", "-c",
 			`mount -t tmpfs -o mode=0755 cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/memory &&
 mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory || exit 1
-if [ "$1" = devices ]; then
-	mkdir /sys/fs/cgroup/devices && mount -t cgroup -o devices cgroup /sys/fs/cgroup/devices || exit 1
-fi
+for c in $1; do
+	mkdir /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c || exit 1
+done
 shift
-exec "$@"`, "sshtest-sshd", devicesV1(), SSHD, "-D", "-e", "-f", h.cfg)
+exec "$@"`, "sshtest-sshd", otherV1(), SSHD, "-D", "-e", "-f", h.cfg)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -511,11 +512,14 @@ func (c *Cluster) teardown() {
 	}
 }
 
-// devicesV1 is "devices" when this machine has the cgroup v1 devices
-// hierarchy (sshd's hosts then get it too), else "-".
-func devicesV1() string {
-	if _, err := os.Stat("/sys/fs/cgroup/devices/devices.deny"); err == nil {
-		return "devices"
+// otherV1 lists the cgroup v1 devices and cpuset hierarchies this machine
+// has (sshd's hosts then get them too, beside memory), blank-separated.
+func otherV1() string {
+	var hs []string
+	for _, f := range []string{"devices/devices.deny", "cpuset/cpuset.cpus"} {
+		if _, err := os.Stat("/sys/fs/cgroup/" + f); err == nil {
+			hs = append(hs, path.Dir(f))
+		}
 	}
-	return "-"
+	return strings.Join(hs, " ")
 }
