@@ -18,6 +18,7 @@ import (
 // line and "Out Of Memory" for the task.
 func TestSSHSystemdNodeOOMEndToEnd(t *testing.T) {
 	requireRoot(t)
+	sshtest.RequireScopeMemory(t)
 	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1))
 	c := newClusterWith(t, sshConfig(cl, "", ""))
 	dir := filepath.Join(c.dir, "nobody")

@@ -22,6 +22,7 @@ import (
 // reads the scope's oom_kill count at the end: the step ends with OOM set
 // and slurmstepd's line in its error file.
 func TestSystemdScopeOOM(t *testing.T) {
+	sshtest.RequireScopeMemory(t)
 	v := start(t, 1, sshtest.WithSystemd(1))
 	key := nodes.StepKey{Job: 82, Step: -1}
 	spec := v.spec(key, "n1", "#!/bin/sh\ngrep -c 'memory:/.*/hora-job-82-batch-r0.scope$' /proc/self/cgroup\nhead -c 400M /dev/zero | tail > /dev/null\necho survived\n")
@@ -91,6 +92,7 @@ func TestSystemdScopeGPUDevices(t *testing.T) {
 // step's end (EndStepMemory) reports it, once. A task within the limit
 // adds nothing.
 func TestSystemdTaskOOM(t *testing.T) {
+	sshtest.RequireScopeMemory(t)
 	v := start(t, 1, sshtest.WithSystemd(1))
 	key := nodes.StepKey{Job: 86, Step: 0}
 	spec := nodes.TaskSpec{Node: "n1", Key: key, UID: v.uid, GID: v.gid, WorkDir: v.out,

@@ -41,6 +41,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -384,3 +385,22 @@ func removeTree(dir string) error {
 // CgroupDir is the cgroup v2 directory the host's systemd sees as its root
 // (a unit's ControlGroup is below it), for tests that read cgroup files.
 func (h *Host) CgroupDir() string { return h.cgroup }
+
+// RequireScopeMemory fails t, naming what is missing, when a WithSystemd
+// host's scopes could not have a memory controller: on a hybrid machine
+// the v1 memory hierarchy (hybrid also checks it), on a unified one the
+// memory controller enabled in /sys/fs/cgroup/cgroup.subtree_control.
+func RequireScopeMemory(t testing.TB) {
+	t.Helper()
+	hy, err := hybrid()
+	if err != nil {
+		t.Fatalf("sshtest: %v", err)
+	}
+	if hy {
+		return
+	}
+	b, err := os.ReadFile("/sys/fs/cgroup/cgroup.subtree_control")
+	if err != nil || !slices.Contains(strings.Fields(string(b)), "memory") {
+		t.Fatalf("sshtest: a systemd node's scopes need the cgroup v2 memory controller, which /sys/fs/cgroup/cgroup.subtree_control does not enable (%q, %v)", b, err)
+	}
+}
