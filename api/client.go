@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -79,9 +77,9 @@ func Dial() (*Client, error) {
 	}
 	var tried []string
 	for _, p := range paths {
-		c, err := net.DialTimeout("unix", p, 2*time.Second)
+		c, err := dialUnix(p)
 		if err != nil {
-			tried = append(tried, fmt.Sprintf("%s (%s)", p, shortErr(err)))
+			tried = append(tried, fmt.Sprintf("%s (%s)", p, err))
 			continue
 		}
 		cl := newClient(p, c)
@@ -91,22 +89,10 @@ func Dial() (*Client, error) {
 	return nil, &ErrNoDaemon{Tried: tried}
 }
 
-func shortErr(err error) string {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Err != nil {
-		var se *os.SyscallError
-		if errors.As(op.Err, &se) {
-			return se.Err.Error()
-		}
-		return op.Err.Error()
-	}
-	return err.Error()
-}
-
 // NewClient returns a client for the socket at path.
 func NewClient(path string) *Client { return newClient(path, nil) }
 
-func newClient(path string, first net.Conn) *Client {
+func newClient(path string, first conn) *Client {
 	t := &transport{socket: path}
 	if first != nil {
 		// The probe connection serves the first request: a CLI command
@@ -297,8 +283,8 @@ type JobFilter struct {
 }
 
 // Query encodes the filter as URL query parameters.
-func (f JobFilter) Query() url.Values {
-	q := url.Values{}
+func (f JobFilter) Query() Values {
+	q := Values{}
 	for _, id := range f.IDs {
 		q.Add("id", fmt.Sprint(id))
 	}
@@ -458,7 +444,7 @@ func (c *Client) Reservations(ctx context.Context, name string) (*ReservationsRe
 	out := &ReservationsResponse{}
 	path := PathReservations
 	if name != "" {
-		path += "?" + url.Values{"name": {name}}.Encode()
+		path += "?" + Values{"name": {name}}.Encode()
 	}
 	return out, c.do(ctx, "GET", path, nil, out)
 }
@@ -483,7 +469,7 @@ func (c *Client) DeleteReservation(ctx context.Context, name string) error {
 // Free is the range search over a partition ("" = the first reserve one).
 func (c *Client) Free(ctx context.Context, partition string, from, to int64) (*FreeResponse, error) {
 	out := &FreeResponse{}
-	q := url.Values{"from": {strconv.FormatInt(from, 10)}, "to": {strconv.FormatInt(to, 10)}}
+	q := Values{"from": {strconv.FormatInt(from, 10)}, "to": {strconv.FormatInt(to, 10)}}
 	if partition != "" {
 		q.Set("partition", partition)
 	}

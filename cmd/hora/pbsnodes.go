@@ -68,32 +68,41 @@ func nv(f func(r *pbsNodeRow) string) func(*listing.Ctx, *pbsNodeRow) string {
 }
 
 var (
-	pbsNodeName   = nv(func(r *pbsNodeRow) string { return r.Name })
-	pbsNodeStateV = nv(func(r *pbsNodeRow) string { return pbsNodeState(r.Node, r.s.torque()) })
-	pbsNodeCPUs   = nv(func(r *pbsNodeRow) string { return strconv.Itoa(r.CPUs) })
-	pbsNodeJobs   = nv(func(r *pbsNodeRow) string { return r.jobList() })
-	pbsNodeMem    = nv(func(r *pbsNodeRow) string {
-		if r.MemoryMB == 0 {
-			return ""
-		}
-		return strconv.FormatInt(r.MemoryMB*1024, 10) + "kb"
-	})
-	pbsNodeComment = nv(func(r *pbsNodeRow) string { return r.Reason })
-	pbsNodeQueues  = nv(func(r *pbsNodeRow) string { return strings.Join(r.Partitions, ",") })
-	pbsNodeVersion = nv(func(*pbsNodeRow) string { return pbsVersion })
-	pbsNodeConst   = func(v string) func(*listing.Ctx, *pbsNodeRow) string {
+	pbsNodeConst = func(v string) func(*listing.Ctx, *pbsNodeRow) string {
 		return nv(func(*pbsNodeRow) string { return v })
 	}
-	pbsNodeAssignedCPUs = nv(func(r *pbsNodeRow) string {
-		used := 0
-		for i := range r.jobs {
-			if slices.Contains(r.jobs[i].Nodes, r.Name) {
-				used += max(jobCPUs(&r.jobs[i])/max(len(r.jobs[i].Nodes), 1), 1)
-			}
-		}
-		return strconv.Itoa(min(used, r.CPUs))
-	})
 )
+
+func pbsNodeName(_ *listing.Ctx, r *pbsNodeRow) string { return r.Name }
+
+func pbsNodeStateV(_ *listing.Ctx, r *pbsNodeRow) string { return pbsNodeState(r.Node, r.s.torque()) }
+
+func pbsNodeCPUs(_ *listing.Ctx, r *pbsNodeRow) string { return strconv.Itoa(r.CPUs) }
+
+func pbsNodeJobs(_ *listing.Ctx, r *pbsNodeRow) string { return r.jobList() }
+
+func pbsNodeMem(_ *listing.Ctx, r *pbsNodeRow) string {
+	if r.MemoryMB == 0 {
+		return ""
+	}
+	return strconv.FormatInt(r.MemoryMB*1024, 10) + "kb"
+}
+
+func pbsNodeComment(_ *listing.Ctx, r *pbsNodeRow) string { return r.Reason }
+
+func pbsNodeQueues(_ *listing.Ctx, r *pbsNodeRow) string { return strings.Join(r.Partitions, ",") }
+
+func pbsNodeVersion(*listing.Ctx, *pbsNodeRow) string { return pbsVersion }
+
+func pbsNodeAssignedCPUs(_ *listing.Ctx, r *pbsNodeRow) string {
+	used := 0
+	for i := range r.jobs {
+		if slices.Contains(r.jobs[i].Nodes, r.Name) {
+			used += max(jobCPUs(&r.jobs[i])/max(len(r.jobs[i].Nodes), 1), 1)
+		}
+	}
+	return strconv.Itoa(min(used, r.CPUs))
+}
 
 // openpbsNodeAttrs are the attributes of `pbsnodes -a` in OpenPBS's order.
 var openpbsNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
