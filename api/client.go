@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -199,6 +200,11 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		if err = json.NewDecoder(resp.body).Decode(&jr); err == nil {
 			raw.b = AppendListing(nil, jr.Jobs)
 		}
+	case isHotAnswer(out):
+		var b []byte
+		if b, err = readBody(resp); err == nil && !decodeAnswer(b, out, false) {
+			err = json.NewDecoder(bytes.NewReader(b)).Decode(out)
+		}
 	default:
 		err = json.NewDecoder(resp.body).Decode(out)
 	}
@@ -213,11 +219,20 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 func errorAnswer(resp *response) *Error {
 	e := &Error{}
 	b, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
-	if json.Unmarshal(b, e) != nil || e.Message == "" {
+	if !decodeAnswer(b, e, true) && json.Unmarshal(b, e) != nil || e.Message == "" {
 		e.Message = fmt.Sprintf("horad: %s: %s", resp.statusText, strings.TrimSpace(string(b)))
 		e.Code = CodeInternal
 	}
 	return e
+}
+
+// isHotAnswer tells the answers decodeAnswer reads without encoding/json.
+func isHotAnswer(out any) bool {
+	switch out.(type) {
+	case *SubmitResponse, *CancelResponse:
+		return true
+	}
+	return false
 }
 
 // readBody reads a whole body, in one allocation when its length is known.
