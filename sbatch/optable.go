@@ -181,17 +181,20 @@ func OptionsOf(c Command) []*Option {
 // this package; only the job commands need it) and shared: callers must
 // not modify it.
 func GetoptTable(c Command) []Opt {
-	if f, ok := getoptTables[c]; ok {
-		return f()
+	i := slices.Index(Commands, c)
+	if i < 0 || i >= len(getoptTables) {
+		return buildGetoptTable(c)
 	}
-	return buildGetoptTable(c)
+	t := &getoptTables[i]
+	t.once.Do(func() { t.opts = buildGetoptTable(c) })
+	return t.opts
 }
 
-var getoptTables = map[Command]func() []Opt{
-	Sbatch: sync.OnceValue(func() []Opt { return buildGetoptTable(Sbatch) }),
-	Srun:   sync.OnceValue(func() []Opt { return buildGetoptTable(Srun) }),
-	Salloc: sync.OnceValue(func() []Opt { return buildGetoptTable(Salloc) }),
-	Qsub:   sync.OnceValue(func() []Opt { return buildGetoptTable(Qsub) }),
+// getoptTables are the built tables, by index in Commands (zero values:
+// nothing to do at init).
+var getoptTables [4]struct {
+	once sync.Once
+	opts []Opt
 }
 
 func buildGetoptTable(c Command) []Opt {

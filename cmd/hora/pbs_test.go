@@ -295,9 +295,9 @@ func TestPBSResourcesUsed(t *testing.T) {
 	for _, fl := range []string{sbatch.FlavourOpenPBS, sbatch.FlavourTorque} {
 		s := &pbsSession{flavour: fl, server: "srv", now: testNow}
 		r := &pbsRow{Job: &j, s: s}
-		table := openpbsJobAttrs()
+		table := openpbsJobAttrs.Get()
 		if fl == sbatch.FlavourTorque {
-			table = torqueJobAttrs()
+			table = torqueJobAttrs.Get()
 		}
 		got := map[string]string{}
 		for _, a := range table.AppendAttrs(nil, newPBSCtx(), r) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"hora/api"
@@ -394,7 +393,7 @@ func orHost(h, server string) string {
 // openpbsJobAttrs are OpenPBS's job attributes in the order its qstat -f
 // prints them (OP:src/cmds/qstat.c display_statjob over the server's
 // attribute order); an empty value is an attribute the job does not have.
-var openpbsJobAttrs = sync.OnceValue(func() *listing.Table[pbsRow] {
+var openpbsJobAttrs = listing.Lazy[pbsRow]{Build: func() *listing.Table[pbsRow] {
 	return listing.NewTable([]listing.Field[pbsRow]{
 		{Names: []string{"Job_Name"}, Value: pbsJobName},
 		{Names: []string{"Job_Owner"}, Value: pbsJobOwner},
@@ -446,13 +445,13 @@ var openpbsJobAttrs = sync.OnceValue(func() *listing.Table[pbsRow] {
 		{Names: []string{"project"}, Value: pbsConst("_pbs_project_default")},
 		{Names: []string{"Submit_Host"}, Value: pbsSubmitHost},
 	})
-})
+}}
 
 func pbsVariableList(_ *listing.Ctx, r *pbsRow) string { return r.variableList() }
 
 // torqueJobAttrs are Torque's, in its qstat -f order (TQ:src/cmds/qstat.c
 // display_full_job over pbs_server's job attribute order).
-var torqueJobAttrs = sync.OnceValue(func() *listing.Table[pbsRow] {
+var torqueJobAttrs = listing.Lazy[pbsRow]{Build: func() *listing.Table[pbsRow] {
 	return listing.NewTable([]listing.Field[pbsRow]{
 		{Names: []string{"Job_Name"}, Value: pbsJobName},
 		{Names: []string{"Job_Owner"}, Value: pbsJobOwner},
@@ -498,7 +497,7 @@ var torqueJobAttrs = sync.OnceValue(func() *listing.Table[pbsRow] {
 		{Names: []string{"submit_host"}, Value: pbsSubmitHost},
 		{Names: []string{"init_work_dir"}, Value: pbsInitDir},
 	})
-})
+}}
 
 // pbsTimeUse is the "Time Use" column: resources_used.cput, "0" until the
 // job runs (OP prints "0" when the server has no value yet). The CPU time

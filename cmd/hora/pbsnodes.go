@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"hora/api"
 	"hora/cmd/hora/listing"
@@ -105,7 +104,7 @@ func pbsNodeAssignedCPUs(_ *listing.Ctx, r *pbsNodeRow) string {
 }
 
 // openpbsNodeAttrs are the attributes of `pbsnodes -a` in OpenPBS's order.
-var openpbsNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
+var openpbsNodeAttrs = listing.Lazy[pbsNodeRow]{Build: func() *listing.Table[pbsNodeRow] {
 	return listing.NewTable([]listing.Field[pbsNodeRow]{
 		{Names: []string{"Mom"}, Value: pbsNodeName},
 		{Names: []string{"Port"}, Value: pbsNodeConst("15002")},
@@ -125,10 +124,10 @@ var openpbsNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
 		{Names: []string{"resv_enable"}, Value: pbsNodeConst("True")},
 		{Names: []string{"sharing"}, Value: pbsNodeConst("default_shared")},
 	})
-})
+}}
 
 // torqueNodeAttrs are Torque's (state, np, properties, ntype, jobs, status).
-var torqueNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
+var torqueNodeAttrs = listing.Lazy[pbsNodeRow]{Build: func() *listing.Table[pbsNodeRow] {
 	return listing.NewTable([]listing.Field[pbsNodeRow]{
 		{Names: []string{"state"}, Value: pbsNodeStateV},
 		{Names: []string{"power_state"}, Value: pbsNodeConst("Running")},
@@ -148,7 +147,7 @@ var torqueNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
 		{Names: []string{"mom_manager_port"}, Value: pbsNodeConst("15003")},
 		{Names: []string{"gpus"}, Value: pbsNodeConst("0")},
 	})
-})
+}}
 
 func pbsnodesMain(ctx context.Context, env *Env, args []string) int {
 	for _, a := range args {
@@ -241,9 +240,9 @@ func pbsnodesMain(ctx context.Context, env *Env, args []string) int {
 	if !s.torque() {
 		jobs, _ = s.cl.Jobs(ctx, api.JobFilter{States: []api.JobState{api.StateRunning, api.StateSuspended}})
 	}
-	table := openpbsNodeAttrs()
+	table := openpbsNodeAttrs.Get()
 	if s.torque() {
-		table = torqueNodeAttrs()
+		table = torqueNodeAttrs.Get()
 	}
 	c := listing.NewCtx(nowFunc(), "", pbsDuration)
 	var attrs []listing.Attr

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"hora/api"
@@ -60,7 +59,7 @@ var squeueOpts = []sbatch.Opt{
 // and §3.4) and its value. Keep marks the fields squeue pads but never cuts
 // (time columns and node lists, §3.1). A new field is one more line. Built
 // on first use: other commands do not pay for it at start.
-var squeueFields = sync.OnceValue(func() *listing.Table[api.Job] {
+var squeueFields = listing.Lazy[api.Job]{Build: func() *listing.Table[api.Job] {
 	return listing.NewTable([]listing.Field[api.Job]{
 		{Letter: 'i', Names: []string{"jobarrayid"}, Header: "JOBID", Value: sqJobArrayID},
 		{Letter: 'A', Names: []string{"jobid"}, Header: "JOBID", Value: sqJobID},
@@ -122,7 +121,7 @@ var squeueFields = sync.OnceValue(func() *listing.Table[api.Job] {
 		{Letter: 'w', Names: []string{"wckey"}, Header: "WCKEY", Value: sqConst("(null)")},
 		{Letter: 'W', Names: []string{"licenses"}, Header: "LICENSES", Value: sqConst("(null)")},
 	})
-})
+}}
 
 // squeueAllLetters is the order of the fields in `-o %all`.
 const squeueAllLetters = "ABCDEFGKLMNPQRSTUVWYZacdefgijklmnopqrtuvwxy"
@@ -227,12 +226,12 @@ func parseSqueueFormat(f string) (listing.Format[api.Job], []string) {
 		}
 		f = b.String()
 	}
-	return squeueFields().ParsePercent(f)
+	return squeueFields.Get().ParsePercent(f)
 }
 
 // parseSqueueFormat2 parses an -O list, default width 20 (COMPAT.md §3.4).
 func parseSqueueFormat2(f string) (listing.Format[api.Job], []string) {
-	return squeueFields().ParseNames(f, 20)
+	return squeueFields.Get().ParseNames(f, 20)
 }
 
 // sqTime prints a squeue time stamp: N/A when unset (unlike scontrol's
