@@ -158,6 +158,8 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		var err error
 		if r, ok := in.(SubmitRequest); ok {
 			b, err = appendSubmitJSON(make([]byte, 0, 512+len(r.Spec.Script)), &r)
+		} else if r, ok := in.(CancelRequest); ok {
+			b = appendCancelJSON(make([]byte, 0, 128), &r)
 		} else {
 			b, err = json.Marshal(in)
 		}
