@@ -17,10 +17,6 @@ import (
 // package sbatch and the option tables of the other commands, so that no
 // option is described twice. `make man` runs it on the checkout;
 // TestGeneratedDocsUpToDate checks that the committed files are its output.
-func init() {
-	register("gendoc", gendocMain)
-	hiddenCommands["gendoc"] = true
-}
 
 // manDate is the date in the pages' title lines. It is fixed (not the
 // clock) so that regenerating gives the same bytes; bump it when the pages
@@ -439,14 +435,7 @@ func seeAlso(self string) string {
 // horaPage is hora.1: the binary, its command names and its own verbs.
 func horaPage() gendoc.Page {
 	var verbs []gendoc.Item
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		if !hiddenCommands[n] {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range commandNames() {
 		text, ok := verbDocs()[n]
 		if !ok {
 			text = "The Slurm-compatible command, also installed as *" + n + "*; see *" + n + "*(1)."

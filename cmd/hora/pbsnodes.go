@@ -20,8 +20,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("pbsnodes", pbsnodesMain) }
-
 // pbsNodeRow is one node with its session, for the attribute tables.
 type pbsNodeRow struct {
 	*api.Node

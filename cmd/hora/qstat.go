@@ -20,8 +20,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("qstat", qstatMain) }
-
 // qstatOpts are qstat's options (OP GETOPT_ARGS "ainpqrstwxu:fGHJMQEBW:T1F:D:",
 // TQ "acCeE:filn1pqrstu:xGMQRBW:").
 func qstatOpts(torque bool) []sbatch.Opt {

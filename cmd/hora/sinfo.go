@@ -16,8 +16,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("sinfo", sinfoMain) }
-
 // sinfo's fixed layouts (COMPAT.md §5.1; -N -l measured on 22.05.8).
 const (
 	sinfoDefaultFormat = "%#P %.5a %.10l %.6D %.6t %N"

@@ -15,8 +15,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("squeue", squeueMain) }
-
 // Formats of squeue's fixed layouts (COMPAT.md §3.1, measured on 22.05.8).
 const (
 	squeueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
