@@ -198,25 +198,40 @@ var getoptTables [4]struct {
 }
 
 func buildGetoptTable(c Command) []Opt {
-	var out []Opt
-	for _, o := range OptionsOf(c) {
-		out = append(out, Opt{o.Short, o.Long, o.Arg, o.Key()})
-		for _, a := range o.Aliases {
-			out = append(out, Opt{0, a, o.Arg, o.Key()})
-		}
-	}
 	order := strings.Fields(slurmGetoptOrder[c])
 	rank := make(map[string]int, len(order))
 	for i, l := range order {
 		rank[l] = i + 1
 	}
-	r := func(long string) int {
-		if i := rank[long]; i > 0 {
-			return i
-		}
-		return len(order) + 1
+	// Each entry's rank is looked up once, not at every comparison of the
+	// sort: every sbatch, srun and salloc process builds its table.
+	type ranked struct {
+		rank int
+		opt  Opt
 	}
-	slices.SortStableFunc(out, func(a, b Opt) int { return r(a.Long) - r(b.Long) })
+	opts := OptionsOf(c)
+	rs := make([]ranked, 0, len(opts)+len(opts)/8)
+	add := func(o Opt) {
+		r := rank[o.Long]
+		if r == 0 {
+			r = len(order) + 1
+		}
+		rs = append(rs, ranked{r, o})
+	}
+	for _, o := range opts {
+		add(Opt{o.Short, o.Long, o.Arg, o.Key()})
+		for _, a := range o.Aliases {
+			add(Opt{0, a, o.Arg, o.Key()})
+		}
+	}
+	if len(rs) == 0 {
+		return nil // qsub: its letters are not in the registry
+	}
+	slices.SortStableFunc(rs, func(a, b ranked) int { return a.rank - b.rank })
+	out := make([]Opt, len(rs))
+	for i := range rs {
+		out[i] = rs[i].opt
+	}
 	return out
 }
 
