@@ -122,7 +122,7 @@ type JobSpec struct {
 	Stdout      string   `json:"stdout,omitempty"`    // pattern (%j ...), "" = slurm-%j.out
 	Stderr      string   `json:"stderr,omitempty"`    // pattern, "" = with stdout
 	Stdin       string   `json:"stdin,omitempty"`     // "" = /dev/null
-	Env         []string `json:"env,omitempty"`       // KEY=VALUE exported to the job
+	Env         Environ  `json:"env,omitempty"`       // KEY=VALUE exported to the job
 	Export      string   `json:"export,omitempty"`    // --export as given (ALL, NONE, list)
 	Partition   string   `json:"partition,omitempty"` // "" = default partition
 	Nodes       int      `json:"nodes,omitempty"`     // -N minimum; 0 = 1

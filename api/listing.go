@@ -238,6 +238,9 @@ func NewListingReader(data []byte) (*ListingReader, error) {
 // Len is the number of jobs in the listing.
 func (r *ListingReader) Len() int { return r.n }
 
+// Index is the number of jobs Next has decoded so far.
+func (r *ListingReader) Index() int { return r.i }
+
 // Next decodes the next job into j (all of j is overwritten) and returns
 // the offset it started at, for At; io.EOF after the last job.
 func (r *ListingReader) Next(j *Job) (int, error) {

@@ -17,7 +17,7 @@ const (
 // AllocEnv is the environment salloc gives its command and srun gives the
 // tasks of an allocation it created: the SLURM_* variables of the job.
 type AllocEnv struct {
-	Env []string `json:"env"`
+	Env Environ `json:"env"`
 }
 
 // Error codes of step creation.
@@ -69,7 +69,7 @@ type StepGrant struct {
 	Partition string `json:"partition"`
 	// Env is the job's SLURM_* environment (as AllocEnv), for tasks of
 	// an srun started outside the batch script.
-	Env []string `json:"env,omitempty"`
+	Env Environ `json:"env,omitempty"`
 	// Remote: the step's nodes are SSH hosts; srun does not fork the
 	// tasks but asks horad to run them (PathStepRun, docs/steps.md).
 	Remote bool `json:"remote,omitempty"`
@@ -92,7 +92,7 @@ type StepTask struct {
 	ID      int      `json:"id"`
 	Node    string   `json:"node"` // one of the grant's nodes
 	Argv    []string `json:"argv"`
-	Env     []string `json:"env"`
+	Env     Environ  `json:"env"`
 	WorkDir string   `json:"workdir"`
 	// Stdin: the task reads what srun sends with StepInput; without it
 	// the task's stdin is /dev/null.

@@ -33,7 +33,11 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 	w.str("stdout", s.Stdout, true)
 	w.str("stderr", s.Stderr, true)
 	w.str("stdin", s.Stdin, true)
-	w.strs("env", s.Env)
+	if len(s.Env) > 0 {
+		// Entries that are not UTF-8 travel as base64 (environ.go).
+		w.key("env")
+		w.b = appendEnvironJSON(w.b, s.Env)
+	}
 	w.str("export", s.Export, true)
 	w.str("partition", s.Partition, true)
 	w.int("nodes", int64(s.Nodes))

@@ -21,7 +21,8 @@ func TestSubmitJSONMatchesEncodingJSON(t *testing.T) {
 		Load:    1.5e-7, TimeLimit: NoLimit, Begin: -3,
 	}}
 	big := SubmitRequest{Spec: JobSpec{Load: 3e21, Nodes: -1}}
-	for name, r := range map[string]SubmitRequest{"every field": full, "zero": {}, "awkward": awkward, "big": big} {
+	latin1 := SubmitRequest{Spec: JobSpec{Name: "l", Env: []string{"A=1", "CAF=caf\xe9", "RAW=\xff\xfe\x00"}}}
+	for name, r := range map[string]SubmitRequest{"every field": full, "zero": {}, "awkward": awkward, "big": big, "latin1 env": latin1} {
 		mine, err := appendSubmitJSON(nil, &r)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -107,7 +107,7 @@ type Controller struct {
 	// start is recorded while it is above zero: the Engine may already
 	// have given a start the CPUs such an end freed, and the record must
 	// never show them held twice (awaitEndsSettled).
-	endsUnsettled atomic.Int64
+	endsUnsettled pendingCount
 }
 
 // job is the in-memory projection of one job plus what only the live
@@ -952,7 +952,7 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 				again = append(again, e.s)
 			}
 		} else {
-			c.endsUnsettled.Add(int64(len(ends)))
+			c.endsUnsettled.add(int64(len(ends)))
 			now := c.nowSec()
 			fins := make([]scheduler.Event, len(ends))
 			for i, e := range ends {
@@ -993,7 +993,7 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 			keep[where{r.s.Node, r.s.Key}] = true
 		}
 		if r.ev != nil {
-			c.endsUnsettled.Add(-1)
+			c.endsUnsettled.add(-1)
 		}
 	}
 	for _, r := range done {
@@ -1015,12 +1015,7 @@ var errEndsUnsettled = errors.New("an earlier job end is not recorded yet")
 // written again later (retryEnd), after starts queued meanwhile. Ends in
 // flight settle within a commit; false after 2 s (an end being retried).
 func (c *Controller) awaitEndsSettled(ctx context.Context) bool {
-	for deadline := time.Now().Add(2 * time.Second); c.endsUnsettled.Load() > 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-	}
-	return true
+	return c.endsUnsettled.wait(ctx, 2*time.Second)
 }
 
 // retryEnd records again, once a second, an end whose commit failed (a full
@@ -1030,7 +1025,7 @@ func (c *Controller) awaitEndsSettled(ctx context.Context) bool {
 // report). Until it is durable the step stays on its node, where recovery
 // would find it; a refused event or a closed store leaves it to recovery.
 func (c *Controller) retryEnd(ctx context.Context, s nodes.Status, ev store.Event) {
-	defer c.endsUnsettled.Add(-1)
+	defer c.endsUnsettled.add(-1)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {

@@ -207,12 +207,12 @@ func BenchmarkSqueue100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rows, _, err := selectSqueue(lr, q, keys, testNow.Unix())
+		rows, lines, _, err := selectSqueue(lr, q, keys, fields, squeueCtx(testNow, ""), testNow.Unix())
 		if err != nil || len(rows.rows) != len(jobs) {
 			b.Fatal(err, len(rows.rows))
 		}
 		rows.sort(keys)
-		if err := writeSqueueRows(&buf, lr, rows, fields, false, testNow, ""); err != nil {
+		if err := writeSqueueRows(&buf, rows, lines, fields, false); err != nil {
 			b.Fatal(err)
 		}
 	}

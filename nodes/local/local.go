@@ -351,7 +351,7 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 	// records the shepherd. A shepherd that died early makes the write fail
 	// with EPIPE; what it said on stderr explains why better, so that is
 	// read regardless.
-	body, err := json.Marshal(spec)
+	body, err := json.Marshal(newShepherdSpec(spec))
 	if err != nil {
 		return fail(err)
 	}

@@ -35,13 +35,36 @@ func ShepherdMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: shepherd STEPDIR")
 		return 2
 	}
-	var spec nodes.LaunchSpec
-	if err := json.NewDecoder(os.Stdin).Decode(&spec); err != nil {
+	var w shepherdSpec
+	if err := json.NewDecoder(os.Stdin).Decode(&w); err != nil {
 		fmt.Fprintf(os.Stderr, "shepherd: reading the step: %v\n", err)
 		return 1
 	}
+	spec := w.LaunchSpec
+	spec.Env = make([]string, len(w.Env))
+	for i, kv := range w.Env {
+		spec.Env[i] = string(kv)
+	}
 	sh := &shepherd{dir: args[0], userDir: filepath.Join(args[0], userDirName), spec: &spec}
 	return sh.run()
+}
+
+// shepherdSpec is the LaunchSpec as it travels to the shepherd: its
+// environment as bytes (base64 in JSON, as Script already is), because
+// encoding/json would turn every byte of a value that is not UTF-8 into
+// U+FFFD and the job must see what its submitter exported. The outer Env,
+// shallower, replaces the embedded one in the JSON.
+type shepherdSpec struct {
+	nodes.LaunchSpec
+	Env [][]byte
+}
+
+func newShepherdSpec(spec nodes.LaunchSpec) shepherdSpec {
+	w := shepherdSpec{LaunchSpec: spec, Env: make([][]byte, len(spec.Env))}
+	for i, kv := range spec.Env {
+		w.Env[i] = []byte(kv)
+	}
+	return w
 }
 
 type shepherd struct {
