@@ -244,6 +244,15 @@ func readBody(resp *response) ([]byte, error) {
 	}
 	b := make([]byte, resp.length)
 	_, err := io.ReadFull(resp.body, b)
+	if err == nil {
+		// Read the end too (the body's reader answers it without touching
+		// the connection), so that closing the body hands the connection
+		// back without draining it through io.Discard's 8 KB buffer.
+		_, err = resp.body.Read(nil)
+		if err == io.EOF {
+			err = nil
+		}
+	}
 	return b, err
 }
 

@@ -73,11 +73,12 @@ func (t *transport) get(ctx context.Context) (*tconn, bool, error) {
 	return &tconn{c: c, br: newConnReader(c)}, false, nil
 }
 
-// newConnReader buffers the answer's head and small bodies. A larger buffer
-// cost every command a fresh 64 KB of zeroed pages; large bodies do not go
-// through it (readBody reads into a slice of the announced length, and
-// bufio hands a read larger than its buffer straight to the socket).
-func newConnReader(c conn) *bufio.Reader { return bufio.NewReaderSize(c, 8<<10) }
+// newConnReader buffers the answer's head and small bodies: one page. A
+// larger buffer cost every command fresh zeroed pages (64 KB before); large
+// bodies do not go through it (readBody reads into a slice of the announced
+// length, and bufio hands a read larger than its buffer straight to the
+// socket).
+func newConnReader(c conn) *bufio.Reader { return bufio.NewReaderSize(c, 4<<10) }
 
 func (t *transport) put(tc *tconn) {
 	t.mu.Lock()

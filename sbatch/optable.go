@@ -3,6 +3,7 @@ package sbatch
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -164,7 +165,16 @@ func Lookup(c Command, long string) *Option {
 
 // OptionsOf returns the records command c accepts, in the registry's order.
 func OptionsOf(c Command) []*Option {
-	var out []*Option
+	n := 0
+	for i := range Options {
+		if Options[i].Cmds&c != 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]*Option, 0, n)
 	for i := range Options {
 		if Options[i].Cmds&c != 0 {
 			out = append(out, &Options[i])
@@ -199,24 +209,30 @@ var getoptTables [4]struct {
 
 func buildGetoptTable(c Command) []Opt {
 	order := strings.Fields(slurmGetoptOrder[c])
-	rank := make(map[string]int, len(order))
+	rank := make(map[string]int32, len(order))
 	for i, l := range order {
-		rank[l] = i + 1
-	}
-	// Each entry's rank is looked up once, not at every comparison of the
-	// sort: every sbatch, srun and salloc process builds its table.
-	type ranked struct {
-		rank int
-		opt  Opt
+		rank[l] = int32(i + 1)
 	}
 	opts := OptionsOf(c)
-	rs := make([]ranked, 0, len(opts)+len(opts)/8)
+	n := len(opts)
+	for _, o := range opts {
+		n += len(o.Aliases)
+	}
+	if n == 0 {
+		return nil // qsub: its letters are not in the registry
+	}
+	// Each entry's rank is looked up once, not at every comparison of the
+	// sort, which moves the entries in place: every sbatch, srun and salloc
+	// process builds its table.
+	out := make([]Opt, 0, n)
+	ranks := make([]int32, 0, n)
 	add := func(o Opt) {
 		r := rank[o.Long]
 		if r == 0 {
-			r = len(order) + 1
+			r = int32(len(order) + 1)
 		}
-		rs = append(rs, ranked{r, o})
+		out = append(out, o)
+		ranks = append(ranks, r)
 	}
 	for _, o := range opts {
 		add(Opt{o.Short, o.Long, o.Arg, o.Key()})
@@ -224,15 +240,21 @@ func buildGetoptTable(c Command) []Opt {
 			add(Opt{0, a, o.Arg, o.Key()})
 		}
 	}
-	if len(rs) == 0 {
-		return nil // qsub: its letters are not in the registry
-	}
-	slices.SortStableFunc(rs, func(a, b ranked) int { return a.rank - b.rank })
-	out := make([]Opt, len(rs))
-	for i := range rs {
-		out[i] = rs[i].opt
-	}
+	sort.Stable(byRank{out, ranks})
 	return out
+}
+
+// byRank sorts a getopt table by the entries' ranks, moving both.
+type byRank struct {
+	opts  []Opt
+	ranks []int32
+}
+
+func (b byRank) Len() int           { return len(b.opts) }
+func (b byRank) Less(i, j int) bool { return b.ranks[i] < b.ranks[j] }
+func (b byRank) Swap(i, j int) {
+	b.opts[i], b.opts[j] = b.opts[j], b.opts[i]
+	b.ranks[i], b.ranks[j] = b.ranks[j], b.ranks[i]
 }
 
 // slurmGetoptOrder is the order of the long options in Slurm 22.05's
