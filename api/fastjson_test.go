@@ -109,3 +109,41 @@ func TestDecodeAnswerMatchesEncodingJSON(t *testing.T) {
 		t.Errorf("only %d answers took the fast path", accepted)
 	}
 }
+
+// FuzzDecodeAnswer: on any bytes, decodeAnswer either declines or agrees
+// with encoding/json (json.Decoder.Decode, or json.Unmarshal for whole),
+// for each of the three answers it reads (make fuzz).
+func FuzzDecodeAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"job_id":42}` + "\n", `{"job_id":7,"start_time":1700000000,"nodes":["a","b"],"partition":"p","cpus":4}`,
+		`{"results":[{"id":3,"error":"Invalid job id specified","code":"InvalidJobID"}]}`, `{"results":null}`,
+		`{"error":"Invalid partition name specified","code":"InvalidPartition","earliest":5}`, `{"Job_ID":1}`,
+		`{"error":"a\"b"}`, `{"cpus":1e2}`, `{} x`, `[`, "",
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, whole bool) {
+		for _, mk := range []func() any{
+			func() any { return new(SubmitResponse) }, func() any { return new(CancelResponse) }, func() any { return new(Error) },
+		} {
+			fast := mk()
+			if !decodeAnswer(b, fast, whole) {
+				continue
+			}
+			slow := mk()
+			var err error
+			if whole {
+				err = json.Unmarshal(b, slow)
+			} else {
+				err = json.NewDecoder(bytes.NewReader(b)).Decode(slow)
+			}
+			if err != nil {
+				t.Fatalf("%T: decodeAnswer accepted %q, encoding/json: %v", fast, b, err)
+			}
+			if !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("%T: %q: decodeAnswer %+v, encoding/json %+v", fast, b, fast, slow)
+			}
+		}
+	})
+}
