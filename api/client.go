@@ -1,13 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -79,9 +78,9 @@ func Dial() (*Client, error) {
 	}
 	var tried []string
 	for _, p := range paths {
-		c, err := net.DialTimeout("unix", p, 2*time.Second)
+		c, err := dialUnix(p)
 		if err != nil {
-			tried = append(tried, fmt.Sprintf("%s (%s)", p, shortErr(err)))
+			tried = append(tried, fmt.Sprintf("%s (%s)", p, err))
 			continue
 		}
 		cl := newClient(p, c)
@@ -91,22 +90,10 @@ func Dial() (*Client, error) {
 	return nil, &ErrNoDaemon{Tried: tried}
 }
 
-func shortErr(err error) string {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Err != nil {
-		var se *os.SyscallError
-		if errors.As(op.Err, &se) {
-			return se.Err.Error()
-		}
-		return op.Err.Error()
-	}
-	return err.Error()
-}
-
 // NewClient returns a client for the socket at path.
 func NewClient(path string) *Client { return newClient(path, nil) }
 
-func newClient(path string, first net.Conn) *Client {
+func newClient(path string, first conn) *Client {
 	t := &transport{socket: path}
 	if first != nil {
 		// The probe connection serves the first request: a CLI command
@@ -171,6 +158,8 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		var err error
 		if r, ok := in.(SubmitRequest); ok {
 			b, err = appendSubmitJSON(make([]byte, 0, 512+len(r.Spec.Script)), &r)
+		} else if r, ok := in.(CancelRequest); ok {
+			b = appendCancelJSON(make([]byte, 0, 128), &r)
 		} else {
 			b, err = json.Marshal(in)
 		}
@@ -213,6 +202,11 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		if err = json.NewDecoder(resp.body).Decode(&jr); err == nil {
 			raw.b = AppendListing(nil, jr.Jobs)
 		}
+	case isHotAnswer(out):
+		var b []byte
+		if b, err = readBody(resp); err == nil && !decodeAnswer(b, out, false) {
+			err = json.NewDecoder(bytes.NewReader(b)).Decode(out)
+		}
 	default:
 		err = json.NewDecoder(resp.body).Decode(out)
 	}
@@ -227,11 +221,20 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 func errorAnswer(resp *response) *Error {
 	e := &Error{}
 	b, _ := io.ReadAll(io.LimitReader(resp.body, 1<<20))
-	if json.Unmarshal(b, e) != nil || e.Message == "" {
+	if !decodeAnswer(b, e, true) && json.Unmarshal(b, e) != nil || e.Message == "" {
 		e.Message = fmt.Sprintf("horad: %s: %s", resp.statusText, strings.TrimSpace(string(b)))
 		e.Code = CodeInternal
 	}
 	return e
+}
+
+// isHotAnswer tells the answers decodeAnswer reads without encoding/json.
+func isHotAnswer(out any) bool {
+	switch out.(type) {
+	case *SubmitResponse, *CancelResponse:
+		return true
+	}
+	return false
 }
 
 // readBody reads a whole body, in one allocation when its length is known.
@@ -241,6 +244,15 @@ func readBody(resp *response) ([]byte, error) {
 	}
 	b := make([]byte, resp.length)
 	_, err := io.ReadFull(resp.body, b)
+	if err == nil {
+		// Read the end too (the body's reader answers it without touching
+		// the connection), so that closing the body hands the connection
+		// back without draining it through io.Discard's 8 KB buffer.
+		_, err = resp.body.Read(nil)
+		if err == io.EOF {
+			err = nil
+		}
+	}
 	return b, err
 }
 
@@ -297,8 +309,8 @@ type JobFilter struct {
 }
 
 // Query encodes the filter as URL query parameters.
-func (f JobFilter) Query() url.Values {
-	q := url.Values{}
+func (f JobFilter) Query() Values {
+	q := Values{}
 	for _, id := range f.IDs {
 		q.Add("id", fmt.Sprint(id))
 	}
@@ -458,7 +470,7 @@ func (c *Client) Reservations(ctx context.Context, name string) (*ReservationsRe
 	out := &ReservationsResponse{}
 	path := PathReservations
 	if name != "" {
-		path += "?" + url.Values{"name": {name}}.Encode()
+		path += "?" + Values{"name": {name}}.Encode()
 	}
 	return out, c.do(ctx, "GET", path, nil, out)
 }
@@ -483,7 +495,7 @@ func (c *Client) DeleteReservation(ctx context.Context, name string) error {
 // Free is the range search over a partition ("" = the first reserve one).
 func (c *Client) Free(ctx context.Context, partition string, from, to int64) (*FreeResponse, error) {
 	out := &FreeResponse{}
-	q := url.Values{"from": {strconv.FormatInt(from, 10)}, "to": {strconv.FormatInt(to, 10)}}
+	q := Values{"from": {strconv.FormatInt(from, 10)}, "to": {strconv.FormatInt(to, 10)}}
 	if partition != "" {
 		q.Set("partition", partition)
 	}

@@ -294,6 +294,13 @@ func (d *listingDecoder) fail(err error) {
 }
 
 func (d *listingDecoder) uvarint() uint64 {
+	// Most numbers of a listing (lengths, counts, small fields) take one
+	// byte: read those without a call (squeue decodes every job twice).
+	if d.off < len(d.b) && d.b[d.off] < 0x80 && d.err == nil {
+		v := uint64(d.b[d.off])
+		d.off++
+		return v
+	}
 	if d.err != nil {
 		return 0
 	}
@@ -307,6 +314,11 @@ func (d *listingDecoder) uvarint() uint64 {
 }
 
 func (d *listingDecoder) varint() int64 {
+	if d.off < len(d.b) && d.b[d.off] < 0x80 && d.err == nil {
+		u := int64(d.b[d.off]) // zig-zag, as binary.Varint
+		d.off++
+		return u>>1 ^ -(u & 1)
+	}
 	if d.err != nil {
 		return 0
 	}

@@ -46,3 +46,35 @@ func TestSubmitJSONMatchesEncodingJSON(t *testing.T) {
 		t.Error("a NaN load was encoded")
 	}
 }
+
+// TestCancelJSONMatchesEncodingJSON: scancel's hand-written request is the
+// JSON encoding/json writes, field for field, and horad reads it back.
+func TestCancelJSONMatchesEncodingJSON(t *testing.T) {
+	var full CancelRequest
+	seed := 0
+	fill(reflect.ValueOf(&full).Elem(), &seed)
+	awkward := CancelRequest{IDs: []int64{-1, 0, 1 << 62}, Users: []string{"quote\" nl\n é \xff"},
+		States: []JobState{"PENDING", "\x00"}, Tasks: []TaskSel{{Array: 7}, {Array: 8, Tasks: []int64{}}, {Array: 9, Tasks: []int64{3, 4}}},
+		Steps: []StepRef{{}, {Job: 3, Step: -1}}, Signal: -9}
+	empties := CancelRequest{IDs: []int64{}, Users: []string{}, Steps: []StepRef{}, Tasks: []TaskSel{}}
+	for name, r := range map[string]CancelRequest{"every field": full, "zero": {}, "awkward": awkward, "empty lists": empties} {
+		mine := appendCancelJSON(nil, &r)
+		std, _ := json.Marshal(&r)
+		var a, b any
+		if err := json.Unmarshal(mine, &a); err != nil {
+			t.Fatalf("%s: not JSON: %v\n%s", name, err, mine)
+		}
+		json.Unmarshal(std, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s:\n mine %s\n std  %s", name, mine, std)
+		}
+		var back, stdBack CancelRequest
+		if err := json.Unmarshal(mine, &back); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		json.Unmarshal(std, &stdBack)
+		if !reflect.DeepEqual(back, stdBack) {
+			t.Errorf("%s: decodes to %+v, encoding/json's to %+v", name, back, stdBack)
+		}
+	}
+}

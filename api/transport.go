@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -36,7 +36,7 @@ type transport struct {
 }
 
 type tconn struct {
-	c  net.Conn
+	c  conn
 	br *bufio.Reader
 }
 
@@ -63,15 +63,22 @@ func (t *transport) get(ctx context.Context) (*tconn, bool, error) {
 	if tc != nil {
 		return tc, true, nil
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", t.socket)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, false, err
+	}
+	c, err := dialUnix(t.socket)
+	if err != nil {
+		return nil, false, &fs.PathError{Op: "dial", Path: t.socket, Err: err}
 	}
 	return &tconn{c: c, br: newConnReader(c)}, false, nil
 }
 
-func newConnReader(c net.Conn) *bufio.Reader { return bufio.NewReaderSize(c, 64<<10) }
+// newConnReader buffers the answer's head and small bodies: one page. A
+// larger buffer cost every command fresh zeroed pages (64 KB before); large
+// bodies do not go through it (readBody reads into a slice of the announced
+// length, and bufio hands a read larger than its buffer straight to the
+// socket).
+func newConnReader(c conn) *bufio.Reader { return bufio.NewReaderSize(c, 4<<10) }
 
 func (t *transport) put(tc *tconn) {
 	t.mu.Lock()
@@ -245,10 +252,7 @@ func readHead(br *bufio.Reader, noBody bool) (resp *response, closeAfter bool, e
 	}
 }
 
-func isReset(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op)
-}
+func isReset(err error) bool { return isConnError(err) }
 
 // readLine reads one CRLF- (or LF-) terminated line, counting its bytes
 // against maxHeaderBytes.

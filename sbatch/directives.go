@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Directive is one #SBATCH (or translated #PBS) line: its 1-based line
@@ -145,7 +146,8 @@ func splitDirective(s, file string, n int, line string) ([]string, error) {
 // pbsOpts are qsub's options as they may appear on #PBS lines. Every
 // letter qsub knows is listed so that an unsupported but valid option is
 // ignored (as Slurm's translator does) rather than reported as a typo.
-var pbsOpts = func() []Opt {
+// Built on first use: only a script with #PBS lines needs it.
+var pbsOpts = sync.OnceValue(func() []Opt {
 	var o []Opt
 	for _, c := range "aAcCeJjklmMNoPpqrSt" + "uvWdDwGfLRTz" {
 		o = append(o, Opt{Short: c, Arg: RequiredArg, Key: string(c)})
@@ -160,7 +162,7 @@ var pbsOpts = func() []Opt {
 		}
 	}
 	return o
-}()
+})
 
 // pbsLines calls fn for every #PBS line. Unlike #SBATCH, Slurm does not
 // stop at the first command: it reads on until it has passed more than 100
@@ -207,7 +209,7 @@ func TranslatePBS(script []byte, file string) ([]Directive, error) {
 		bad := func(format string, a ...any) error {
 			return &Error{Msg: fmt.Sprintf("error: %s: line %d: ", file, n) + fmt.Sprintf(format, a...), Exit: 255}
 		}
-		p, err := Getopt(pbsOpts, words, false)
+		p, err := Getopt(pbsOpts(), words, false)
 		if err != nil {
 			return bad("invalid #PBS directive: %s", err)
 		}

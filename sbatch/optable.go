@@ -3,6 +3,7 @@ package sbatch
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -164,7 +165,16 @@ func Lookup(c Command, long string) *Option {
 
 // OptionsOf returns the records command c accepts, in the registry's order.
 func OptionsOf(c Command) []*Option {
-	var out []*Option
+	n := 0
+	for i := range Options {
+		if Options[i].Cmds&c != 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]*Option, 0, n)
 	for i := range Options {
 		if Options[i].Cmds&c != 0 {
 			out = append(out, &Options[i])
@@ -181,40 +191,70 @@ func OptionsOf(c Command) []*Option {
 // this package; only the job commands need it) and shared: callers must
 // not modify it.
 func GetoptTable(c Command) []Opt {
-	if f, ok := getoptTables[c]; ok {
-		return f()
+	i := slices.Index(Commands, c)
+	if i < 0 || i >= len(getoptTables) {
+		return buildGetoptTable(c)
 	}
-	return buildGetoptTable(c)
+	t := &getoptTables[i]
+	t.once.Do(func() { t.opts = buildGetoptTable(c) })
+	return t.opts
 }
 
-var getoptTables = map[Command]func() []Opt{
-	Sbatch: sync.OnceValue(func() []Opt { return buildGetoptTable(Sbatch) }),
-	Srun:   sync.OnceValue(func() []Opt { return buildGetoptTable(Srun) }),
-	Salloc: sync.OnceValue(func() []Opt { return buildGetoptTable(Salloc) }),
-	Qsub:   sync.OnceValue(func() []Opt { return buildGetoptTable(Qsub) }),
+// getoptTables are the built tables, by index in Commands (zero values:
+// nothing to do at init).
+var getoptTables [4]struct {
+	once sync.Once
+	opts []Opt
 }
 
 func buildGetoptTable(c Command) []Opt {
-	var out []Opt
-	for _, o := range OptionsOf(c) {
-		out = append(out, Opt{o.Short, o.Long, o.Arg, o.Key()})
-		for _, a := range o.Aliases {
-			out = append(out, Opt{0, a, o.Arg, o.Key()})
-		}
-	}
 	order := strings.Fields(slurmGetoptOrder[c])
-	rank := make(map[string]int, len(order))
+	rank := make(map[string]int32, len(order))
 	for i, l := range order {
-		rank[l] = i + 1
+		rank[l] = int32(i + 1)
 	}
-	r := func(long string) int {
-		if i := rank[long]; i > 0 {
-			return i
+	opts := OptionsOf(c)
+	n := len(opts)
+	for _, o := range opts {
+		n += len(o.Aliases)
+	}
+	if n == 0 {
+		return nil // qsub: its letters are not in the registry
+	}
+	// Each entry's rank is looked up once, not at every comparison of the
+	// sort, which moves the entries in place: every sbatch, srun and salloc
+	// process builds its table.
+	out := make([]Opt, 0, n)
+	ranks := make([]int32, 0, n)
+	add := func(o Opt) {
+		r := rank[o.Long]
+		if r == 0 {
+			r = int32(len(order) + 1)
 		}
-		return len(order) + 1
+		out = append(out, o)
+		ranks = append(ranks, r)
 	}
-	slices.SortStableFunc(out, func(a, b Opt) int { return r(a.Long) - r(b.Long) })
+	for _, o := range opts {
+		add(Opt{o.Short, o.Long, o.Arg, o.Key()})
+		for _, a := range o.Aliases {
+			add(Opt{0, a, o.Arg, o.Key()})
+		}
+	}
+	sort.Stable(byRank{out, ranks})
 	return out
+}
+
+// byRank sorts a getopt table by the entries' ranks, moving both.
+type byRank struct {
+	opts  []Opt
+	ranks []int32
+}
+
+func (b byRank) Len() int           { return len(b.opts) }
+func (b byRank) Less(i, j int) bool { return b.ranks[i] < b.ranks[j] }
+func (b byRank) Swap(i, j int) {
+	b.opts[i], b.opts[j] = b.opts[j], b.opts[i]
+	b.ranks[i], b.ranks[j] = b.ranks[j], b.ranks[i]
 }
 
 // slurmGetoptOrder is the order of the long options in Slurm 22.05's

@@ -30,65 +30,63 @@ func invalidSpec(o *Option) error {
 	return &optError{msg: "Invalid --" + o.Long + " specification"}
 }
 
-func setString(field func(*state) *string) setFunc {
-	return func(st *state, _ *Option, v string) error {
-		*field(st) = v
-		return nil
-	}
+// The put* setters fill one field of the state, whose address a table
+// entry passes: `Set: func(st *state, o *Option, v string) error { return
+// putString(st, &st.spec.Account, o, v) }`. An entry is then a function
+// literal that the compiler lays out in the binary, with the rest of the
+// table; a setter made by a call (setString(accessor)) was made at init,
+// which wrote to, and so copied, every page of Options in every client
+// process (docs/scale.md, "Client start-up").
+
+func putString(_ *state, p *string, _ *Option, v string) error {
+	*p = v
+	return nil
 }
 
-func setFlag(field func(*state) *bool) setFunc {
-	return func(st *state, _ *Option, _ string) error {
-		*field(st) = true
-		return nil
-	}
+func putFlag(_ *state, p *bool, _ *Option, _ string) error {
+	*p = true
+	return nil
 }
 
-// setCount reads a positive integer as Slurm's parse_int does, which
+// putCount reads a positive integer as Slurm's parse_int does, which
 // exits with 1 (not 255) on a bad value.
-func setCount(field func(*state) *int) setFunc {
-	return func(st *state, o *Option, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return &optError{msg: fmt.Sprintf("Invalid numeric value %q for --%s.", v, o.Long), exit: exitFile}
-		}
-		*field(st) = n
-		return nil
+func putCount(_ *state, p *int, o *Option, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return &optError{msg: fmt.Sprintf("Invalid numeric value %q for --%s.", v, o.Long), exit: exitFile}
 	}
+	*p = n
+	return nil
 }
 
-func setDuration(field func(*state) *int64) setFunc {
-	return func(st *state, o *Option, v string) error {
-		secs, err := ParseSlurmDuration(v)
-		if err != nil {
-			return invalidSpec(o)
-		}
-		*field(st) = secs
-		return nil
+func putDuration(_ *state, p *int64, o *Option, v string) error {
+	secs, err := ParseSlurmDuration(v)
+	if err != nil {
+		return invalidSpec(o)
 	}
+	*p = secs
+	return nil
 }
 
-// setAbsTime reads --begin/--deadline against Input.Now.
-func setAbsTime(field func(*state) *int64) setFunc {
-	return func(st *state, o *Option, v string) error {
-		t, err := ParseSlurmTime(v, st.in.Now)
-		if err != nil {
-			// Slurm's parse_time complains first, naming where it
-			// stopped: the start of the word it could not read.
-			pos := 0
-			var se *SyntaxError
-			if errors.As(err, &se) && se.Pos > 0 && se.Pos <= len(v) {
-				pos = se.Pos
-				for pos > 0 && isLetter(v[pos-1]) && (pos == len(v) || isLetter(v[pos])) {
-					pos--
-				}
+// putAbsTime reads --begin/--deadline against Input.Now.
+func putAbsTime(st *state, p *int64, o *Option, v string) error {
+	t, err := ParseSlurmTime(v, st.in.Now)
+	if err != nil {
+		// Slurm's parse_time complains first, naming where it
+		// stopped: the start of the word it could not read.
+		pos := 0
+		var se *SyntaxError
+		if errors.As(err, &se) && se.Pos > 0 && se.Pos <= len(v) {
+			pos = se.Pos
+			for pos > 0 && isLetter(v[pos-1]) && (pos == len(v) || isLetter(v[pos])) {
+				pos--
 			}
-			return &optError{msg: "Invalid --" + o.Long + " specification",
-				pre: fmt.Sprintf("Invalid time specification (pos=%d): %s", pos, v)}
 		}
-		*field(st) = t.Unix()
-		return nil
+		return &optError{msg: "Invalid --" + o.Long + " specification",
+			pre: fmt.Sprintf("Invalid time specification (pos=%d): %s", pos, v)}
 	}
+	*p = t.Unix()
+	return nil
 }
 
 func setOutput(st *state, _ *Option, v string) error {
@@ -199,16 +197,14 @@ func setGres(st *state, _ *Option, v string) error {
 	return nil
 }
 
-// setTypedCount reads --gpus, --gpus-per-node and --gpus-per-task:
+// putTypedCount reads --gpus, --gpus-per-node and --gpus-per-task:
 // [type:]count.
-func setTypedCount(field func(*state) *string) setFunc {
-	return func(st *state, _ *Option, v string) error {
-		if _, _, err := ParseTypedCount(v); err != nil {
-			return errGres
-		}
-		*field(st) = v
-		return nil
+func putTypedCount(_ *state, p *string, _ *Option, v string) error {
+	if _, _, err := ParseTypedCount(v); err != nil {
+		return errGres
 	}
+	*p = v
+	return nil
 }
 
 // setExclusive is Slurm's arg_set_exclusive.
@@ -234,16 +230,14 @@ func setOversubscribe(st *state, _ *Option, _ string) error {
 	return nil
 }
 
-// setHosts reads -w/-x hostlists, kept compressed.
-func setHosts(field func(*state) *string) setFunc {
-	return func(st *state, _ *Option, v string) error {
-		names, err := ExpandHostlist(v)
-		if err != nil || len(names) == 0 {
-			return &optError{msg: "Invalid hostlist: " + v}
-		}
-		*field(st) = CompressHostlist(names)
-		return nil
+// putHosts reads -w/-x hostlists, kept compressed.
+func putHosts(_ *state, p *string, _ *Option, v string) error {
+	names, err := ExpandHostlist(v)
+	if err != nil || len(names) == 0 {
+		return &optError{msg: "Invalid hostlist: " + v}
 	}
+	*p = CompressHostlist(names)
+	return nil
 }
 
 func setConstraint(st *state, _ *Option, v string) error {

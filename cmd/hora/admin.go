@@ -9,11 +9,6 @@ import (
 	"time"
 )
 
-func init() {
-	register("admin", adminMain)
-	register("stats", statsMain)
-}
-
 const adminHelp = `Usage: hora admin backup FILE
   backup FILE   write a consistent copy of horad's database to FILE while
                 horad runs (SQLite VACUUM INTO; root and operators only).

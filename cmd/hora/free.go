@@ -8,8 +8,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("free", freeMain) }
-
 var freeOpts = []sbatch.Opt{
 	{Short: 'p', Long: "partition", Arg: sbatch.RequiredArg, Key: "partition"},
 	{Short: 'N', Long: "nodes", Arg: sbatch.RequiredArg, Key: "nodes"},

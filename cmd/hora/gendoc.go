@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -18,10 +17,6 @@ import (
 // package sbatch and the option tables of the other commands, so that no
 // option is described twice. `make man` runs it on the checkout;
 // TestGeneratedDocsUpToDate checks that the committed files are its output.
-func init() {
-	register("gendoc", gendocMain)
-	hiddenCommands["gendoc"] = true
-}
 
 // manDate is the date in the pages' title lines. It is fixed (not the
 // clock) so that regenerating gives the same bytes; bump it when the pages
@@ -193,31 +188,19 @@ func toolExit() []gendoc.Item {
 // "-x" → description (Slurm's help sometimes spells the long name
 // differently from its getopt table: squeue's "--job" for --jobs).
 func helpDescriptions(help string) map[string]string {
-	// The first line of an option in the three layouts the commands'
-	// --help texts use: "  -A, --account=name   text", "     -a or
-	// --all: text" and "     -a, --allusers:" (sacct).
-	helpTable := regexp.MustCompile(`^\s+(?:-(\w),\s+)?--([A-Za-z0-9_-]+)(\S*)(?:\s{2,}(.*))?$`)
-	helpOr := regexp.MustCompile(`^\s+-(\w) or --([A-Za-z0-9_-]+): (.*)$`)
-	helpColon := regexp.MustCompile(`^\s+(?:-(\w), )?--([A-Za-z0-9_-]+):\s*(.*)$`)
 	out := map[string]string{}
 	cur, short := "", ""
 	for _, l := range strings.Split(help, "\n") {
-		var m []string
-		for _, re := range []*regexp.Regexp{helpOr, helpColon, helpTable} {
-			if m = re.FindStringSubmatch(l); m != nil {
-				break
-			}
-		}
+		letter, long, text, ok := helpOptionLine(l)
 		switch {
-		case m != nil:
+		case ok:
 			if short != "" && cur != "" {
 				out[short] = out[cur]
 			}
-			cur, short = m[2], ""
-			if m[1] != "" {
-				short = "-" + m[1]
+			cur, short = long, ""
+			if letter != "" {
+				short = "-" + letter
 			}
-			text := m[len(m)-1]
 			if _, seen := out[cur]; seen {
 				cur = "" // described twice (sacct -o and -O): keep the first
 				continue
@@ -241,6 +224,82 @@ func helpDescriptions(help string) map[string]string {
 		out[short] = out[cur]
 	}
 	return out
+}
+
+// helpOptionLine recognises the first line of an option in the three
+// layouts the commands' --help texts use, tried in this order:
+// "     -a or --all: text", "     -a, --allusers: text" (sacct) and
+// "  -A, --account=name   text". It returns the option's letter (may be
+// empty), its long name and the text on that line. (Written out rather
+// than as regular expressions: regexp and the Unicode tables it pulls in
+// cost every client process their initialisation, docs/scale.md.)
+func helpOptionLine(l string) (letter, long, text string, ok bool) {
+	rest := strings.TrimLeft(l, helpSpace)
+	if len(rest) == len(l) {
+		return "", "", "", false // at least one blank first
+	}
+	// "-a or --all: text"
+	if len(rest) >= 2 && rest[0] == '-' && isWordByte(rest[1]) {
+		if r, found := strings.CutPrefix(rest[2:], " or --"); found {
+			if name, after := cutOptionName(r); name != "" {
+				if t, found := strings.CutPrefix(after, ": "); found {
+					return rest[1:2], name, t, true
+				}
+			}
+		}
+	}
+	// "[-a, ]--allusers:[ ]text"
+	r := rest
+	if len(r) >= 4 && r[0] == '-' && isWordByte(r[1]) && r[2:4] == ", " {
+		letter, r = r[1:2], r[4:]
+	}
+	if r, found := strings.CutPrefix(r, "--"); found {
+		if name, after := cutOptionName(r); name != "" && strings.HasPrefix(after, ":") {
+			return letter, name, strings.TrimLeft(after[1:], helpSpace), true
+		}
+	}
+	// "[-A,<blanks>]--account[=name][<2+ blanks>text]"
+	letter, r = "", rest
+	if len(r) >= 3 && r[0] == '-' && isWordByte(r[1]) && r[2] == ',' {
+		if after := strings.TrimLeft(r[3:], helpSpace); len(after) < len(r[3:]) {
+			letter, r = r[1:2], after
+		}
+	}
+	r, found := strings.CutPrefix(r, "--")
+	if !found {
+		return "", "", "", false
+	}
+	name, after := cutOptionName(r)
+	if name == "" {
+		return "", "", "", false
+	}
+	for after != "" && strings.IndexByte(helpSpace, after[0]) < 0 {
+		after = after[1:] // "=name", "[=when]": not part of the text
+	}
+	if after == "" {
+		return letter, name, "", true
+	}
+	t := strings.TrimLeft(after, helpSpace)
+	if len(after)-len(t) < 2 {
+		return "", "", "", false
+	}
+	return letter, name, t, true
+}
+
+// helpSpace is what \s matches in Go's regular expressions.
+const helpSpace = "\t\n\f\r "
+
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// cutOptionName splits s after its leading [A-Za-z0-9_-]+.
+func cutOptionName(s string) (name, rest string) {
+	i := 0
+	for i < len(s) && (isWordByte(s[i]) || s[i] == '-') {
+		i++
+	}
+	return s[:i], s[i:]
 }
 
 // toolPage builds a page and a completion from a command's table and
@@ -376,14 +435,7 @@ func seeAlso(self string) string {
 // horaPage is hora.1: the binary, its command names and its own verbs.
 func horaPage() gendoc.Page {
 	var verbs []gendoc.Item
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		if !hiddenCommands[n] {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range commandNames() {
 		text, ok := verbDocs()[n]
 		if !ok {
 			text = "The Slurm-compatible command, also installed as *" + n + "*; see *" + n + "*(1)."

@@ -344,3 +344,49 @@ func TestPBSManPages(t *testing.T) {
 		t.Errorf("a qsub option without a description: err = %v, want one naming -N", err)
 	}
 }
+
+// TestHelpOptionLineMatchesRegexps: helpOptionLine reads a --help line as
+// the three regular expressions it replaced did (kept here, where linking
+// regexp costs no client process anything), over every line of every
+// command's --help and variations of their blanks and punctuation.
+func TestHelpOptionLineMatchesRegexps(t *testing.T) {
+	res := []*regexp.Regexp{
+		regexp.MustCompile(`^\s+-(\w) or --([A-Za-z0-9_-]+): (.*)$`),
+		regexp.MustCompile(`^\s+(?:-(\w), )?--([A-Za-z0-9_-]+):\s*(.*)$`),
+		regexp.MustCompile(`^\s+(?:-(\w),\s+)?--([A-Za-z0-9_-]+)(\S*)(?:\s{2,}(.*))?$`),
+	}
+	var lines []string
+	for _, h := range []string{squeueHelp, scancelHelp, sinfoHelp, scontrolHelp, sacctHelp} {
+		lines = append(lines, strings.Split(h, "\n")...)
+	}
+	lines = append(lines, "", " ", "--x", " --x", " --x ", " --x  ", " --x  y", " --x y", " --x=a  b",
+		" -a or --all:", " -a or --all: ", " -a or --all:x", " -ab or --all: x", "\t-a, --b:c", " -a,--b  c",
+		" -a,\t--b  c", " -a, --b\t\tc", " -a, --", " -é, --b  c", " ---  x", " --a_b-c:  d", " -a, --b: c")
+	matched := 0
+	for _, base := range lines {
+		for _, l := range []string{base, strings.ReplaceAll(base, "  ", " \t"), strings.ReplaceAll(base, ":", ": "),
+			strings.ReplaceAll(base, ", ", ","), strings.TrimRight(base, " ") + "  ", strings.ReplaceAll(base, "=", " ")} {
+			var m []string
+			for _, re := range res {
+				if m = re.FindStringSubmatch(l); m != nil {
+					break
+				}
+			}
+			letter, long, text, ok := helpOptionLine(l)
+			if ok != (m != nil) {
+				t.Errorf("%q: helpOptionLine ok=%v, regexps matched=%v", l, ok, m != nil)
+				continue
+			}
+			if !ok {
+				continue
+			}
+			matched++
+			if letter != m[1] || long != m[2] || text != m[len(m)-1] {
+				t.Errorf("%q: helpOptionLine = %q %q %q, regexps %q %q %q", l, letter, long, text, m[1], m[2], m[len(m)-1])
+			}
+		}
+	}
+	if matched < 100 {
+		t.Errorf("only %d option lines seen: the help texts moved?", matched)
+	}
+}

@@ -10,9 +10,6 @@ import (
 // "$ " is a literal example). Facts here must match the code: the exit
 // statuses are BuildSpec's and sbatchMain's.
 
-// hiddenCommands are verbs that `hora` without arguments does not list.
-var hiddenCommands = map[string]bool{}
-
 type jobDoc struct {
 	summary        string
 	synopsis       []string

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -32,11 +33,68 @@ type Env struct {
 	Getwd   func() (string, error)
 }
 
-// commands maps a program name (argv[0] base name, or `hora <verb>`) to its
-// implementation. Each command registers itself from its own file's init.
-var commands = map[string]Command{}
+// command is a program name (argv[0] base name, or `hora <verb>`) and its
+// implementation.
+type command struct {
+	name   string
+	run    Command
+	hidden bool // not listed by `hora` without arguments
+}
 
-func register(name string, c Command) { commands[name] = c }
+// commands are the commands in order of name. A function rather than a
+// variable: a table of function values costs nothing at start, where
+// registering each command from an init of its file cost every client
+// process a map built at start (and gendoc, listed here, lists them).
+func commands() []command {
+	return []command{
+		{name: "admin", run: adminMain},
+		{name: "compare", run: func(_ context.Context, env *Env, args []string) int { return execSim(env, "compare", args) }},
+		{name: "free", run: freeMain},
+		{name: "gendoc", run: gendocMain, hidden: true},
+		{name: "mix", run: func(_ context.Context, env *Env, args []string) int { return execSim(env, "mix", args) }},
+		{name: "pbsnodes", run: pbsnodesMain},
+		{name: "qalter", run: qalterMain},
+		{name: "qdel", run: func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qdel") }},
+		{name: "qhold", run: func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qhold") }},
+		{name: "qrerun", run: func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qrerun") }},
+		{name: "qrls", run: func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qrls") }},
+		{name: "qselect", run: qselectMain},
+		{name: "qsig", run: func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qsig") }},
+		{name: "qstat", run: qstatMain},
+		{name: "qsub", run: qsubMain},
+		{name: "replay", run: func(_ context.Context, env *Env, args []string) int { return execSim(env, "replay", args) }},
+		{name: "sacct", run: sacctMain},
+		{name: "salloc", run: sallocMain},
+		{name: "sbatch", run: sbatchMain},
+		{name: "scancel", run: scancelMain},
+		{name: "scontrol", run: scontrolMain},
+		{name: "sinfo", run: sinfoMain},
+		{name: "squeue", run: squeueMain},
+		{name: "srun", run: srunMain},
+		{name: "stats", run: statsMain},
+	}
+}
+
+// lookup is the command called name, nil if there is none.
+func lookup(name string) Command {
+	cs := commands()
+	i, found := sort.Find(len(cs), func(i int) int { return strings.Compare(name, cs[i].name) })
+	if !found {
+		return nil
+	}
+	return cs[i].run
+}
+
+// commandNames are the names `hora` without arguments lists.
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		if !c.hidden {
+			names = append(names, c.name)
+		}
+	}
+	return names
+}
 
 func main() {
 	// A client process lives milliseconds and squeue over 10,000 jobs
@@ -69,8 +127,8 @@ func run(ctx context.Context, argv []string) int {
 		}
 		name, args = args[0], args[1:]
 	}
-	cmd, ok := commands[name]
-	if !ok {
+	cmd := lookup(name)
+	if cmd == nil {
 		fmt.Fprintf(os.Stderr, "hora: unknown command %q\n", name)
 		usage(os.Stderr)
 		return 2
@@ -81,13 +139,7 @@ func run(ctx context.Context, argv []string) int {
 }
 
 func usage(w io.Writer) {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		if !hiddenCommands[n] {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
+	names := commandNames()
 	fmt.Fprintln(w, "usage: hora <command> [options]   (or call it as sbatch, squeue, ...)")
 	fmt.Fprintln(w, "commands:")
 	for _, n := range names {

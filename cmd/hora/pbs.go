@@ -24,15 +24,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() {
-	register("qsub", qsubMain)
-	register("qdel", func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qdel") })
-	register("qhold", func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qhold") })
-	register("qrls", func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qrls") })
-	register("qsig", func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qsig") })
-	register("qrerun", func(ctx context.Context, env *Env, args []string) int { return pbsControl(ctx, env, args, "qrerun") })
-}
-
 // pbsSession is a PBS command's connection to horad and what the ping
 // answer says about the PBS it passes for.
 type pbsSession struct {
@@ -478,8 +469,6 @@ var pbsControlUsage = map[string]string{
 	"qsig":   "usage: qsig [-s signal] job_identifier...\n       qsig --version\n",
 	"qrerun": "usage: qrerun [-W force] job_identifier...\n       qrerun --version\n",
 }
-
-func init() { register("qalter", qalterMain) }
 
 // qalterMain changes jobs (OP qalter.1B): -N name, -l walltime, -a
 // eligible time and -W depend through horad's one update path (scontrol

@@ -42,19 +42,19 @@ func TestPBSGolden(t *testing.T) {
 		{"qstat_bad_option", qstatMain, "qstat", []string{"-Y"}, nil},
 		{"qselect_running", qselectMain, "qselect", []string{"-s", "R"}, nil},
 		{"qselect_user_held", qselectMain, "qselect", []string{"-u", "bob", "-s", "HQ"}, nil},
-		{"qdel_unknown", commands["qdel"], "qdel", []string{"999"}, nil},
-		{"qdel_other_user", commands["qdel"], "qdel", []string{"107"}, nil},
-		{"qdel_malformed", commands["qdel"], "qdel", []string{"abc"}, nil},
-		{"qdel_ok", commands["qdel"], "qdel", []string{"101.srv", "103"}, nil},
-		{"qhold_finished", commands["qhold"], "qhold", []string{"104"}, nil},
-		{"qalter_hold", commands["qalter"], "qalter", []string{"-h", "u", "103"}, nil},
-		{"qalter_walltime", commands["qalter"], "qalter", []string{"-l", "walltime=1:00:00", "-N", "renamed", "103"}, nil},
-		{"qalter_bad_walltime", commands["qalter"], "qalter", []string{"-l", "walltime=banana", "103"}, nil},
-		{"qalter_unknown", commands["qalter"], "qalter", []string{"-N", "x", "999"}, nil},
-		{"qalter_bad_attribute", commands["qalter"], "qalter", []string{"-o", "/tmp/x", "103"}, nil},
-		{"qalter_depend", commands["qalter"], "qalter", []string{"-W", "depend=afterok:101.srv:102", "103"}, nil},
-		{"qalter_bad_depend", commands["qalter"], "qalter", []string{"-W", "depend=before:101", "103"}, nil},
-		{"qalter_other_user", commands["qalter"], "qalter", []string{"-h", "n", "107"}, nil},
+		{"qdel_unknown", lookup("qdel"), "qdel", []string{"999"}, nil},
+		{"qdel_other_user", lookup("qdel"), "qdel", []string{"107"}, nil},
+		{"qdel_malformed", lookup("qdel"), "qdel", []string{"abc"}, nil},
+		{"qdel_ok", lookup("qdel"), "qdel", []string{"101.srv", "103"}, nil},
+		{"qhold_finished", lookup("qhold"), "qhold", []string{"104"}, nil},
+		{"qalter_hold", lookup("qalter"), "qalter", []string{"-h", "u", "103"}, nil},
+		{"qalter_walltime", lookup("qalter"), "qalter", []string{"-l", "walltime=1:00:00", "-N", "renamed", "103"}, nil},
+		{"qalter_bad_walltime", lookup("qalter"), "qalter", []string{"-l", "walltime=banana", "103"}, nil},
+		{"qalter_unknown", lookup("qalter"), "qalter", []string{"-N", "x", "999"}, nil},
+		{"qalter_bad_attribute", lookup("qalter"), "qalter", []string{"-o", "/tmp/x", "103"}, nil},
+		{"qalter_depend", lookup("qalter"), "qalter", []string{"-W", "depend=afterok:101.srv:102", "103"}, nil},
+		{"qalter_bad_depend", lookup("qalter"), "qalter", []string{"-W", "depend=before:101", "103"}, nil},
+		{"qalter_other_user", lookup("qalter"), "qalter", []string{"-h", "n", "107"}, nil},
 		{"pbsnodes_all", pbsnodesMain, "pbsnodes", []string{"-a"}, nil},
 		{"pbsnodes_json", pbsnodesMain, "pbsnodes", []string{"-a", "-F", "json", "n1", "n5"}, nil},
 		{"pbsnodes_list", pbsnodesMain, "pbsnodes", []string{"-l"}, nil},
@@ -259,8 +259,8 @@ func TestPBSArrayGolden(t *testing.T) {
 		{"array_qselect_Q", qselectMain, "qselect", []string{"-s", "Q"}},
 		{"array_qselect_B_l", qselectMain, "qselect", []string{"-s", "BQ", "-l", "walltime.eq.00:10:00"}},
 		{"array_qselect_T_X", qselectMain, "qselect", []string{"-T", "-s", "X"}},
-		{"array_qdel_subjob", commands["qdel"], "qdel", []string{"110[3]"}},
-		{"array_qdel_unknown_subjob", commands["qdel"], "qdel", []string{"110[9]"}},
+		{"array_qdel_subjob", lookup("qdel"), "qdel", []string{"110[3]"}},
+		{"array_qdel_unknown_subjob", lookup("qdel"), "qdel", []string{"110[9]"}},
 	}
 	for _, fl := range []string{sbatch.FlavourOpenPBS, sbatch.FlavourTorque} {
 		for _, c := range cases {
@@ -295,9 +295,9 @@ func TestPBSResourcesUsed(t *testing.T) {
 	for _, fl := range []string{sbatch.FlavourOpenPBS, sbatch.FlavourTorque} {
 		s := &pbsSession{flavour: fl, server: "srv", now: testNow}
 		r := &pbsRow{Job: &j, s: s}
-		table := openpbsJobAttrs()
+		table := openpbsJobAttrs.Get()
 		if fl == sbatch.FlavourTorque {
-			table = torqueJobAttrs()
+			table = torqueJobAttrs.Get()
 		}
 		got := map[string]string{}
 		for _, a := range table.AppendAttrs(nil, newPBSCtx(), r) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"hora/api"
+	"hora/cmd/hora/listing"
 )
 
 // pbsRef is a job id as typed: <seq>, <seq>[] (the array) or <seq>[i]
@@ -226,58 +227,62 @@ func arrayIndices(spec string) string {
 	return v
 }
 
-var (
-	pbsArrayFlag = rv(func(r *pbsRow) string {
-		if r.array != nil {
-			return "True"
-		}
+func pbsArrayFlag(_ *listing.Ctx, r *pbsRow) string {
+	if r.array != nil {
+		return "True"
+	}
+	return ""
+}
+
+func pbsArrayStateCount(_ *listing.Ctx, r *pbsRow) string {
+	if r.array == nil {
 		return ""
-	})
-	pbsArrayStateCount = rv(func(r *pbsRow) string {
-		if r.array == nil {
-			return ""
+	}
+	q, run, e, x := r.array.counts()
+	return "Queued:" + strconv.Itoa(q) + " Running:" + strconv.Itoa(run) + " Exiting:" + strconv.Itoa(e) +
+		" Expired:" + strconv.Itoa(x) + " "
+}
+
+func pbsArraySubmitted(_ *listing.Ctx, r *pbsRow) string {
+	if r.array == nil {
+		return ""
+	}
+	return arrayIndices(r.Spec.Array)
+}
+
+func pbsArrayRemaining(_ *listing.Ctx, r *pbsRow) string {
+	if r.array == nil {
+		return ""
+	}
+	var left []string
+	for _, t := range r.array.tasks {
+		if t.State == api.StatePending {
+			left = append(left, strconv.FormatInt(t.ArrayTaskID, 10))
 		}
-		q, run, e, x := r.array.counts()
-		return "Queued:" + strconv.Itoa(q) + " Running:" + strconv.Itoa(run) + " Exiting:" + strconv.Itoa(e) +
-			" Expired:" + strconv.Itoa(x) + " "
-	})
-	pbsArraySubmitted = rv(func(r *pbsRow) string {
-		if r.array == nil {
-			return ""
-		}
-		return arrayIndices(r.Spec.Array)
-	})
-	pbsArrayRemaining = rv(func(r *pbsRow) string {
-		if r.array == nil {
-			return ""
-		}
-		var left []string
-		for _, t := range r.array.tasks {
-			if t.State == api.StatePending {
-				left = append(left, strconv.FormatInt(t.ArrayTaskID, 10))
-			}
-		}
-		if len(left) == 0 {
-			return "-"
-		}
-		return strings.Join(left, ",")
-	})
-	pbsArrayID = rv(func(r *pbsRow) string {
-		if r.array != nil || r.ArrayJobID == 0 {
-			return ""
-		}
-		return r.s.arrayID(r.ArrayJobID)
-	})
-	pbsArrayIndex = rv(func(r *pbsRow) string {
-		if r.array != nil || r.ArrayJobID == 0 {
-			return ""
-		}
-		return strconv.FormatInt(r.ArrayTaskID, 10)
-	})
-	pbsArrayRequest = rv(func(r *pbsRow) string {
-		if r.ArrayJobID == 0 && r.array == nil {
-			return ""
-		}
-		return arrayIndices(r.Spec.Array)
-	})
-)
+	}
+	if len(left) == 0 {
+		return "-"
+	}
+	return strings.Join(left, ",")
+}
+
+func pbsArrayID(_ *listing.Ctx, r *pbsRow) string {
+	if r.array != nil || r.ArrayJobID == 0 {
+		return ""
+	}
+	return r.s.arrayID(r.ArrayJobID)
+}
+
+func pbsArrayIndex(_ *listing.Ctx, r *pbsRow) string {
+	if r.array != nil || r.ArrayJobID == 0 {
+		return ""
+	}
+	return strconv.FormatInt(r.ArrayTaskID, 10)
+}
+
+func pbsArrayRequest(_ *listing.Ctx, r *pbsRow) string {
+	if r.ArrayJobID == 0 && r.array == nil {
+		return ""
+	}
+	return arrayIndices(r.Spec.Array)
+}

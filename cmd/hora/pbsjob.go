@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"hora/api"
@@ -181,125 +180,6 @@ func ifStarted(f func(c *listing.Ctx, r *pbsRow) string) func(*listing.Ctx, *pbs
 }
 
 var (
-	pbsJobName   = rv(func(r *pbsRow) string { return r.Spec.Name })
-	pbsJobOwner  = rv(func(r *pbsRow) string { return r.User + "@" + orHost(r.Spec.SubmitHost, r.s.server) })
-	pbsJobState  = rvc(func(c *listing.Ctx, r *pbsRow) string { return r.stateLetter(c.NowUnix) })
-	pbsQueue     = rv(func(r *pbsRow) string { return r.Spec.Partition })
-	pbsServer    = rv(func(r *pbsRow) string { return r.s.server })
-	pbsCtimeV    = rv(func(r *pbsRow) string { return pbsCtime(r.SubmitTime) })
-	pbsMtime     = rvc(func(c *listing.Ctx, r *pbsRow) string { return pbsCtime(max(r.SubmitTime, r.StartTime, r.EndTime)) })
-	pbsErrorPath = rv(func(r *pbsRow) string {
-		if r.StderrPath == "" {
-			return r.outPath(r.StdoutPath)
-		}
-		return r.outPath(r.StderrPath)
-	})
-	pbsOutputPath = rv(func(r *pbsRow) string { return r.outPath(r.StdoutPath) })
-	pbsHoldTypes  = rv(func(r *pbsRow) string {
-		switch r.Reason {
-		case "JobHeldUser":
-			return "u"
-		case "JobHeldAdmin":
-			return "o"
-		}
-		return "n"
-	})
-	pbsJoinPath = rv(func(r *pbsRow) string {
-		if r.Spec.Stderr == "" {
-			return "oe"
-		}
-		return "n"
-	})
-	pbsRerunable = rv(func(r *pbsRow) string {
-		if r.Spec.NoRequeue {
-			return "False"
-		}
-		return "True"
-	})
-	pbsWalltimeReq = rvc(func(c *listing.Ctx, r *pbsRow) string {
-		if r.Spec.TimeLimit <= 0 {
-			return ""
-		}
-		return c.Duration(r.Spec.TimeLimit)
-	})
-	pbsMemReq = rv(func(r *pbsRow) string { return pbsMemText(r.Spec.MemMB * int64(r.nodect())) })
-	pbsNcpus  = rv(func(r *pbsRow) string { return strconv.Itoa(r.ncpus()) })
-	pbsNodect = rv(func(r *pbsRow) string { return strconv.Itoa(r.nodect()) })
-	pbsSelect = rv(func(r *pbsRow) string {
-		n := r.nodect()
-		return strconv.Itoa(n) + ":ncpus=" + strconv.Itoa(max(r.ncpus()/n, 1))
-	})
-	pbsPlace = rv(func(r *pbsRow) string {
-		if r.nodect() > 1 {
-			return "scatter"
-		}
-		return "pack"
-	})
-	pbsStime     = rv(func(r *pbsRow) string { return pbsCtime(r.StartTime) })
-	pbsEtime     = rv(func(r *pbsRow) string { return pbsCtime(max(r.SubmitTime, r.EligibleTime)) })
-	pbsExecHost  = rv(func(r *pbsRow) string { return r.execHost() })
-	pbsExecVnode = rv(func(r *pbsRow) string {
-		if len(r.Nodes) == 0 {
-			return ""
-		}
-		per := max(r.ncpus()/len(r.Nodes), 1)
-		parts := make([]string, len(r.Nodes))
-		for i, n := range r.Nodes {
-			parts[i] = "(" + n + ":ncpus=" + strconv.Itoa(per) + ")"
-		}
-		return strings.Join(parts, "+")
-	})
-	pbsSubstate = rv(func(r *pbsRow) string {
-		// OP job substates: 10 queued, 20 held, 30 waiting, 42 running,
-		// 43 suspended, 50 exiting, 92 finished.
-		switch r.stateLetter(0) {
-		case "B":
-			return "15" // OP JOB_SUBSTATE_BEGUN
-		case "X":
-			return "93" // OP JOB_SUBSTATE_TERMINATED
-		case "Q":
-			return "10"
-		case "H":
-			return "20"
-		case "W":
-			return "30"
-		case "R":
-			return "42"
-		case "S":
-			return "43"
-		case "E":
-			return "50"
-		}
-		return "92"
-	})
-	pbsComment = rvc(func(c *listing.Ctx, r *pbsRow) string {
-		switch {
-		case r.array != nil && r.StartTime != 0:
-			return "Job Array Began at " + pbsCtime(r.StartTime) // OP's array comment
-		case r.State.Finished() && r.StartTime != 0:
-			return "Job run at " + pbsCtime(r.StartTime) + " on " + pbsExecVnode(c, r) + " and finished"
-		case r.StartTime != 0:
-			return "Job run at " + pbsCtime(r.StartTime) + " on " + pbsExecVnode(c, r)
-		case r.State == api.StatePending && r.Reason != "" && r.Reason != "None":
-			return "Not Running: " + r.Reason
-		}
-		return ""
-	})
-	pbsExit       = rv(func(r *pbsRow) string { return r.exitStatus() })
-	pbsSubmitArgs = rv(func(r *pbsRow) string { return r.Spec.Command })
-	pbsSubmitHost = rv(func(r *pbsRow) string { return orHost(r.Spec.SubmitHost, r.s.server) })
-	pbsRunCount   = rv(func(r *pbsRow) string {
-		if !r.started() {
-			return "0"
-		}
-		return strconv.Itoa(r.Restarts + 1)
-	})
-	pbsHistory = rv(func(r *pbsRow) string {
-		if !r.State.Finished() || r.EndTime == 0 {
-			return ""
-		}
-		return strconv.FormatInt(r.EndTime, 10)
-	})
 	pbsCput       = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return pbsDuration(r.TotalCPUMs / 1000) })
 	pbsCPUPercent = ifStarted(func(c *listing.Ctx, r *pbsRow) string {
 		// CPU time over walltime, as a percentage of one CPU.
@@ -312,36 +192,196 @@ var (
 	pbsUsedMem   = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return strconv.FormatInt(r.MaxRSSKB, 10) + "kb" })
 	pbsZeroKB    = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return "0kb" })
 	pbsUsedNcpus = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return strconv.Itoa(r.ncpus()) })
-	pbsUsedWall  = rvc(func(c *listing.Ctx, r *pbsRow) string { return r.walltimeUsed(c) })
 	pbsZero      = ifStarted(func(c *listing.Ctx, r *pbsRow) string { return "0" })
 	pbsConst     = func(v string) func(*listing.Ctx, *pbsRow) string { return rv(func(*pbsRow) string { return v }) }
-	pbsJobDir    = rv(func(r *pbsRow) string { return r.Spec.WorkDir })
-	pbsEgroup    = rv(func(r *pbsRow) string { return r.Group })
-	pbsEuser     = rv(func(r *pbsRow) string { return r.User })
-	pbsCompTime  = rv(func(r *pbsRow) string {
-		if !r.State.Finished() {
-			return ""
-		}
-		return pbsCtime(r.EndTime)
-	})
-	pbsStartCount = rv(func(r *pbsRow) string {
-		if !r.started() {
-			return ""
-		}
-		return strconv.Itoa(r.Restarts + 1)
-	})
-	pbsNodesReq = rv(func(r *pbsRow) string {
-		n := r.nodect()
-		if r.Spec.PBS != nil && r.Spec.PBS.PPN > 0 {
-			return strconv.Itoa(n) + ":ppn=" + strconv.Itoa(r.Spec.PBS.PPN)
-		}
-		if per := r.ncpus() / n; per > 1 {
-			return strconv.Itoa(n) + ":ppn=" + strconv.Itoa(per)
-		}
-		return strconv.Itoa(n)
-	})
-	pbsInitDir = rv(func(r *pbsRow) string { return r.Spec.WorkDir })
 )
+
+func pbsJobName(_ *listing.Ctx, r *pbsRow) string { return r.Spec.Name }
+
+func pbsJobOwner(_ *listing.Ctx, r *pbsRow) string {
+	return r.User + "@" + orHost(r.Spec.SubmitHost, r.s.server)
+}
+
+func pbsJobState(c *listing.Ctx, r *pbsRow) string { return r.stateLetter(c.NowUnix) }
+
+func pbsQueue(_ *listing.Ctx, r *pbsRow) string { return r.Spec.Partition }
+
+func pbsServer(_ *listing.Ctx, r *pbsRow) string { return r.s.server }
+
+func pbsCtimeV(_ *listing.Ctx, r *pbsRow) string { return pbsCtime(r.SubmitTime) }
+
+func pbsMtime(c *listing.Ctx, r *pbsRow) string {
+	return pbsCtime(max(r.SubmitTime, r.StartTime, r.EndTime))
+}
+
+func pbsErrorPath(_ *listing.Ctx, r *pbsRow) string {
+	if r.StderrPath == "" {
+		return r.outPath(r.StdoutPath)
+	}
+	return r.outPath(r.StderrPath)
+}
+
+func pbsOutputPath(_ *listing.Ctx, r *pbsRow) string { return r.outPath(r.StdoutPath) }
+
+func pbsHoldTypes(_ *listing.Ctx, r *pbsRow) string {
+	switch r.Reason {
+	case "JobHeldUser":
+		return "u"
+	case "JobHeldAdmin":
+		return "o"
+	}
+	return "n"
+}
+
+func pbsJoinPath(_ *listing.Ctx, r *pbsRow) string {
+	if r.Spec.Stderr == "" {
+		return "oe"
+	}
+	return "n"
+}
+
+func pbsRerunable(_ *listing.Ctx, r *pbsRow) string {
+	if r.Spec.NoRequeue {
+		return "False"
+	}
+	return "True"
+}
+
+func pbsWalltimeReq(c *listing.Ctx, r *pbsRow) string {
+	if r.Spec.TimeLimit <= 0 {
+		return ""
+	}
+	return c.Duration(r.Spec.TimeLimit)
+}
+
+func pbsMemReq(_ *listing.Ctx, r *pbsRow) string { return pbsMemText(r.Spec.MemMB * int64(r.nodect())) }
+
+func pbsNcpus(_ *listing.Ctx, r *pbsRow) string { return strconv.Itoa(r.ncpus()) }
+
+func pbsNodect(_ *listing.Ctx, r *pbsRow) string { return strconv.Itoa(r.nodect()) }
+
+func pbsSelect(_ *listing.Ctx, r *pbsRow) string {
+	n := r.nodect()
+	return strconv.Itoa(n) + ":ncpus=" + strconv.Itoa(max(r.ncpus()/n, 1))
+}
+
+func pbsPlace(_ *listing.Ctx, r *pbsRow) string {
+	if r.nodect() > 1 {
+		return "scatter"
+	}
+	return "pack"
+}
+
+func pbsStime(_ *listing.Ctx, r *pbsRow) string { return pbsCtime(r.StartTime) }
+
+func pbsEtime(_ *listing.Ctx, r *pbsRow) string { return pbsCtime(max(r.SubmitTime, r.EligibleTime)) }
+
+func pbsExecHost(_ *listing.Ctx, r *pbsRow) string { return r.execHost() }
+
+func pbsExecVnode(_ *listing.Ctx, r *pbsRow) string {
+	if len(r.Nodes) == 0 {
+		return ""
+	}
+	per := max(r.ncpus()/len(r.Nodes), 1)
+	parts := make([]string, len(r.Nodes))
+	for i, n := range r.Nodes {
+		parts[i] = "(" + n + ":ncpus=" + strconv.Itoa(per) + ")"
+	}
+	return strings.Join(parts, "+")
+}
+
+func pbsSubstate(_ *listing.Ctx, r *pbsRow) string {
+	// OP job substates: 10 queued, 20 held, 30 waiting, 42 running,
+	// 43 suspended, 50 exiting, 92 finished.
+	switch r.stateLetter(0) {
+	case "B":
+		return "15" // OP JOB_SUBSTATE_BEGUN
+	case "X":
+		return "93" // OP JOB_SUBSTATE_TERMINATED
+	case "Q":
+		return "10"
+	case "H":
+		return "20"
+	case "W":
+		return "30"
+	case "R":
+		return "42"
+	case "S":
+		return "43"
+	case "E":
+		return "50"
+	}
+	return "92"
+}
+
+func pbsComment(c *listing.Ctx, r *pbsRow) string {
+	switch {
+	case r.array != nil && r.StartTime != 0:
+		return "Job Array Began at " + pbsCtime(r.StartTime) // OP's array comment
+	case r.State.Finished() && r.StartTime != 0:
+		return "Job run at " + pbsCtime(r.StartTime) + " on " + pbsExecVnode(c, r) + " and finished"
+	case r.StartTime != 0:
+		return "Job run at " + pbsCtime(r.StartTime) + " on " + pbsExecVnode(c, r)
+	case r.State == api.StatePending && r.Reason != "" && r.Reason != "None":
+		return "Not Running: " + r.Reason
+	}
+	return ""
+}
+
+func pbsExit(_ *listing.Ctx, r *pbsRow) string { return r.exitStatus() }
+
+func pbsSubmitArgs(_ *listing.Ctx, r *pbsRow) string { return r.Spec.Command }
+
+func pbsSubmitHost(_ *listing.Ctx, r *pbsRow) string { return orHost(r.Spec.SubmitHost, r.s.server) }
+
+func pbsRunCount(_ *listing.Ctx, r *pbsRow) string {
+	if !r.started() {
+		return "0"
+	}
+	return strconv.Itoa(r.Restarts + 1)
+}
+
+func pbsHistory(_ *listing.Ctx, r *pbsRow) string {
+	if !r.State.Finished() || r.EndTime == 0 {
+		return ""
+	}
+	return strconv.FormatInt(r.EndTime, 10)
+}
+
+func pbsUsedWall(c *listing.Ctx, r *pbsRow) string { return r.walltimeUsed(c) }
+
+func pbsJobDir(_ *listing.Ctx, r *pbsRow) string { return r.Spec.WorkDir }
+
+func pbsEgroup(_ *listing.Ctx, r *pbsRow) string { return r.Group }
+
+func pbsEuser(_ *listing.Ctx, r *pbsRow) string { return r.User }
+
+func pbsCompTime(_ *listing.Ctx, r *pbsRow) string {
+	if !r.State.Finished() {
+		return ""
+	}
+	return pbsCtime(r.EndTime)
+}
+
+func pbsStartCount(_ *listing.Ctx, r *pbsRow) string {
+	if !r.started() {
+		return ""
+	}
+	return strconv.Itoa(r.Restarts + 1)
+}
+
+func pbsNodesReq(_ *listing.Ctx, r *pbsRow) string {
+	n := r.nodect()
+	if r.Spec.PBS != nil && r.Spec.PBS.PPN > 0 {
+		return strconv.Itoa(n) + ":ppn=" + strconv.Itoa(r.Spec.PBS.PPN)
+	}
+	if per := r.ncpus() / n; per > 1 {
+		return strconv.Itoa(n) + ":ppn=" + strconv.Itoa(per)
+	}
+	return strconv.Itoa(n)
+}
+
+func pbsInitDir(_ *listing.Ctx, r *pbsRow) string { return r.Spec.WorkDir }
 
 func orHost(h, server string) string {
 	if h == "" {
@@ -353,7 +393,7 @@ func orHost(h, server string) string {
 // openpbsJobAttrs are OpenPBS's job attributes in the order its qstat -f
 // prints them (OP:src/cmds/qstat.c display_statjob over the server's
 // attribute order); an empty value is an attribute the job does not have.
-var openpbsJobAttrs = sync.OnceValue(func() *listing.Table[pbsRow] {
+var openpbsJobAttrs = listing.Lazy[pbsRow]{Build: func() *listing.Table[pbsRow] {
 	return listing.NewTable([]listing.Field[pbsRow]{
 		{Names: []string{"Job_Name"}, Value: pbsJobName},
 		{Names: []string{"Job_Owner"}, Value: pbsJobOwner},
@@ -405,13 +445,13 @@ var openpbsJobAttrs = sync.OnceValue(func() *listing.Table[pbsRow] {
 		{Names: []string{"project"}, Value: pbsConst("_pbs_project_default")},
 		{Names: []string{"Submit_Host"}, Value: pbsSubmitHost},
 	})
-})
+}}
 
-var pbsVariableList = rv(func(r *pbsRow) string { return r.variableList() })
+func pbsVariableList(_ *listing.Ctx, r *pbsRow) string { return r.variableList() }
 
 // torqueJobAttrs are Torque's, in its qstat -f order (TQ:src/cmds/qstat.c
 // display_full_job over pbs_server's job attribute order).
-var torqueJobAttrs = sync.OnceValue(func() *listing.Table[pbsRow] {
+var torqueJobAttrs = listing.Lazy[pbsRow]{Build: func() *listing.Table[pbsRow] {
 	return listing.NewTable([]listing.Field[pbsRow]{
 		{Names: []string{"Job_Name"}, Value: pbsJobName},
 		{Names: []string{"Job_Owner"}, Value: pbsJobOwner},
@@ -457,7 +497,7 @@ var torqueJobAttrs = sync.OnceValue(func() *listing.Table[pbsRow] {
 		{Names: []string{"submit_host"}, Value: pbsSubmitHost},
 		{Names: []string{"init_work_dir"}, Value: pbsInitDir},
 	})
-})
+}}
 
 // pbsTimeUse is the "Time Use" column: resources_used.cput, "0" until the
 // job runs (OP prints "0" when the server has no value yet). The CPU time

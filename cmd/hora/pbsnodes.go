@@ -14,14 +14,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"hora/api"
 	"hora/cmd/hora/listing"
 	"hora/sbatch"
 )
-
-func init() { register("pbsnodes", pbsnodesMain) }
 
 // pbsNodeRow is one node with its session, for the attribute tables.
 type pbsNodeRow struct {
@@ -68,35 +65,44 @@ func nv(f func(r *pbsNodeRow) string) func(*listing.Ctx, *pbsNodeRow) string {
 }
 
 var (
-	pbsNodeName   = nv(func(r *pbsNodeRow) string { return r.Name })
-	pbsNodeStateV = nv(func(r *pbsNodeRow) string { return pbsNodeState(r.Node, r.s.torque()) })
-	pbsNodeCPUs   = nv(func(r *pbsNodeRow) string { return strconv.Itoa(r.CPUs) })
-	pbsNodeJobs   = nv(func(r *pbsNodeRow) string { return r.jobList() })
-	pbsNodeMem    = nv(func(r *pbsNodeRow) string {
-		if r.MemoryMB == 0 {
-			return ""
-		}
-		return strconv.FormatInt(r.MemoryMB*1024, 10) + "kb"
-	})
-	pbsNodeComment = nv(func(r *pbsNodeRow) string { return r.Reason })
-	pbsNodeQueues  = nv(func(r *pbsNodeRow) string { return strings.Join(r.Partitions, ",") })
-	pbsNodeVersion = nv(func(*pbsNodeRow) string { return pbsVersion })
-	pbsNodeConst   = func(v string) func(*listing.Ctx, *pbsNodeRow) string {
+	pbsNodeConst = func(v string) func(*listing.Ctx, *pbsNodeRow) string {
 		return nv(func(*pbsNodeRow) string { return v })
 	}
-	pbsNodeAssignedCPUs = nv(func(r *pbsNodeRow) string {
-		used := 0
-		for i := range r.jobs {
-			if slices.Contains(r.jobs[i].Nodes, r.Name) {
-				used += max(jobCPUs(&r.jobs[i])/max(len(r.jobs[i].Nodes), 1), 1)
-			}
-		}
-		return strconv.Itoa(min(used, r.CPUs))
-	})
 )
 
+func pbsNodeName(_ *listing.Ctx, r *pbsNodeRow) string { return r.Name }
+
+func pbsNodeStateV(_ *listing.Ctx, r *pbsNodeRow) string { return pbsNodeState(r.Node, r.s.torque()) }
+
+func pbsNodeCPUs(_ *listing.Ctx, r *pbsNodeRow) string { return strconv.Itoa(r.CPUs) }
+
+func pbsNodeJobs(_ *listing.Ctx, r *pbsNodeRow) string { return r.jobList() }
+
+func pbsNodeMem(_ *listing.Ctx, r *pbsNodeRow) string {
+	if r.MemoryMB == 0 {
+		return ""
+	}
+	return strconv.FormatInt(r.MemoryMB*1024, 10) + "kb"
+}
+
+func pbsNodeComment(_ *listing.Ctx, r *pbsNodeRow) string { return r.Reason }
+
+func pbsNodeQueues(_ *listing.Ctx, r *pbsNodeRow) string { return strings.Join(r.Partitions, ",") }
+
+func pbsNodeVersion(*listing.Ctx, *pbsNodeRow) string { return pbsVersion }
+
+func pbsNodeAssignedCPUs(_ *listing.Ctx, r *pbsNodeRow) string {
+	used := 0
+	for i := range r.jobs {
+		if slices.Contains(r.jobs[i].Nodes, r.Name) {
+			used += max(jobCPUs(&r.jobs[i])/max(len(r.jobs[i].Nodes), 1), 1)
+		}
+	}
+	return strconv.Itoa(min(used, r.CPUs))
+}
+
 // openpbsNodeAttrs are the attributes of `pbsnodes -a` in OpenPBS's order.
-var openpbsNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
+var openpbsNodeAttrs = listing.Lazy[pbsNodeRow]{Build: func() *listing.Table[pbsNodeRow] {
 	return listing.NewTable([]listing.Field[pbsNodeRow]{
 		{Names: []string{"Mom"}, Value: pbsNodeName},
 		{Names: []string{"Port"}, Value: pbsNodeConst("15002")},
@@ -116,10 +122,10 @@ var openpbsNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
 		{Names: []string{"resv_enable"}, Value: pbsNodeConst("True")},
 		{Names: []string{"sharing"}, Value: pbsNodeConst("default_shared")},
 	})
-})
+}}
 
 // torqueNodeAttrs are Torque's (state, np, properties, ntype, jobs, status).
-var torqueNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
+var torqueNodeAttrs = listing.Lazy[pbsNodeRow]{Build: func() *listing.Table[pbsNodeRow] {
 	return listing.NewTable([]listing.Field[pbsNodeRow]{
 		{Names: []string{"state"}, Value: pbsNodeStateV},
 		{Names: []string{"power_state"}, Value: pbsNodeConst("Running")},
@@ -139,7 +145,7 @@ var torqueNodeAttrs = sync.OnceValue(func() *listing.Table[pbsNodeRow] {
 		{Names: []string{"mom_manager_port"}, Value: pbsNodeConst("15003")},
 		{Names: []string{"gpus"}, Value: pbsNodeConst("0")},
 	})
-})
+}}
 
 func pbsnodesMain(ctx context.Context, env *Env, args []string) int {
 	for _, a := range args {
@@ -232,9 +238,9 @@ func pbsnodesMain(ctx context.Context, env *Env, args []string) int {
 	if !s.torque() {
 		jobs, _ = s.cl.Jobs(ctx, api.JobFilter{States: []api.JobState{api.StateRunning, api.StateSuspended}})
 	}
-	table := openpbsNodeAttrs()
+	table := openpbsNodeAttrs.Get()
 	if s.torque() {
-		table = torqueNodeAttrs()
+		table = torqueNodeAttrs.Get()
 	}
 	c := listing.NewCtx(nowFunc(), "", pbsDuration)
 	var attrs []listing.Attr

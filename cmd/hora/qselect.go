@@ -17,8 +17,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("qselect", qselectMain) }
-
 // qselectMain prints the ids of the jobs that match (OP qselect.1B): -u
 // users, -s states, -N name, -q queue, -l resource comparisons, -x for
 // finished ones; one id a line.

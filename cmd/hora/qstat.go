@@ -20,8 +20,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("qstat", qstatMain) }
-
 // qstatOpts are qstat's options (OP GETOPT_ARGS "ainpqrstwxu:fGHJMQEBW:T1F:D:",
 // TQ "acCeE:filn1pqrstu:xGMQRBW:").
 func qstatOpts(torque bool) []sbatch.Opt {
@@ -469,9 +467,9 @@ func writeQstatAlt(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, wi
 // long values folded at commas (OP/TQ prt_attr), a blank line after each
 // job; -F dsv prints name=value pairs joined by the delimiter.
 func writeQstatFull(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, dsv bool, delim string, oneLine bool) {
-	table, limit := openpbsJobAttrs(), 78
+	table, limit := openpbsJobAttrs.Get(), 78
 	if s.torque() {
-		table, limit = torqueJobAttrs(), 77
+		table, limit = torqueJobAttrs.Get(), 77
 	}
 	var b []byte
 	var attrs []listing.Attr
@@ -576,7 +574,7 @@ func writeQstatJSON(w io.Writer, s *pbsSession, rows []pbsRow, c *listing.Ctx, n
 		var attrs []listing.Attr
 		for i := range rows {
 			r := &rows[i]
-			attrs = openpbsJobAttrs().AppendAttrs(attrs[:0], c, r)
+			attrs = openpbsJobAttrs.Get().AppendAttrs(attrs[:0], c, r)
 			j.Key(r.pbsID())
 			j.Attrs(attrs)
 			if len(j.B) > 32<<10 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,13 +12,6 @@ import (
 // the client commands link neither the simulator nor the TOML reader: the
 // verbs hand the process over to it (exec), arguments, standard streams and
 // exit status unchanged.
-func init() {
-	for _, verb := range []string{"replay", "compare", "mix"} {
-		register(verb, func(ctx context.Context, env *Env, args []string) int {
-			return execSim(env, verb, args)
-		})
-	}
-}
 
 // simCandidates are where hora-sim is looked for: $HORA_SIM if set, beside
 // this binary (bin/ of a build), and the packaged /usr/libexec/hora.

@@ -17,8 +17,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("sacct", sacctMain) }
-
 var sacctOpts = []sbatch.Opt{
 	{Short: 'a', Long: "allusers", Arg: sbatch.NoArg, Key: "allusers"},
 	{Short: 'A', Long: "accounts", Arg: sbatch.RequiredArg, Key: "accounts"},

@@ -16,8 +16,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("salloc", sallocMain) }
-
 // sallocMain grants an allocation, runs the command (default the user's
 // shell) with its SLURM_* environment here, and releases it when the
 // command ends, printing Slurm's lines (src/salloc/salloc.c).

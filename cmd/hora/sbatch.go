@@ -13,8 +13,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("sbatch", sbatchMain) }
-
 // sbatchMain submits a batch script, printing exactly what Slurm's sbatch
 // prints: workflow tools parse "Submitted batch job N" (COMPAT.md §9.1).
 func sbatchMain(ctx context.Context, env *Env, args []string) int {

@@ -10,8 +10,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("scancel", scancelMain) }
-
 var scancelOpts = []sbatch.Opt{
 	{Short: 'A', Long: "account", Arg: sbatch.RequiredArg, Key: "account"},
 	{Short: 'b', Long: "batch", Arg: sbatch.NoArg, Key: "batch"},

@@ -14,8 +14,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("scontrol", scontrolMain) }
-
 var scontrolOpts = []sbatch.Opt{
 	{Short: 'a', Long: "all", Arg: sbatch.NoArg, Key: "all"},
 	{Short: 'd', Long: "details", Arg: sbatch.NoArg, Key: "details"},

@@ -9,15 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"hora/api"
 	"hora/cmd/hora/listing"
 	"hora/sbatch"
 )
-
-func init() { register("sinfo", sinfoMain) }
 
 // sinfo's fixed layouts (COMPAT.md §5.1; -N -l measured on 22.05.8).
 const (
@@ -58,7 +55,7 @@ var sinfoOpts = []sbatch.Opt{
 // sinfoFields are sinfo's format letters with their headers (sinfo.1,
 // COMPAT.md §5.1); Keep marks time columns and node lists, padded but never
 // cut (as squeue). Values are computed per group of nodes by sinfoView.
-var sinfoFields = sync.OnceValue(func() *listing.Table[siGroup] {
+var sinfoFields = listing.Lazy[siGroup]{Build: func() *listing.Table[siGroup] {
 	heads := []struct {
 		l byte
 		h string
@@ -76,11 +73,11 @@ var sinfoFields = sync.OnceValue(func() *listing.Table[siGroup] {
 	t := listing.NewTable(fields)
 	t.AllowAuto = true
 	return t
-})
+}}
 
 // sinfoHeader is the column title of a letter.
 func sinfoHeader(kind byte) string {
-	if f, ok := sinfoFields().ByLetter(kind); ok {
+	if f, ok := sinfoFields.Get().ByLetter(kind); ok {
 		return f.Header
 	}
 	return ""
@@ -101,7 +98,7 @@ type siField struct {
 
 // parseSinfoFormat reads an -o string with the listing engine's parser.
 func parseSinfoFormat(f string) (fields []siField, bad []string) {
-	items, bad := sinfoFields().ParsePercent(f)
+	items, bad := sinfoFields.Get().ParsePercent(f)
 	for _, it := range items {
 		if it.Field == nil {
 			fields = append(fields, siField{text: it.Text})

@@ -16,8 +16,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("squeue", squeueMain) }
-
 // Formats of squeue's fixed layouts (COMPAT.md §3.1, measured on 22.05.8).
 const (
 	squeueDefaultFormat = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
@@ -58,68 +56,71 @@ var squeueOpts = []sbatch.Opt{
 // squeueFields is squeue's field table: one line per field with its -o
 // letter, its -O names, its header (HEAD table in opts.c, COMPAT.md §3.3
 // and §3.4) and its value. Keep marks the fields squeue pads but never cuts
-// (time columns and node lists, §3.1). A new field is one more line.
-var squeueFields = listing.NewTable([]listing.Field[api.Job]{
-	{Letter: 'i', Names: []string{"jobarrayid"}, Header: "JOBID", Value: sqJobArrayID},
-	{Letter: 'A', Names: []string{"jobid"}, Header: "JOBID", Value: sqJobID},
-	{Letter: 'F', Names: []string{"arrayjobid"}, Header: "ARRAY_JOB_ID", Value: sqArrayJobID},
-	{Letter: 'K', Names: []string{"arraytaskid"}, Header: "ARRAY_TASK_ID", Value: sqArrayTaskID},
-	{Letter: 'j', Names: []string{"name"}, Header: "NAME", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Spec.Name }},
-	{Letter: 'u', Names: []string{"username"}, Header: "USER", Value: func(_ *listing.Ctx, j *api.Job) string { return j.User }},
-	{Letter: 'U', Names: []string{"userid"}, Header: "UID", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatUint(uint64(j.UID), 10) }},
-	{Letter: 'g', Names: []string{"groupname"}, Header: "GROUP", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Group }},
-	{Letter: 'G', Names: []string{"groupid"}, Header: "GID", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatUint(uint64(j.GID), 10) }},
-	{Letter: 't', Names: []string{"statecompact"}, Header: "ST", Value: func(_ *listing.Ctx, j *api.Job) string { return j.State.Compact() }},
-	{Letter: 'T', Names: []string{"state"}, Header: "STATE", Value: func(_ *listing.Ctx, j *api.Job) string { return string(j.State) }},
-	{Letter: 'M', Names: []string{"timeused"}, Header: "TIME", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return c.Duration(timeUsed(j, c.NowUnix)) }},
-	{Letter: 'l', Names: []string{"timelimit"}, Header: "TIME_LIMIT", Keep: true, Value: func(_ *listing.Ctx, j *api.Job) string { return timeLimitText(j.Spec.TimeLimit, false) }},
-	{Letter: 'L', Names: []string{"timeleft"}, Header: "TIME_LEFT", Keep: true, Value: sqTimeLeft},
-	{Letter: 'D', Names: []string{"numnodes"}, Header: "NODES", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(jobNodeCount(j)) }},
-	{Letter: 'C', Names: []string{"numcpus"}, Header: "CPUS", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(jobCPUs(j)) }},
-	{Letter: 'R', Names: []string{"reasonlist"}, Header: "NODELIST(REASON)", Keep: true, Value: sqReasonList},
-	{Letter: 'r', Names: []string{"reason"}, Header: "REASON", Value: func(_ *listing.Ctx, j *api.Job) string { return reasonText(j) }},
-	{Letter: 'N', Names: []string{"nodelist"}, Header: "NODELIST", Keep: true, Value: func(_ *listing.Ctx, j *api.Job) string { return hostlist(j.Nodes) }},
-	{Letter: 'P', Names: []string{"partition"}, Header: "PARTITION", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Spec.Partition }},
-	{Letter: 'S', Names: []string{"starttime"}, Header: "START_TIME", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, shownStart(j)) }},
-	{Letter: 'e', Names: []string{"endtime"}, Header: "END_TIME", Keep: true, Value: sqEndTime},
-	{Letter: 'V', Names: []string{"submittime"}, Header: "SUBMIT_TIME", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, j.SubmitTime) }},
-	{Names: []string{"rtframe"}, Header: "RT_FRAME", Value: func(_ *listing.Ctx, j *api.Job) string { return rtFrameText(&j.Spec) }},
-	{Names: []string{"rtmisses"}, Header: "RT_MISSES", Value: func(_ *listing.Ctx, j *api.Job) string { return rtMissesText(&j.Spec) }},
-	{Names: []string{"deadline"}, Header: "DEADLINE", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, j.Spec.Deadline) }},
-	{Letter: 'Q', Names: []string{"prioritylong"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.Priority, 10) }},
-	{Letter: 'p', Names: []string{"priority"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string {
-		// squeue prints the normalised priority with %.14f (print.c).
-		return strconv.FormatFloat(float64(j.Priority)/4294967295, 'f', 14, 64)
-	}},
-	{Letter: 'q', Names: []string{"qos"}, Header: "QOS", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.QOS) }},
-	{Letter: 'a', Names: []string{"account"}, Header: "ACCOUNT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Account) }},
-	{Letter: 'v', Names: []string{"reservation"}, Header: "RESERVATION", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Reservation) }},
-	{Letter: 'Z', Names: []string{"workdir"}, Header: "WORK_DIR", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Spec.WorkDir }},
-	{Names: []string{"stdout"}, Header: "STDOUT", Value: func(_ *listing.Ctx, j *api.Job) string { return j.StdoutPath }},
-	{Names: []string{"stderr"}, Header: "STDERR", Value: sqStderr},
-	{Names: []string{"stdin"}, Header: "STDIN", Value: sqStdin},
-	{Letter: 'E', Names: []string{"dependency"}, Header: "DEPENDENCY", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Dependency) }},
-	{Names: []string{"exit_code"}, Header: "EXIT_CODE", Value: func(_ *listing.Ctx, j *api.Job) string {
-		return strconv.Itoa(j.ExitCode) + ":" + strconv.Itoa(j.Signal)
-	}},
-	{Names: []string{"cpus-per-task"}, Header: "CPUS_PER_TASK", Value: sqCPUsPerTask},
-	{Names: []string{"numtasks"}, Header: "TASKS", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(max(j.Spec.NTasks, 1)) }},
-	{Letter: 'o', Names: []string{"command"}, Header: "COMMAND", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Command) }},
-	{Letter: 'k', Names: []string{"comment"}, Header: "COMMENT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Comment) }},
-	{Letter: 'm', Names: []string{"minmemory"}, Header: "MIN_MEMORY", Value: func(_ *listing.Ctx, j *api.Job) string { return reqMem(j, "0") }},
-	{Letter: 'b', Names: []string{"tres-per-node"}, Header: "TRES_PER_NODE", Value: func(_ *listing.Ctx, j *api.Job) string { return tresPerNode(j) }},
-	{Letter: 'c', Names: []string{"mincpus"}, Header: "MIN_CPUS", Value: sqCPUsPerTask},
-	{Letter: 'd', Names: []string{"mintmpdisk"}, Header: "MIN_TMP_DISK", Value: sqConst("0")},
-	{Letter: 'f', Names: []string{"feature"}, Header: "FEATURES", Value: sqConst("(null)")},
-	{Letter: 'B', Names: []string{"batchhost"}, Header: "EXEC_HOST", Value: sqBatchHost},
-	{Letter: 'Y', Names: []string{"schednodes"}, Header: "SCHEDNODES", Value: sqConst("(null)")},
-	{Letter: 'y', Names: []string{"nice"}, Header: "NICE", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(j.Spec.Nice) }},
-	{Letter: 'h', Names: []string{"oversubscribe"}, Header: "OVER_SUBSCRIBE", Value: func(_ *listing.Ctx, j *api.Job) string { return api.JobOverSubscribe("", &j.Spec) }},
-	{Letter: 'x', Names: []string{"excnodes"}, Header: "EXC_NODES", Value: sqConst("")},
-	{Letter: 'n', Names: []string{"reqnodes"}, Header: "REQ_NODES", Value: sqConst("")},
-	{Letter: 'w', Names: []string{"wckey"}, Header: "WCKEY", Value: sqConst("(null)")},
-	{Letter: 'W', Names: []string{"licenses"}, Header: "LICENSES", Value: sqConst("(null)")},
-})
+// (time columns and node lists, §3.1). A new field is one more line. Built
+// on first use: other commands do not pay for it at start.
+var squeueFields = listing.Lazy[api.Job]{Build: func() *listing.Table[api.Job] {
+	return listing.NewTable([]listing.Field[api.Job]{
+		{Letter: 'i', Names: []string{"jobarrayid"}, Header: "JOBID", Value: sqJobArrayID},
+		{Letter: 'A', Names: []string{"jobid"}, Header: "JOBID", Value: sqJobID},
+		{Letter: 'F', Names: []string{"arrayjobid"}, Header: "ARRAY_JOB_ID", Value: sqArrayJobID},
+		{Letter: 'K', Names: []string{"arraytaskid"}, Header: "ARRAY_TASK_ID", Value: sqArrayTaskID},
+		{Letter: 'j', Names: []string{"name"}, Header: "NAME", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Spec.Name }},
+		{Letter: 'u', Names: []string{"username"}, Header: "USER", Value: func(_ *listing.Ctx, j *api.Job) string { return j.User }},
+		{Letter: 'U', Names: []string{"userid"}, Header: "UID", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatUint(uint64(j.UID), 10) }},
+		{Letter: 'g', Names: []string{"groupname"}, Header: "GROUP", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Group }},
+		{Letter: 'G', Names: []string{"groupid"}, Header: "GID", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatUint(uint64(j.GID), 10) }},
+		{Letter: 't', Names: []string{"statecompact"}, Header: "ST", Value: func(_ *listing.Ctx, j *api.Job) string { return j.State.Compact() }},
+		{Letter: 'T', Names: []string{"state"}, Header: "STATE", Value: func(_ *listing.Ctx, j *api.Job) string { return string(j.State) }},
+		{Letter: 'M', Names: []string{"timeused"}, Header: "TIME", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return c.Duration(timeUsed(j, c.NowUnix)) }},
+		{Letter: 'l', Names: []string{"timelimit"}, Header: "TIME_LIMIT", Keep: true, Value: func(_ *listing.Ctx, j *api.Job) string { return timeLimitText(j.Spec.TimeLimit, false) }},
+		{Letter: 'L', Names: []string{"timeleft"}, Header: "TIME_LEFT", Keep: true, Value: sqTimeLeft},
+		{Letter: 'D', Names: []string{"numnodes"}, Header: "NODES", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(jobNodeCount(j)) }},
+		{Letter: 'C', Names: []string{"numcpus"}, Header: "CPUS", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(jobCPUs(j)) }},
+		{Letter: 'R', Names: []string{"reasonlist"}, Header: "NODELIST(REASON)", Keep: true, Value: sqReasonList},
+		{Letter: 'r', Names: []string{"reason"}, Header: "REASON", Value: func(_ *listing.Ctx, j *api.Job) string { return reasonText(j) }},
+		{Letter: 'N', Names: []string{"nodelist"}, Header: "NODELIST", Keep: true, Value: func(_ *listing.Ctx, j *api.Job) string { return hostlist(j.Nodes) }},
+		{Letter: 'P', Names: []string{"partition"}, Header: "PARTITION", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Spec.Partition }},
+		{Letter: 'S', Names: []string{"starttime"}, Header: "START_TIME", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, shownStart(j)) }},
+		{Letter: 'e', Names: []string{"endtime"}, Header: "END_TIME", Keep: true, Value: sqEndTime},
+		{Letter: 'V', Names: []string{"submittime"}, Header: "SUBMIT_TIME", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, j.SubmitTime) }},
+		{Names: []string{"rtframe"}, Header: "RT_FRAME", Value: func(_ *listing.Ctx, j *api.Job) string { return rtFrameText(&j.Spec) }},
+		{Names: []string{"rtmisses"}, Header: "RT_MISSES", Value: func(_ *listing.Ctx, j *api.Job) string { return rtMissesText(&j.Spec) }},
+		{Names: []string{"deadline"}, Header: "DEADLINE", Keep: true, Value: func(c *listing.Ctx, j *api.Job) string { return sqTime(c, j.Spec.Deadline) }},
+		{Letter: 'Q', Names: []string{"prioritylong"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.FormatInt(j.Priority, 10) }},
+		{Letter: 'p', Names: []string{"priority"}, Header: "PRIORITY", Value: func(_ *listing.Ctx, j *api.Job) string {
+			// squeue prints the normalised priority with %.14f (print.c).
+			return strconv.FormatFloat(float64(j.Priority)/4294967295, 'f', 14, 64)
+		}},
+		{Letter: 'q', Names: []string{"qos"}, Header: "QOS", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.QOS) }},
+		{Letter: 'a', Names: []string{"account"}, Header: "ACCOUNT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Account) }},
+		{Letter: 'v', Names: []string{"reservation"}, Header: "RESERVATION", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Reservation) }},
+		{Letter: 'Z', Names: []string{"workdir"}, Header: "WORK_DIR", Value: func(_ *listing.Ctx, j *api.Job) string { return j.Spec.WorkDir }},
+		{Names: []string{"stdout"}, Header: "STDOUT", Value: func(_ *listing.Ctx, j *api.Job) string { return j.StdoutPath }},
+		{Names: []string{"stderr"}, Header: "STDERR", Value: sqStderr},
+		{Names: []string{"stdin"}, Header: "STDIN", Value: sqStdin},
+		{Letter: 'E', Names: []string{"dependency"}, Header: "DEPENDENCY", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Dependency) }},
+		{Names: []string{"exit_code"}, Header: "EXIT_CODE", Value: func(_ *listing.Ctx, j *api.Job) string {
+			return strconv.Itoa(j.ExitCode) + ":" + strconv.Itoa(j.Signal)
+		}},
+		{Names: []string{"cpus-per-task"}, Header: "CPUS_PER_TASK", Value: sqCPUsPerTask},
+		{Names: []string{"numtasks"}, Header: "TASKS", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(max(j.Spec.NTasks, 1)) }},
+		{Letter: 'o', Names: []string{"command"}, Header: "COMMAND", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Command) }},
+		{Letter: 'k', Names: []string{"comment"}, Header: "COMMENT", Value: func(_ *listing.Ctx, j *api.Job) string { return orNull(j.Spec.Comment) }},
+		{Letter: 'm', Names: []string{"minmemory"}, Header: "MIN_MEMORY", Value: func(_ *listing.Ctx, j *api.Job) string { return reqMem(j, "0") }},
+		{Letter: 'b', Names: []string{"tres-per-node"}, Header: "TRES_PER_NODE", Value: func(_ *listing.Ctx, j *api.Job) string { return tresPerNode(j) }},
+		{Letter: 'c', Names: []string{"mincpus"}, Header: "MIN_CPUS", Value: sqCPUsPerTask},
+		{Letter: 'd', Names: []string{"mintmpdisk"}, Header: "MIN_TMP_DISK", Value: sqConst("0")},
+		{Letter: 'f', Names: []string{"feature"}, Header: "FEATURES", Value: sqConst("(null)")},
+		{Letter: 'B', Names: []string{"batchhost"}, Header: "EXEC_HOST", Value: sqBatchHost},
+		{Letter: 'Y', Names: []string{"schednodes"}, Header: "SCHEDNODES", Value: sqConst("(null)")},
+		{Letter: 'y', Names: []string{"nice"}, Header: "NICE", Value: func(_ *listing.Ctx, j *api.Job) string { return strconv.Itoa(j.Spec.Nice) }},
+		{Letter: 'h', Names: []string{"oversubscribe"}, Header: "OVER_SUBSCRIBE", Value: func(_ *listing.Ctx, j *api.Job) string { return api.JobOverSubscribe("", &j.Spec) }},
+		{Letter: 'x', Names: []string{"excnodes"}, Header: "EXC_NODES", Value: sqConst("")},
+		{Letter: 'n', Names: []string{"reqnodes"}, Header: "REQ_NODES", Value: sqConst("")},
+		{Letter: 'w', Names: []string{"wckey"}, Header: "WCKEY", Value: sqConst("(null)")},
+		{Letter: 'W', Names: []string{"licenses"}, Header: "LICENSES", Value: sqConst("(null)")},
+	})
+}}
 
 // squeueAllLetters is the order of the fields in `-o %all`.
 const squeueAllLetters = "ABCDEFGKLMNPQRSTUVWYZacdefgijklmnopqrtuvwxy"
@@ -224,12 +225,12 @@ func parseSqueueFormat(f string) (listing.Format[api.Job], []string) {
 		}
 		f = b.String()
 	}
-	return squeueFields.ParsePercent(f)
+	return squeueFields.Get().ParsePercent(f)
 }
 
 // parseSqueueFormat2 parses an -O list, default width 20 (COMPAT.md §3.4).
 func parseSqueueFormat2(f string) (listing.Format[api.Job], []string) {
-	return squeueFields.ParseNames(f, 20)
+	return squeueFields.Get().ParseNames(f, 20)
 }
 
 // sqTime prints a squeue time stamp: N/A when unset (unlike scontrol's

@@ -16,8 +16,6 @@ import (
 	"hora/sbatch"
 )
 
-func init() { register("srun", srunMain) }
-
 // srunOpts is srun's command line, read through sbatch's option grammar
 // (sbatch/srunopts.go holds the table and the SLURM_* input variables).
 type srunOpts struct {

@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"io"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -339,4 +340,21 @@ func (t *Table[R]) AppendAttrs(out []Attr, c *Ctx, r *R) []Attr {
 		}
 	}
 	return out
+}
+
+// Lazy is a table built on first use, so that a process which never shows
+// these rows does not build it. Declared as
+// `var t = listing.Lazy[R]{Build: func() *listing.Table[R] {...}}`, it is
+// laid out by the compiler: sync.OnceValue would be a call at init in every
+// client process.
+type Lazy[R any] struct {
+	Build func() *Table[R]
+	once  sync.Once
+	t     *Table[R]
+}
+
+// Get builds the table the first time and returns it.
+func (l *Lazy[R]) Get() *Table[R] {
+	l.once.Do(func() { l.t = l.Build() })
+	return l.t
 }
