@@ -504,6 +504,7 @@ func (c *Cluster) teardown() {
 			errs = append(errs, fmt.Errorf("ip link del %s: %v: %s", c.Bridge, err, out))
 		}
 	}
+	c.removeNodeGroups()
 	if err := os.RemoveAll(c.Dir); err != nil {
 		errs = append(errs, err)
 	}
@@ -522,4 +523,47 @@ func otherV1() string {
 		}
 	}
 	return strings.Join(hs, " ")
+}
+
+// removeNodeGroups removes the cgroup v1 groups the launcher made for the
+// cluster's plain hosts and left behind (a step never forgotten: a test
+// that ended with a job running). The launcher names a node's groups
+// hora-node-<cksum of its state directory>; a state directory is
+// <dir>/<host name> for any directory below Dir.
+func (c *Cluster) removeNodeGroups() {
+	dirs, _ := os.ReadDir(c.Dir)
+	for _, d := range dirs {
+		for _, h := range c.Hosts {
+			nd := filepath.Join(c.Dir, d.Name(), h.Name)
+			if st, err := os.Stat(nd); err != nil || !st.IsDir() {
+				continue
+			}
+			for _, hier := range []string{"memory", "devices", "cpuset"} {
+				_ = removeTree(filepath.Join("/sys/fs/cgroup", hier, "hora-node-"+strconv.FormatUint(uint64(cksum([]byte(nd))), 10)))
+			}
+		}
+	}
+}
+
+// cksum is POSIX cksum's CRC of b (what "printf %s B | cksum" prints
+// first), the launcher's name for a node's groups.
+func cksum(b []byte) uint32 {
+	var crc uint32
+	add := func(c byte) {
+		crc ^= uint32(c) << 24
+		for range 8 {
+			if crc&0x80000000 != 0 {
+				crc = crc<<1 ^ 0x04C11DB7
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	for _, c := range b {
+		add(c)
+	}
+	for n := len(b); n > 0; n >>= 8 {
+		add(byte(n))
+	}
+	return ^crc
 }
