@@ -117,8 +117,21 @@ func TestSystemdTaskOOM(t *testing.T) {
 	if n := v.e.EndStepMemory("n1", key); n != 0 {
 		t.Errorf("EndStepMemory again = %d, want 0 (counted once)", n)
 	}
+	// A step without a --mem of its own: the task's scope is bounded by
+	// the job's memory on the node, and a kill there counts for the step
+	// too (Slurm's step is OUT_OF_MEMORY then).
+	key2 := nodes.StepKey{Job: 86, Step: 1}
+	spec = nodes.TaskSpec{Node: "n1", Key: key2, UID: v.uid, GID: v.gid, WorkDir: v.out,
+		Env: []string{"PATH=/usr/bin:/bin"}, CPUs: []int{0}, MemMB: 30,
+		Argv: []string{"/bin/sh", "-c", "head -c 300M /dev/zero | tail > /dev/null"}}
+	if ex, err := v.e.RunTask(t.Context(), spec, &out, &errb); err != nil || (ex.Code != 137 && ex.Signal != 9) {
+		t.Errorf("task past the job's memory: %+v %v", ex, err)
+	}
+	if n := v.e.EndStepMemory("n1", key2); n < 1 || n > 2 {
+		t.Errorf("EndStepMemory of a step bounded by the job's memory = %d, want 1 (or 2)", n)
+	}
 	// Nothing is left: the scopes (their sleepers) and the count files.
-	for _, u := range []string{"hora-job-86-0-r0-t0", "hora-job-86-0-r0-t1"} {
+	for _, u := range []string{"hora-job-86-0-r0-t0", "hora-job-86-0-r0-t1", "hora-job-86-1-r0-t0"} {
 		waitScope(t, v.c.Hosts[0], u, "")
 	}
 	left, _ := filepath.Glob(filepath.Join(v.state, "n1", "tasks", "*"))

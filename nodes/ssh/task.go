@@ -72,11 +72,12 @@ if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
 	unitgone "$unit.scope"
 	[ -z "$dg" ] || gpuallow
 	run="systemd-run --scope --quiet --collect $pargs --unit=$unit --"
-	# A step with its own --mem: a root shell in the task's scope records
-	# where the scope counts OOM kills ($oomf) and leaves a sleeper (not
-	# the task's child) that holds the scope after the task, so that the
-	# count is read here before systemd removes the group.
-	if [ "$smem" != 0 ]; then keep=1 oomf=${pidf%.pid}.oomf; fi
+	# A scope with a memory bound (the step's --mem, or the job's): a root
+	# shell in it records where the scope counts OOM kills ($oomf) and
+	# leaves a sleeper (not the task's child) that holds the scope after
+	# the task, so that the count is read here before systemd removes the
+	# group.
+	case ";$props;" in *";MemoryMax="*) keep=1 oomf=${pidf%.pid}.oomf;; esac
 elif [ "$smem" != 0 ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
 	mg=/sys/fs/cgroup/memory/hora-node-$(printf '%s' "$nd" | cksum | cut -d' ' -f1)/$sname
 	{ mkdir -p -- "$mg" && echo "$smem" > "$mg/memory.limit_in_bytes" &&
