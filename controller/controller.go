@@ -417,6 +417,9 @@ func (c *Controller) recover(ctx context.Context) error {
 				c.restopMarked(j)
 				c.watchTimeLocked(j)
 				c.rearmSrunSteps(j)
+				if err := c.endOrphanedRemoteSteps(ctx, j); err != nil {
+					return err
+				}
 				continue
 			case ok && !(s.State == nodes.StepLost && s.Pid == 0):
 				// Ended while horad was away: record the real outcome.

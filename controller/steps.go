@@ -702,7 +702,7 @@ func (c *Controller) endStepMemory(j *job, s *srunStep) int {
 // them again. Called while recovering, before any request is served.
 func (c *Controller) rearmSrunSteps(j *job) {
 	if c.cfg.Executor != "local" {
-		return // remote steps' tasks were started by the old horad's sessions: not done (docs/steps.md)
+		return // remote steps' tasks went with the old horad's sessions: endOrphanedRemoteSteps ends them
 	}
 	now := c.now()
 	for _, st := range j.Steps {

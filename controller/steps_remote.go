@@ -8,9 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"hora/api"
 	"hora/nodes"
+	"hora/sbatch"
+	"hora/store"
 )
 
 // Remote steps: on SSH nodes srun (on the submit host) cannot fork the
@@ -189,9 +192,9 @@ func (c *Controller) claimRemoteStep(who *Caller, req api.StepRun, stop context.
 		spec := nodes.TaskSpec{Node: t.Node, Key: stepKey(j, s.id),
 			Task: t.ID, UID: j.UID, GID: j.GID, WorkDir: t.WorkDir, Env: t.Env, Argv: t.Argv, CPUs: cpus, MemMB: mem,
 			StepMemMB: s.memMB, GPUs: gpus, NodeGPUs: nodeGPUs, Signals: sigs}
-		if (s.memMB > 0 || len(gpus) < nodeGPUs) && !slices.Contains(s.memNodes, t.Node) {
-			// Its memory and devices groups there are read and removed
-			// at the end.
+		if (s.memMB > 0 || len(gpus) < nodeGPUs || len(cpus) > 0) && !slices.Contains(s.memNodes, t.Node) {
+			// Its memory, devices and cpuset groups there are read and
+			// removed at the end.
 			s.memNodes = append(s.memNodes, t.Node)
 		}
 		if t.Pty != nil {
@@ -305,4 +308,55 @@ func resizePty(ch chan nodes.Winsize, req api.StepInput) (*api.StepEndResponse, 
 			}
 		}
 	}
+}
+
+// remoteTaskKiller kills the tasks of a remote step whose sessions went
+// with a horad that was killed (nodes/ssh).
+type remoteTaskKiller interface {
+	KillStepTasks(ctx context.Context, node string, key nodes.StepKey) (int, error)
+}
+
+// endOrphanedRemoteSteps ends the remote steps of a re-attached job that
+// were running when horad stopped. Their tasks' output and input went
+// through the old horad's SSH sessions, which died with it, and srun's
+// stream with them: the step cannot go on (srun has already reported its
+// tasks killed). Each is recorded FAILED, killed (sacct 0:9, what srun
+// reports), before any request is served, so srun's own end report finds
+// it ended; its tasks, which would otherwise run on until their next
+// write, are killed on its nodes and its memory and devices groups
+// removed once horad runs (a node that does not answer keeps them;
+// logged). docs/resources.md, "Remote steps and horad restarts".
+func (c *Controller) endOrphanedRemoteSteps(ctx context.Context, j *job) error {
+	killer, ok := c.exec.(remoteTaskKiller)
+	if !ok {
+		return nil
+	}
+	for i, st := range j.Steps {
+		if st.State != api.StateRunning || st.NTasks == 0 {
+			continue // not an srun step (a divisible job's chunk), or ended
+		}
+		step := st
+		step.State, step.EndTime, step.ExitCode, step.Signal = api.StateFailed, c.now().Unix(), 0, int(syscall.SIGKILL)
+		if err := c.st.Append(ctx, store.Event{JobID: j.ID, Time: step.EndTime, Kind: store.KindStepEnd, Step: &step}); err != nil {
+			return err
+		}
+		j.Steps[i] = step
+		c.log.Warn("remote step ended: its tasks' sessions went with the previous horad", "job", j.ID, "step", st.Index, "nodes", st.Node)
+		names, err := sbatch.ExpandHostlist(st.Node)
+		if err != nil {
+			continue
+		}
+		key := stepKey(j, st.Index)
+		c.forgets.push(func(ctx context.Context) {
+			for _, node := range names {
+				if _, err := killer.KillStepTasks(ctx, node, key); err != nil && ctx.Err() == nil {
+					c.log.Warn("killing the tasks of a remote step", "job", key.Job, "step", key.Step, "node", node, "err", err)
+				}
+				if me, ok := c.exec.(stepMemoryEnder); ok {
+					me.EndStepMemory(node, key)
+				}
+			}
+		})
+	}
+	return nil
 }

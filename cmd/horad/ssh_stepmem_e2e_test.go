@@ -34,23 +34,30 @@ func TestSrunStepMemoryOnSSHNodesEndToEnd(t *testing.T) {
 	if !regexp.MustCompile(`^/hora-node-[0-9]+/[0-9]+\.0\.r0\.tasks$`).MatchString(group) {
 		t.Errorf("the task's memory group %q is not the step's (stdout %q)", group, r.stdout)
 	}
-	if !regexp.MustCompile(`slurmstepd: error: Detected (1 oom_kill event|2 oom_kill events) in StepId=[0-9]+\.0\. Some of the step tasks have been OOM Killed\.\n`).MatchString(r.stderr) ||
-		!strings.Contains(r.stderr, "srun: error: n1: task 0: Out Of Memory\n") || r.code != 137 {
-		t.Errorf("srun past its --mem: exit %d, stderr:\n%s", r.code, r.stderr)
-	}
+	srunOOM(t, c, dir, r)
 	if group != "" {
 		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", group)); !os.IsNotExist(err) {
 			t.Errorf("memory group %s still there after the step (%v)", group, err)
 		}
 	}
-	r = c.run(65534, dir, "sacct", "-n", "-P", "-o", "JobID,State")
-	if !regexp.MustCompile(`(?m)^[0-9]+\.0\|OUT_OF_MEMORY$`).MatchString(r.stdout) {
-		t.Errorf("sacct: the step is not OUT_OF_MEMORY:\n%s", r.stdout)
-	}
-
 	r = c.run(65534, dir, "srun", "--mem=100M", "sh", "-c", "head -c 10M /dev/zero | tail > /dev/null; echo fine")
 	if r.code != 0 || r.stdout != "fine\n" {
 		t.Errorf("srun within its --mem: %+v", r)
+	}
+}
+
+// srunOOM checks that srun's step 0 on n1, run from dir, ended OUT_OF_MEMORY
+// as Slurm shows it: slurmstepd's oom_kill line and "Out Of Memory" for the
+// task on srun's stderr, exit 137, and sacct's OUT_OF_MEMORY for the step.
+func srunOOM(t *testing.T, c *cluster, dir string, r result) {
+	t.Helper()
+	if !regexp.MustCompile(`slurmstepd: error: Detected (1 oom_kill event|2 oom_kill events) in StepId=[0-9]+\.0\. Some of the step tasks have been OOM Killed\.\n`).MatchString(r.stderr) ||
+		!strings.Contains(r.stderr, "srun: error: n1: task 0: Out Of Memory\n") || r.code != 137 {
+		t.Errorf("srun past its --mem: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	r = c.run(65534, dir, "sacct", "-n", "-P", "-o", "JobID,State")
+	if !regexp.MustCompile(`(?m)^[0-9]+\.0\|OUT_OF_MEMORY$`).MatchString(r.stdout) {
+		t.Errorf("sacct: the step is not OUT_OF_MEMORY:\n%s", r.stdout)
 	}
 }
 

@@ -202,6 +202,40 @@ func TestSrunStdinAndSignalsOnSSHNodesEndToEnd(t *testing.T) {
 	}
 }
 
+// sshOOMJob submits a batch job of 40M (extra sbatch args first) that
+// runs script as nobody from dir, and checks it ends OUT_OF_MEMORY as Slurm
+// shows it: squeue OOM, sacct OUT_OF_MEMORY 0:125, slurmstepd's oom_kill
+// line at the end of its error file. It returns the job id and its output.
+func sshOOMJob(t *testing.T, c *cluster, dir string, args []string, script string) (string, string) {
+	t.Helper()
+	args = append(args, "--mem=40M", "-o", filepath.Join(dir, "oom.out"), "-e", filepath.Join(dir, "oom.err"), "--wrap", script)
+	r := c.run(65534, dir, "sbatch", args...)
+	m := submitted.FindStringSubmatch(r.stdout)
+	if m == nil {
+		t.Fatalf("sbatch: %+v", r)
+	}
+	id := m[1]
+	st := c.waitState(id, "OUT_OF_MEMORY", "COMPLETED", "FAILED")
+	out, _ := os.ReadFile(filepath.Join(dir, "oom.out"))
+	if st != "OUT_OF_MEMORY" {
+		errb, _ := os.ReadFile(filepath.Join(dir, "oom.err"))
+		t.Fatalf("job ended %s; stdout %q stderr %q", st, out, errb)
+	}
+	if got := strings.TrimSpace(c.run(0, dir, "squeue", "-h", "-t", "all", "-j", id, "-o", "%t").stdout); got != "OOM" {
+		t.Errorf("squeue %%t %q, want OOM", got)
+	}
+	if got := strings.TrimSpace(c.run(0, dir, "sacct", "-j", id, "-X", "-P", "-n", "-o", "State,ExitCode").stdout); got != "OUT_OF_MEMORY|0:125" {
+		t.Errorf("sacct %q", got)
+	}
+	errb, _ := os.ReadFile(filepath.Join(dir, "oom.err"))
+	// One event, or two when the kernel also kills head (Slurm counts them).
+	want := regexp.MustCompile(`slurmstepd: error: Detected (1 oom_kill event|2 oom_kill events) in StepId=` + id + `\.batch\. Some of the step tasks have been OOM Killed\.\n$`)
+	if !want.Match(errb) {
+		t.Errorf("error file %q lacks slurmstepd's oom_kill line", errb)
+	}
+	return id, string(out)
+}
+
 // OOM detection on an SSH node without systemd: the launcher puts the
 // step in a cgroup v1 memory group with the job's --mem (no swap), the
 // wrapper reads its oom_kill count at the end, and a job that touches
@@ -217,28 +251,8 @@ func TestSSHNodeOOMEndToEnd(t *testing.T) {
 	dir := filepath.Join(c.dir, "nobody")
 	os.MkdirAll(dir, 0o755)
 	os.Chown(dir, 65534, 65534)
-	r := c.run(65534, dir, "sbatch", "--mem=40M", "-o", filepath.Join(dir, "oom.out"), "-e", filepath.Join(dir, "oom.err"),
-		"--wrap", "grep -c ':memory:/hora-node-' /proc/self/cgroup; head -c 400M /dev/zero | tail > /dev/null; echo survived")
-	m := submitted.FindStringSubmatch(r.stdout)
-	if m == nil {
-		t.Fatalf("sbatch: %+v", r)
-	}
-	id := m[1]
-	if st := c.waitState(id, "OUT_OF_MEMORY", "COMPLETED", "FAILED"); st != "OUT_OF_MEMORY" {
-		out, _ := os.ReadFile(filepath.Join(dir, "oom.out"))
-		errb, _ := os.ReadFile(filepath.Join(dir, "oom.err"))
-		t.Fatalf("job ended %s; stdout %q stderr %q", st, out, errb)
-	}
-	if got := strings.TrimSpace(c.run(0, dir, "sacct", "-j", id, "-X", "-P", "-n", "-o", "State,ExitCode").stdout); got != "OUT_OF_MEMORY|0:125" {
-		t.Errorf("sacct %q", got)
-	}
-	errb, _ := os.ReadFile(filepath.Join(dir, "oom.err"))
-	// One event, or two when the kernel also kills head (Slurm counts them).
-	want := regexp.MustCompile(`slurmstepd: error: Detected (1 oom_kill event|2 oom_kill events) in StepId=` + id + `\.batch\. Some of the step tasks have been OOM Killed\.\n$`)
-	if !want.Match(errb) {
-		t.Errorf("error file %q lacks slurmstepd's oom_kill line", errb)
-	}
-	if out, _ := os.ReadFile(filepath.Join(dir, "oom.out")); !strings.HasPrefix(string(out), "1\n") {
+	id, out := sshOOMJob(t, c, dir, nil, "grep -c ':memory:/hora-node-' /proc/self/cgroup; head -c 400M /dev/zero | tail > /dev/null; echo survived")
+	if !strings.HasPrefix(out, "1\n") {
 		t.Errorf("the job was not in a hora-node memory group: %q", out)
 	}
 	waitFor(t, "the step's memory group removed", func() bool {

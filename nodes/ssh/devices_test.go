@@ -49,12 +49,20 @@ func TestGPUDevicesWithoutSystemd(t *testing.T) {
 }
 
 // fakeGPUs makes the device nodes of two NVIDIA GPUs (195:0, 195:1) in a
-// directory of devtmpfs (a temporary directory may be mounted nodev).
+// directory of devtmpfs (a temporary directory may be mounted nodev), for
+// a node without systemd, which denies them with the v1 devices hierarchy.
 func fakeGPUs(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat("/sys/fs/cgroup/devices/devices.deny"); err != nil {
 		t.Fatalf("needs the cgroup v1 devices hierarchy (CI mounts it): %v", err)
 	}
+	return makeFakeGPUs(t)
+}
+
+// makeFakeGPUs is fakeGPUs for a systemd node, whose device policy is the
+// v1 devices hierarchy or a v2 BPF program, whichever the machine has.
+func makeFakeGPUs(t *testing.T) string {
+	t.Helper()
 	devDir, err := os.MkdirTemp("/dev", "hora-gpu-test-")
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,9 @@ import (
 // scopes (hora-job-J-*.scope in either class slice) are frozen when the
 // table knows J and J is not in the row; a job the table does not know yet
 // runs. Freezes come before thaws.
-const shMixAgent = `c=/sys/fs/cgroup/hora.slice
+const shMixAgent = `c=/sys/fs/cgroup
+[ -f $c/cgroup.controllers ] || c=$c/unified # a hybrid node: the v2 tree
+c=$c/hora.slice
 if [ -n "${EPOCHREALTIME:-}" ]; then
 	now() { t=${EPOCHREALTIME/[.,]/}; }
 else

@@ -37,6 +37,9 @@ package ssh
 // process into a cgroup, so every member descends from the wrapper.
 // unitgone UNIT: kills what is left in a step's scope and stops it (a
 // scope outlives its step while a process that left the job's group runs).
+// gpuallow: the systemd properties that deny the GPUs not given (below).
+// cpuset NAME CPUS MODE: the step's cgroup v1 cpuset group where systemd
+// does not pin its CPUs (sets cg, empty when none is needed).
 const shLib = `
 nl='
 '
@@ -120,6 +123,55 @@ rmgroup() {
 	rmdir -- "${1%/*}" 2>/dev/null
 	return 0
 }
+cpuset() {
+	# cg: the cgroup v1 cpuset group $1 (below the node's hora-node
+	# group) with CPUs $2, where systemd does not pin them: no systemd
+	# ($3 = setsid), or a hybrid or legacy one (AllowedCPUs= is v2 only in
+	# systemd 252). Empty when not needed; status 1 when it cannot be made.
+	cg=
+	[ -n "$2" ] && [ -f /sys/fs/cgroup/cpuset/cpuset.cpus ] || return 0
+	[ "$3" = setsid ] || [ ! -f /sys/fs/cgroup/cgroup.controllers ] || return 0
+	_c=/sys/fs/cgroup/cpuset/hora-node-$(printf '%s' "$nd" | cksum | cut -d' ' -f1)
+	# A new cpuset group has no CPUs or memory nodes: the node's group
+	# takes the machine's, the step's its own CPUs and every memory node.
+	mkdir -p -- "$_c/$1" || return 1
+	[ -n "$(cat "$_c/cpuset.cpus")" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus > "$_c/cpuset.cpus" || return 1
+	[ -n "$(cat "$_c/cpuset.mems")" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems > "$_c/cpuset.mems" || return 1
+	echo "$2" > "$_c/$1/cpuset.cpus" && cat "$_c/cpuset.mems" > "$_c/$1/cpuset.mems" || return 1
+	cg=$_c/$1
+}
+gpunode() {
+	# gn: the device nodes of NVIDIA GPU $1 (char 195:$1), /dev/nvidia$1
+	# or else every other under /dev (any one that stays is enough);
+	# systemd's DeviceAllow= takes a path.
+	gn=
+	_x=c3:$(printf %x "$1")
+	if [ -c "/dev/nvidia$1" ] && [ "$(stat -c %t:%T "/dev/nvidia$1" 2>/dev/null)" = "$_x" ]; then gn=/dev/nvidia$1; return 0; fi
+	gn=$(find /dev -xdev -type c -exec stat -c '%t:%T %n' {} + 2>/dev/null | sed -n "s|^$_x \(/dev/[^ ]*\)\$|\1|p")
+	[ -n "$gn" ]
+}
+gpuallow() {
+	# Under systemd a device list is an allow-list once set: the GPUs not
+	# given ($dg) are denied by allowing everything else, every char
+	# group of /proc/devices but NVIDIA's (major 195), every block device,
+	# nvidiactl and the GPUs given ($ag). Appended to pargs; expand it
+	# with set -f (block-* is systemd's pattern, not the shell's).
+	pargs="$pargs -p DevicePolicy=auto -p DeviceAllow=block-*"
+	_b=
+	while read -r _m _n; do
+		case $_m in Block) _b=1;; esac
+		[ -z "$_b" ] || continue
+		case $_m in ''|*[!0-9]*|195) continue;; esac
+		case $_n in ''|*[!A-Za-z0-9/_.:+-]*) continue;; esac
+		pargs="$pargs -p DeviceAllow=char-$_n"
+	done < /proc/devices
+	[ ! -c /dev/nvidiactl ] || pargs="$pargs -p DeviceAllow=/dev/nvidiactl"
+	for _g in $(printf '%s' "$ag" | tr ',' ' '); do
+		if gpunode "$_g"; then
+			for _n in $gn; do pargs="$pargs -p DeviceAllow=$_n"; done
+		fi
+	done
+}
 unitgone() {
 	case $1 in hora-job-*.scope) ;; *) return 0;; esac
 	[ -e "/run/systemd/transient/$1" ] || return 0
@@ -161,12 +213,13 @@ report() {
 const shLaunch = `
 nd=$1 name=$2 uid=$3 gid=$4 mode=$5 unit=$6 started=$7 W=$8 run=$9 props=${10} mix=${11}
 shift 11
-pargs= dg=
+pargs= dg= ag=
 if [ "$props" != - ]; then
 	set -f; _ifs=$IFS; IFS=';'
 	for _p in $props; do
 		case $_p in
-		HoraDenyGPUs=*) dg=${_p#HoraDenyGPUs=};; # not systemd's: the devices group below
+		HoraDenyGPUs=*) dg=${_p#HoraDenyGPUs=};; # not systemd's: gpuallow or the devices group below
+		HoraAllowGPUs=*) ag=${_p#HoraAllowGPUs=};;
 		*) pargs="$pargs -p $_p";;
 		esac
 	done
@@ -209,6 +262,10 @@ if [ "$mode" = systemd ]; then
 	# would refuse the name.
 	unitgone "$unit.scope"
 	echo "$unit.scope" > "$d/unit"
+	[ -z "$dg" ] || gpuallow
+	# The scope's memory group holds the step's oom_kill count: the
+	# wrapper, in it, reads its own at the end.
+	case ";$props;" in *";MemoryMax="*) echo scope > "$d/memcg";; esac
 fi
 # Without systemd, a step's memory is enforced with a cgroup v1 memory
 # group where the node has that hierarchy (limit = memsw: no swap), and the
@@ -242,13 +299,21 @@ if [ "$mode" = setsid ] && [ -n "$dg" ]; then
 	fi
 	[ -n "$_ok" ] || { echo "error: cannot set up the devices cgroup $dgp"; rm -rf -- "$d"; exit 1; }
 fi
+# The step's CPUs, where systemd does not pin them: a cgroup v1 cpuset
+# group (d/cpucg names it) the wrapper is started in.
+cpus=
+case ";$props;" in *";AllowedCPUs="*) cpus=${props#*AllowedCPUs=}; cpus=${cpus%%;*};; esac
+if ! cpuset "$name" "$cpus" "$mode"; then echo "error: cannot set up the cpuset group of CPUs $cpus"; rm -rf -- "$d"; exit 1; fi
+[ -z "$cg" ] || echo "$cg" > "$d/cpucg"
+set -f
 hs=$(
 	if [ "$mode" = systemd ]; then
-		(exec setsid systemd-run --scope --quiet --collect $pargs --unit="$unit" -- \
+		(exec setsid /bin/sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 1; shift; exec "$@"' hora-join "$cg" \
+			systemd-run --scope --quiet --collect $pargs --unit="$unit" -- \
 			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
 			</dev/null 2>"$d/wrapper.err") &
 	else
-		(exec setsid /bin/sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 1; [ -z "$2" ] || echo $$ > "$2/cgroup.procs" || exit 1; shift 2; exec "$@"' hora-join "$mg" "$dgp" \
+		(exec setsid /bin/sh -c 'for g in "$1" "$2" "$3"; do [ -z "$g" ] || echo $$ > "$g/cgroup.procs" || exit 1; done; shift 3; exec "$@"' hora-join "$mg" "$dgp" "$cg" \
 			setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c "$W" hora-wrapper "$d" "$@" \
 			</dev/null 2>"$d/wrapper.err") &
 	fi
@@ -377,11 +442,19 @@ sig=0
 if [ "$rc" -gt 128 ] && [ "$rc" -le 192 ]; then sig=$((rc - 128)) rc=0; fi
 to=false
 [ ! -e "$u/timedout" ] || to=true
-# A memory group (d/memcg, written by root): the kernel's oom_kill count
-# there makes the step OUT_OF_MEMORY, with slurmstepd's line in its error
-# file (task/cgroup's text).
+# A memory group (d/memcg, written by root: a v1 group, or "scope" for the
+# systemd scope the wrapper runs in): the kernel's oom_kill count there
+# makes the step OUT_OF_MEMORY, with slurmstepd's line in its error file
+# (task/cgroup's text).
 if [ -f "$d/memcg" ]; then
-	_oom=$(sed -n 's/^oom_kill //p' "$(cat "$d/memcg")/memory.oom_control" 2>/dev/null)
+	_mg=$(cat "$d/memcg")
+	if [ "$_mg" = scope ]; then
+		` + shOwnOOMFile + `
+	else
+		of=$_mg/memory.oom_control
+	fi
+	_oom=
+	[ -z "$of" ] || _oom=$(sed -n 's/^oom_kill //p' "$of" 2>/dev/null)
 	if [ -n "$_oom" ] && [ "$_oom" -gt 0 ]; then
 		oomj=true _ev=event _sid=${d##*/}
 		[ "$_oom" = 1 ] || _ev=events
@@ -394,6 +467,18 @@ if [ -f "$d/memcg" ]; then
 fi
 record "$rc" "$sig" "$to" ""
 `
+
+// shOwnOOMFile sets of to the file that counts the kernel's OOM kills in
+// the calling shell's own memory group (a systemd scope): the v1
+// memory.oom_control, or the v2 memory.events; both have "oom_kill N".
+// Empty when the group has no memory controller.
+const shOwnOOMFile = `of=
+	while IFS=: read -r _n _c _g; do
+		case ,$_c, in
+		*,memory,*) [ ! -f "/sys/fs/cgroup/memory$_g/memory.oom_control" ] || of=/sys/fs/cgroup/memory$_g/memory.oom_control;;
+		,,) [ -n "$of" ] || [ ! -f "/sys/fs/cgroup$_g/memory.events" ] || of=/sys/fs/cgroup$_g/memory.events;;
+		esac
+	done < /proc/self/cgroup`
 
 // shReport reports the ended or lost steps among NAMES (Exits polling).
 // Args: NODEDIR NAME...
@@ -478,6 +563,9 @@ if [ -f "$d/memcg" ] && [ ! -L "$d/memcg" ] && IFS= read -r mg < "$d/memcg"; the
 fi
 if [ -f "$d/devcg" ] && [ ! -L "$d/devcg" ] && IFS= read -r dgp < "$d/devcg"; then
 	case $dgp in /sys/fs/cgroup/devices/hora-node-*/*) rmgroup "$dgp";; esac
+fi
+if [ -f "$d/cpucg" ] && [ ! -L "$d/cpucg" ] && IFS= read -r cg < "$d/cpucg"; then
+	case $cg in /sys/fs/cgroup/cpuset/hora-node-*/*) rmgroup "$cg";; esac
 fi
 rm -rf -- "$d"
 `

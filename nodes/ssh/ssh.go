@@ -721,17 +721,23 @@ func scopeProps(spec nodes.LaunchSpec) string {
 	if spec.MemMB > 0 {
 		ps = append(ps, "MemoryMax="+strconv.FormatInt(spec.MemMB<<20, 10), "MemorySwapMax=0")
 	}
-	// The node's GPUs the step was not given: not a systemd property, the
-	// launcher denies them with a devices group where it runs without
-	// systemd (docs/resources.md).
-	var deny []string
+	// The node's GPUs the step was not given, and those it was: not
+	// systemd properties; the launcher denies the former with a devices
+	// group where it runs without systemd, and under systemd allows every
+	// device but them (gpuallow; docs/resources.md).
+	var deny, allow []string
 	for id := 0; id < spec.NodeGPUs; id++ {
 		if !slices.Contains(spec.GPUs, id) {
 			deny = append(deny, strconv.Itoa(id))
+		} else {
+			allow = append(allow, strconv.Itoa(id))
 		}
 	}
 	if len(deny) > 0 {
 		ps = append(ps, "HoraDenyGPUs="+strings.Join(deny, ","))
+		if len(allow) > 0 {
+			ps = append(ps, "HoraAllowGPUs="+strings.Join(allow, ","))
+		}
 	}
 	if len(ps) == 0 {
 		return "-"

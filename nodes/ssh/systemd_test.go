@@ -163,8 +163,8 @@ func scopePids(t *testing.T, h *sshtest.Host, unit string) []int {
 	if cg == "" {
 		return nil
 	}
-	// /proc/<init>/root/sys/fs/cgroup is the host's own cgroup2 mount.
-	b, err := os.ReadFile(h.Proc(1) + "/root/sys/fs/cgroup" + cg + "/cgroup.procs")
+	// The host's cgroup v2 tree as this machine mounts it.
+	b, err := os.ReadFile(h.CgroupDir() + cg + "/cgroup.procs")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,23 +48,36 @@ func taskUnit(spec nodes.TaskSpec) string {
 // entries, then argv (whose first word has no "=", or env would take it for
 // one more entry: RunTask refuses such a program name).
 const shTask = `
+KEEP='o=$1; shift
+` + shOwnOOMFile + `
+echo "$of" > "$o"
+(sleep 2147483647 </dev/null >/dev/null 2>&1 &)
+exec "$@"'
 uid=$1 gid=$2 unit=$3 props=$4 dir=$5 input=$6 pidf=$7 smem=$8 nd=$9 sname=${10}
 shift 10
-pargs= dg=
+pargs= dg= ag=
 if [ "$props" != - ]; then
 	set -f; _ifs=$IFS; IFS=';'
 	for _p in $props; do
 		case $_p in
 		HoraDenyGPUs=*) dg=${_p#HoraDenyGPUs=};;
+		HoraAllowGPUs=*) ag=${_p#HoraAllowGPUs=};;
 		*) pargs="$pargs -p $_p";;
 		esac
 	done
 	IFS=$_ifs; set +f
 fi
-run=
+run= keep= oomf=
 if [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then
 	unitgone "$unit.scope"
+	[ -z "$dg" ] || gpuallow
 	run="systemd-run --scope --quiet --collect $pargs --unit=$unit --"
+	# A scope with a memory bound (the step's --mem, or the job's): a root
+	# shell in it records where the scope counts OOM kills ($oomf) and
+	# leaves a sleeper (not the task's child) that holds the scope after
+	# the task, so that the count is read here before systemd removes the
+	# group.
+	case ";$props;" in *";MemoryMax="*) keep=1 oomf=${pidf%.pid}.oomf;; esac
 elif [ "$smem" != 0 ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
 	mg=/sys/fs/cgroup/memory/hora-node-$(printf '%s' "$nd" | cksum | cut -d' ' -f1)/$sname
 	{ mkdir -p -- "$mg" && echo "$smem" > "$mg/memory.limit_in_bytes" &&
@@ -72,6 +85,15 @@ elif [ "$smem" != 0 ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
 		echo $$ > "$mg/cgroup.procs"; } ||
 		{ echo "slurmstepd: error: cannot set up the step's memory cgroup $mg" >&2; exit 1; }
 fi
+# The step's CPUs where systemd does not pin them: the tasks of the step
+# on this node share a cgroup v1 cpuset group, which this shell joins
+# (under systemd, the task's scope leaves cpuset v1 alone).
+cpus=
+case ";$props;" in *";AllowedCPUs="*) cpus=${props#*AllowedCPUs=}; cpus=${cpus%%;*};; esac
+_m=setsid
+[ -z "$run" ] || _m=systemd
+{ cpuset "$sname" "$cpus" "$_m" && { [ -z "$cg" ] || echo $$ > "$cg/cgroup.procs"; }; } ||
+	{ echo "slurmstepd: error: cannot set up the step's cpuset group of CPUs $cpus" >&2; exit 1; }
 if [ -z "$run" ] && [ -n "$dg" ]; then
 	[ -f /sys/fs/cgroup/devices/devices.deny ] ||
 		{ echo "slurmstepd: error: the step has GPUs to isolate, and the cgroup v1 devices hierarchy is not mounted" >&2; exit 1; }
@@ -90,7 +112,8 @@ fi
 # applied: the session's stdin goes through fd 3.
 if [ "$input" = 0 ]; then exec 3</dev/null; else exec 3<&0; fi
 mkdir -p -- "${pidf%/*}"
-$run setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c '
+set -f
+$run ${keep:+/bin/sh -c "$KEEP" hora-keep "$oomf"} setpriv --reuid="$uid" --regid="$gid" --init-groups -- /bin/sh -c '
 	cd -- "$1" 2>/dev/null || { printf "slurmstepd: error: couldn\047t chdir to \140%s\047: No such file or directory: going to /tmp instead\n" "$1" >&2; cd /tmp || exit 1; }
 	shift
 	if env --default-signal true 2>/dev/null; then ds=--default-signal; else ds=; fi
@@ -104,6 +127,15 @@ if [ "$input" = pty ]; then trap '' INT QUIT; fi
 echo "$pid" > "$pidf.tmp" && mv -f -- "$pidf.tmp" "$pidf"
 wait "$pid"; rc=$?
 rm -f -- "$pidf"
+if [ -n "$keep" ]; then
+	# The scope's count joins the step's (stepMemEnd sums them); the
+	# sleeper goes with the scope.
+	_f=$(cat -- "$oomf" 2>/dev/null) _n=
+	[ -z "$_f" ] || _n=$(sed -n 's/^oom_kill //p' "$_f" 2>/dev/null)
+	case $_n in ''|0|*[!0-9]*) ;; *) echo "$_n" >> "$nd/tasks/$sname.oom";; esac
+	rm -f -- "$oomf"
+	unitgone "$unit.scope"
+fi
 if [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ]; then
 	trap - "$((rc-128))" 2>/dev/null
 	kill -s "$((rc-128))" $$ 2>/dev/null
@@ -259,16 +291,24 @@ func stepMemGroup(k nodes.StepKey) string { return k.Name() + ".tasks" }
 // shStepMemEnd reads the oom_kill count of a step's task memory group and
 // removes it and the step's devices group, killing what is left in them
 // first (as at a step's end), and the node's groups when they were their
-// last. Prints the count (0 when there is no memory group: systemd, no
+// last (and the step's cpuset group); under systemd it sums the counts
+// the tasks' shells left in
+// tasks/NAME.oom. Prints the count (0 when there is no memory group: no
 // --mem, or no task ran there). Args: NODEDIR NAME.
 const shStepMemEnd = `
 ck=$(printf '%s' "$1" | cksum | cut -d' ' -f1)
 mg=/sys/fs/cgroup/memory/hora-node-$ck/$2
-n=0
-[ -d "$mg" ] && n=$(sed -n 's/^oom_kill //p' "$mg/memory.oom_control" 2>/dev/null)
+n=
+[ ! -d "$mg" ] || n=$(sed -n 's/^oom_kill //p' "$mg/memory.oom_control" 2>/dev/null)
+n=${n:-0}
 rmgroup "$mg"
 rmgroup /sys/fs/cgroup/devices/hora-node-$ck/$2
-echo "${n:-0}"
+rmgroup /sys/fs/cgroup/cpuset/hora-node-$ck/$2
+if [ -f "$1/tasks/$2.oom" ]; then
+	while read -r k; do case $k in ''|*[!0-9]*) ;; *) n=$((n + k));; esac; done < "$1/tasks/$2.oom"
+	rm -f -- "$1/tasks/$2.oom"
+fi
+echo "$n"
 `
 
 // EndStepMemory returns how many tasks the kernel killed in the memory
@@ -289,4 +329,68 @@ func (e *Executor) EndStepMemory(node string, key nodes.StepKey) int {
 	}
 	n, _ := strconv.Atoi(strings.TrimSpace(string(r.out)))
 	return n
+}
+
+// shKillTasks kills every task of a step on the node that a horad started
+// and can no longer follow (its session went with it): the task's scope
+// (systemd), and every process of the SSH session its root shell leads,
+// found from the pid file that shell keeps while the task runs. A pid is
+// acted on only while its parent is that shell (its command line names
+// the task's unit), so a stale file never kills a stranger. Prints the
+// number of tasks found. Args: NODEDIR UNITPREFIX (hora-job-J-S-rR).
+const shKillTasks = `
+n=0
+sessof() {
+	sid=
+	_s=
+	IFS= read -r _s 2>/dev/null < "/proc/$1/stat" || return 1
+	_s=${_s##*") "}
+	set -- $_s
+	ppid=$2 sid=$4
+}
+for f in "$1/tasks/$2"-t*.pid; do
+	[ -f "$f" ] && [ ! -L "$f" ] || continue
+	u=${f##*/}; u=${u%.pid}
+	n=$((n+1))
+	unitgone "$u.scope"
+	q=$(cat -- "$f" 2>/dev/null)
+	case $q in ''|*[!0-9]*) rm -f -- "$f"; continue;; esac
+	if sessof "$q" && [ "$ppid" -gt 1 ] && tr '\0' '\n' < "/proc/$ppid/cmdline" 2>/dev/null | grep -qxF -- "$u"; then
+		s=$sid
+		for st in /proc/[0-9]*/stat; do
+			p=${st#/proc/}; p=${p%/stat}
+			sessof "$p" && [ "$sid" = "$s" ] && kill -s KILL "$p" 2>/dev/null
+		done
+	fi
+	rm -f -- "$f" "$1/tasks/$u.oomf"
+done
+# A task whose shell is gone may still hold its scope.
+for f in /run/systemd/transient/"$2"-t*.scope; do
+	[ -e "$f" ] || continue
+	n=$((n+1))
+	unitgone "${f##*/}"
+done
+echo "$n"
+`
+
+// KillStepTasks kills the tasks of a remote step on node whose sessions
+// are gone (a horad that ran them was killed): their scopes under systemd,
+// else every process of each task's session. It returns how many tasks
+// it found. The step's memory and devices groups are EndStepMemory's.
+func (e *Executor) KillStepTasks(ctx context.Context, node string, key nodes.StepKey) (int, error) {
+	h, err := e.host(node)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := e.opCtx(ctx)
+	defer cancel()
+	r, err := h.run(ctx, h.ops, false, shKillTasks, nil, h.dir, unitName(key))
+	if err != nil {
+		return 0, fmt.Errorf("killing the tasks of step %s on node %s: %w", key.Name(), node, err)
+	}
+	if r.code != 0 {
+		return 0, fmt.Errorf("killing the tasks of step %s on node %s: exit %d: %s", key.Name(), node, r.code, strings.TrimSpace(string(r.errs)))
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(r.out)))
+	return n, nil
 }

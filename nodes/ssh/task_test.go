@@ -6,8 +6,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,4 +180,79 @@ func TestRunTaskStdinAndSignals(t *testing.T) {
 	if ex, _ := signalled(4, `echo ready; exec sleep 600`, 2); ex != (nodes.TaskExit{Signal: 2}) {
 		t.Errorf("INT: %+v", ex)
 	}
+}
+
+// TestKillStepTasksAfterExecutorGone: the tasks of a step whose executor
+// went away (horad killed: its sessions closed) run on until their next
+// write; a new executor's KillStepTasks kills them, on a plain host and
+// on a systemd one, and leaves nothing in the node's tasks directory. A
+// stale pid file naming a process that is not the task's (its parent is
+// not the task's shell) kills nothing.
+func TestKillStepTasksAfterExecutorGone(t *testing.T) {
+	v := start(t, 2, sshtest.WithSystemd(1))
+	key := nodes.StepKey{Job: 97, Step: 0}
+	marker := filepath.Join(v.out, "marker")
+	started := make(chan struct{}, 2)
+	for i, node := range []string{"n1", "n2"} {
+		spec := nodes.TaskSpec{Node: node, Key: key, Task: i, UID: v.uid, GID: v.gid, WorkDir: v.out,
+			Env:  []string{"PATH=/usr/bin:/bin"},
+			Argv: []string{"/bin/sh", "-c", "echo up; sleep 600; touch " + marker}}
+		w := &signalWriter{ch: started}
+		go v.e.RunTask(context.Background(), spec, w, io.Discard)
+	}
+	for range 2 {
+		select {
+		case <-started:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the tasks did not start")
+		}
+	}
+	// A stranger under a pid file of another step's task.
+	stranger := exec.Command("sleep", "600")
+	if err := stranger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Process.Kill()
+	stale := filepath.Join(v.state, "n2", "tasks", "hora-job-97-0-r0-t5.pid")
+	if err := os.WriteFile(stale, []byte(strconv.Itoa(stranger.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v.e.Close()
+	v.open(t)
+	for _, node := range []string{"n1", "n2"} {
+		n, err := v.e.KillStepTasks(t.Context(), node, key)
+		if err != nil || n < 1 {
+			t.Fatalf("KillStepTasks on %s: %d %v", node, n, err)
+		}
+	}
+	waitScope(t, v.c.Hosts[0], "hora-job-97-0-r0-t0", "")
+	for _, node := range []string{"n1", "n2"} {
+		left, _ := filepath.Glob(filepath.Join(v.state, node, "tasks", "*"))
+		if len(left) != 0 {
+			t.Errorf("files left in %s's tasks directory: %q", node, left)
+		}
+	}
+	if err := stranger.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the process under a stale pid file was killed: %v", err)
+	}
+	// Killed, not ended by a write or their own end: nothing wrote the
+	// marker, and nothing of the step runs (pgrep sees every host's
+	// processes from here).
+	if out, err := exec.Command("pgrep", "-f", "touch "+marker).Output(); err == nil {
+		t.Errorf("the tasks still run: pids %s", out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("a task ran to its end")
+	}
+}
+
+// signalWriter signals once on its first write.
+type signalWriter struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { w.ch <- struct{}{} })
+	return len(p), nil
 }

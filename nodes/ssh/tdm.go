@@ -15,7 +15,9 @@ import (
 // has nothing to run is lent). It prints "frozen RT BE" (0 or 1 each), or
 // "error: ...".
 const shDivisionLib = `
-c=/sys/fs/cgroup/hora.slice
+c=/sys/fs/cgroup
+[ -f $c/cgroup.controllers ] || c=$c/unified # a hybrid node: the v2 tree
+c=$c/hora.slice
 pop() { [ -f "$c/hora-$1.slice/cgroup.events" ] && grep -q '^populated 1' "$c/hora-$1.slice/cgroup.events"; }
 frz() { [ ! -f "$c/hora-$1.slice/cgroup.freeze" ] || echo "$2" > "$c/hora-$1.slice/cgroup.freeze"; }
 div() {

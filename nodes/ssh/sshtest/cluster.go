@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -310,17 +311,17 @@ func (h *Host) StartSSHD() {
 	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err == nil {
 		// ip netns exec mounts a sysfs of the namespace over /sys, which
 		// hides the cgroup mounts below it: the host's cgroup v1 memory
-		// (and devices) hierarchies are mounted again in sshd's mount
+		// (devices, cpuset) hierarchies are mounted again in sshd's mount
 		// namespace, so that the node sees them as a real node of this
 		// kernel would.
 		cmd = exec.Command("ip", "netns", "exec", h.NS, "/bin/sh", "-c",
 			`mount -t tmpfs -o mode=0755 cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/memory &&
 mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory || exit 1
-if [ "$1" = devices ]; then
-	mkdir /sys/fs/cgroup/devices && mount -t cgroup -o devices cgroup /sys/fs/cgroup/devices || exit 1
-fi
+for c in $1; do
+	mkdir /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c || exit 1
+done
 shift
-exec "$@"`, "sshtest-sshd", devicesV1(), SSHD, "-D", "-e", "-f", h.cfg)
+exec "$@"`, "sshtest-sshd", otherV1(), SSHD, "-D", "-e", "-f", h.cfg)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -503,6 +504,7 @@ func (c *Cluster) teardown() {
 			errs = append(errs, fmt.Errorf("ip link del %s: %v: %s", c.Bridge, err, out))
 		}
 	}
+	c.removeNodeGroups()
 	if err := os.RemoveAll(c.Dir); err != nil {
 		errs = append(errs, err)
 	}
@@ -511,11 +513,57 @@ func (c *Cluster) teardown() {
 	}
 }
 
-// devicesV1 is "devices" when this machine has the cgroup v1 devices
-// hierarchy (sshd's hosts then get it too), else "-".
-func devicesV1() string {
-	if _, err := os.Stat("/sys/fs/cgroup/devices/devices.deny"); err == nil {
-		return "devices"
+// otherV1 lists the cgroup v1 devices and cpuset hierarchies this machine
+// has (sshd's hosts then get them too, beside memory), blank-separated.
+func otherV1() string {
+	var hs []string
+	for _, f := range []string{"devices/devices.deny", "cpuset/cpuset.cpus"} {
+		if _, err := os.Stat("/sys/fs/cgroup/" + f); err == nil {
+			hs = append(hs, path.Dir(f))
+		}
 	}
-	return "-"
+	return strings.Join(hs, " ")
+}
+
+// removeNodeGroups removes the cgroup v1 groups the launcher made for the
+// cluster's plain hosts and left behind (a step never forgotten: a test
+// that ended with a job running). The launcher names a node's groups
+// hora-node-<cksum of its state directory>; a state directory is
+// <dir>/<host name> for any directory below Dir.
+func (c *Cluster) removeNodeGroups() {
+	dirs, _ := os.ReadDir(c.Dir)
+	for _, d := range dirs {
+		for _, h := range c.Hosts {
+			nd := filepath.Join(c.Dir, d.Name(), h.Name)
+			if st, err := os.Stat(nd); err != nil || !st.IsDir() {
+				continue
+			}
+			for _, hier := range []string{"memory", "devices", "cpuset"} {
+				_ = removeTree(filepath.Join("/sys/fs/cgroup", hier, "hora-node-"+strconv.FormatUint(uint64(cksum([]byte(nd))), 10)))
+			}
+		}
+	}
+}
+
+// cksum is POSIX cksum's CRC of b (what "printf %s B | cksum" prints
+// first), the launcher's name for a node's groups.
+func cksum(b []byte) uint32 {
+	var crc uint32
+	add := func(c byte) {
+		crc ^= uint32(c) << 24
+		for range 8 {
+			if crc&0x80000000 != 0 {
+				crc = crc<<1 ^ 0x04C11DB7
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	for _, c := range b {
+		add(c)
+	}
+	for n := len(b); n > 0; n >>= 8 {
+		add(byte(n))
+	}
+	return ^crc
 }
