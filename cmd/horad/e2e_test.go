@@ -405,3 +405,26 @@ func TestClientWithoutDaemon(t *testing.T) {
 		t.Fatalf("squeue without horad: err %v, output %q", err, out)
 	}
 }
+
+// nobodyDir makes the cluster's working directory for jobs of nobody
+// (uid 65534), owned by it.
+func (c *cluster) nobodyDir() string {
+	c.t.Helper()
+	dir := filepath.Join(c.dir, "nobody")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		c.t.Fatal(err)
+	}
+	return dir
+}
+
+// requireMemoryV1 fails a test that needs the cgroup v1 memory hierarchy
+// (SSH nodes without systemd put steps there).
+func requireMemoryV1(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err != nil {
+		t.Fatalf("this test needs the cgroup v1 memory hierarchy at /sys/fs/cgroup/memory (CI mounts it): %v", err)
+	}
+}

@@ -143,8 +143,6 @@ func mixSSHCluster(t *testing.T, mixTable string) (*cluster, *sshtest.Cluster, s
 	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1), sshtest.WithSystemd(2), sshtest.WithSystemd(3))
 	c := newClusterWith(t, sshConfig(cl, "", "")+"[mix]\n"+mixTable)
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 	return c, cl, dir
 }

@@ -24,9 +24,7 @@ func TestSSHNodesEndToEnd(t *testing.T) {
 	cl := sshtest.StartCluster(t, 3)
 	c := newClusterWith(t, sshConfig(cl, "", ""))
 
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 	r := c.run(65534, dir, "sbatch", "-N", "2", "--wrap", `echo "$(id -u) $SLURMD_NODENAME $SLURM_JOB_NODELIST"`)
 	m := submitted.FindStringSubmatch(r.stdout)
 	if m == nil {

@@ -58,9 +58,7 @@ func TestRemoteStepHoradRestartEndToEnd(t *testing.T) {
 	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1))
 	c := newClusterWith(t, sshConfig(cl, "", ""))
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 
 	cmd := exec.Command(filepath.Join(c.bin, "srun"), "-N2", "-w", "n[1-2]", "-l", "sh", "-c", `echo "ready $SLURM_JOB_ID"; exec sleep 600`)
 	cmd.Env = append(os.Environ(), "HORA_SOCKET="+c.sock, "TZ=UTC")
@@ -129,9 +127,7 @@ func TestRemoteStepInBatchJobHoradRestartEndToEnd(t *testing.T) {
 	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1))
 	c := newClusterWith(t, sshConfig(cl, "", ""))
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 	srun := filepath.Join(c.bin, "srun")
 	out := filepath.Join(dir, "out")
 	r := c.run(65534, dir, "sbatch", "-N2", "-w", "n[1-2]", "-o", out, "--wrap",

@@ -19,14 +19,10 @@ import (
 // its limit completes.
 func TestSrunStepMemoryOnSSHNodesEndToEnd(t *testing.T) {
 	requireRoot(t)
-	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err != nil {
-		t.Fatalf("this test needs the cgroup v1 memory hierarchy at /sys/fs/cgroup/memory (CI mounts it): %v", err)
-	}
+	requireMemoryV1(t)
 	cl := sshtest.StartCluster(t, 3)
 	c := newClusterWith(t, sshConfig(cl, "", ""))
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 
 	r := c.run(65534, dir, "srun", "--mem=30M", "sh", "-c",
 		`sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup; head -c 300M /dev/zero | tail > /dev/null`)
@@ -71,9 +67,7 @@ func TestCommandsInsideBatchJobOnSSHNodeEndToEnd(t *testing.T) {
 	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3)
 	c := newClusterWith(t, sshConfig(cl, "", ""))
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 	// Another user's job, held so that it stays.
 	r := c.run(1, c.dir, "sbatch", "--hold", "-o", "/dev/null", "--wrap", "true")
 	m := submitted.FindStringSubmatch(r.stdout)

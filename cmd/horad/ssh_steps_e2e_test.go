@@ -23,9 +23,7 @@ func TestSrunOnSSHNodesEndToEnd(t *testing.T) {
 	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3)
 	c := newClusterWith(t, sshConfig(cl, "", ""))
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 
 	r := c.run(65534, dir, "srun", "-N2", "-n4", "-l", "sh", "-c",
 		`echo "$SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURMD_NODENAME $SLURM_STEP_NUM_TASKS $SLURM_STEP_NODELIST $(id -u) $(pwd)"; echo "err $SLURM_PROCID" >&2; exit $SLURM_PROCID`)
@@ -72,9 +70,7 @@ func TestSrunInsideBatchJobOnSSHNodeEndToEnd(t *testing.T) {
 	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3)
 	c := newClusterWith(t, sshConfig(cl, "", ""))
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 	srun := filepath.Join(c.bin, "srun")
 	script := "#!/bin/sh\n" +
 		`echo "socket $HORA_SOCKET"` + "\n" +
@@ -127,9 +123,7 @@ func TestSrunStdinAndSignalsOnSSHNodesEndToEnd(t *testing.T) {
 	requireRoot(t)
 	cl := sshtest.StartCluster(t, 3)
 	c := newClusterWith(t, sshConfig(cl, "", ""))
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 
 	srun := func(stdin string, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
 		cmd := exec.Command(filepath.Join(c.bin, "srun"), args...)
@@ -243,14 +237,10 @@ func sshOOMJob(t *testing.T, c *cluster, dir string, args []string, script strin
 // file; the group is gone once the job is forgotten.
 func TestSSHNodeOOMEndToEnd(t *testing.T) {
 	requireRoot(t)
-	if _, err := os.Stat("/sys/fs/cgroup/memory/cgroup.procs"); err != nil {
-		t.Fatalf("this test needs the cgroup v1 memory hierarchy at /sys/fs/cgroup/memory (CI mounts it): %v", err)
-	}
+	requireMemoryV1(t)
 	cl := sshtest.StartCluster(t, 3)
 	c := newClusterWith(t, sshConfig(cl, "", ""))
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 	id, out := sshOOMJob(t, c, dir, nil, "grep -c ':memory:/hora-node-' /proc/self/cgroup; head -c 400M /dev/zero | tail > /dev/null; echo survived")
 	if !strings.HasPrefix(out, "1\n") {
 		t.Errorf("the job was not in a hora-node memory group: %q", out)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,9 +20,7 @@ func TestSSHSystemdNodeOOMEndToEnd(t *testing.T) {
 	sshtest.RequireScopeMemory(t)
 	cl := sshtest.StartCluster(t, 3, sshtest.WithSystemd(1))
 	c := newClusterWith(t, sshConfig(cl, "", ""))
-	dir := filepath.Join(c.dir, "nobody")
-	os.MkdirAll(dir, 0o755)
-	os.Chown(dir, 65534, 65534)
+	dir := c.nobodyDir()
 
 	_, out := sshOOMJob(t, c, dir, []string{"-w", "n1"},
 		"grep -c 'memory:/.*/hora-job-.*-batch-r0.scope$' /proc/self/cgroup; head -c 400M /dev/zero | tail > /dev/null; echo survived")
