@@ -83,18 +83,10 @@ func (s *syncBuffer) String() string {
 func TestEndRecordedOnceSpaceReturns(t *testing.T) {
 	d := onFullableDisk(t)
 	gate := filepath.Join(d.f.dir, "gate")
-	resp, err := d.c.submit(d.ctx, root, api.SubmitRequest{Spec: d.f.spec("while [ ! -e " + gate + " ]; do sleep 0.05; done")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.waitFor("the job launched", func() bool {
-		d.c.mu.Lock()
-		defer d.c.mu.Unlock()
-		return d.c.jobs[resp.JobID].launched
-	})
+	id := d.submitLaunched("while [ ! -e " + gate + " ]; do sleep 0.05; done")
 	d.endOnFullDisk(gate)
 	d.waitFor("the end recorded", func() bool {
-		j, err := d.st.Job(d.ctx, resp.JobID)
+		j, err := d.st.Job(d.ctx, id)
 		return err == nil && j.State == api.StateCompleted
 	})
 }
@@ -109,21 +101,13 @@ func TestRequeueRecordedOnceSpaceReturns(t *testing.T) {
 	gate := filepath.Join(d.f.dir, "gate")
 	// TERM waits for the gate, so the end comes after the disk is full.
 	script := "trap 'while [ ! -e " + gate + " ]; do sleep 0.05; done; exit 0' TERM\nwhile :; do sleep 0.05; done"
-	resp, err := d.c.submit(d.ctx, root, api.SubmitRequest{Spec: d.f.spec(script)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.waitFor("the job launched", func() bool {
-		d.c.mu.Lock()
-		defer d.c.mu.Unlock()
-		return d.c.jobs[resp.JobID].launched
-	})
-	if r := d.c.requeueJobs(d.ctx, root, []int64{resp.JobID}, false); len(r.Results) > 0 && r.Results[0].Error != "" {
+	id := d.submitLaunched(script)
+	if r := d.c.requeueJobs(d.ctx, root, []int64{id}, false); len(r.Results) > 0 && r.Results[0].Error != "" {
 		t.Fatalf("requeue: %+v", r.Results)
 	}
 	d.endOnFullDisk(gate)
 	d.waitFor("the requeue recorded", func() bool {
-		j, err := d.st.Job(d.ctx, resp.JobID)
+		j, err := d.st.Job(d.ctx, id)
 		return err == nil && j.Restarts >= 1
 	})
 }
@@ -160,6 +144,21 @@ func onFullableDisk(t *testing.T) *fullableDisk {
 	go func() { c.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return &fullableDisk{t: t, f: f, c: c, st: st, logs: logs, disk: disk, ctx: ctx}
+}
+
+// submitLaunched submits a job running script and waits until it runs.
+func (d *fullableDisk) submitLaunched(script string) int64 {
+	d.t.Helper()
+	resp, err := d.c.submit(d.ctx, root, api.SubmitRequest{Spec: d.f.spec(script)})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.waitFor("the job launched", func() bool {
+		d.c.mu.Lock()
+		defer d.c.mu.Unlock()
+		return d.c.jobs[resp.JobID].launched
+	})
+	return resp.JobID
 }
 
 func (d *fullableDisk) waitFor(what string, cond func() bool) {

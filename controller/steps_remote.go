@@ -344,6 +344,7 @@ func (c *Controller) endOrphanedRemoteSteps(ctx context.Context, j *job) error {
 		c.log.Warn("remote step ended: its tasks' sessions went with the previous horad", "job", j.ID, "step", st.Index, "nodes", st.Node)
 		names, err := sbatch.ExpandHostlist(st.Node)
 		if err != nil {
+			c.log.Warn("remote step's nodes unreadable: its tasks are left to run out", "job", j.ID, "step", st.Index, "nodes", st.Node, "err", err)
 			continue
 		}
 		key := stepKey(j, st.Index)
