@@ -110,7 +110,7 @@ exec %[1]s "$1"
 
 func runFaultHarness(t *testing.T, topo string, seed, stream uint64, duration time.Duration) {
 	h := &harness{t: t, topo: topo, acked: map[int64]bool{}, cancelled: map[int64]bool{},
-		noRequeue: map[int64]bool{}, requeues: map[int64]int{}}
+		noRequeue: map[int64]bool{}, requeues: map[int64]int{}, duration: duration}
 	switch topo {
 	case "local":
 		h.nodes = []string{"local1", "local2", "local3", "local4"}
@@ -217,6 +217,7 @@ type harness struct {
 	sleeper      string
 	allLog       *os.File // every horad's log (the cluster keeps the last one's)
 	long         bool     // jobs that overrun a one-minute limit (runs of 2 minutes or more)
+	duration     time.Duration
 
 	mu        sync.Mutex
 	acked     map[int64]bool

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"hora/store/storetest"
@@ -21,9 +22,16 @@ import (
 // seeded generator, so a seed replays the same faults in the same order.
 
 // diskSize is the tmpfs under horad's state directory in the local
-// topology: room for a run's store many times over, small enough to fill
-// in a moment.
-const diskSize = "48m"
+// topology: small enough to fill in a moment, with room for the store a
+// run of this length writes. The store keeps every job (sacct reads
+// them), and the harness's jobs carry the test's environment: about 9 KB
+// a job, 1.5 MB a minute at the harness's pace. A fixed 48 MiB filled up
+// with the store itself after 27 minutes of the first two-hour run, and
+// the cluster then sat on a full disk that emptying the filler could not
+// free (docs/robustness.md).
+func diskSize(duration time.Duration) string {
+	return strconv.Itoa(48+4*int(duration.Minutes())) + "m"
+}
 
 // diskSetup mounts a tmpfs on horad's state directory before horad first
 // starts (newClusterSeeded's hook). The store, its WAL and the local
@@ -32,7 +40,7 @@ const diskSize = "48m"
 func (h *harness) diskSetup(varDir string) {
 	// Registered before the cluster's own cleanups, so the unmount runs
 	// after them (horad stopped, its processes gone).
-	storetest.MountTmpfs(h.t, varDir, diskSize)
+	storetest.MountTmpfs(h.t, varDir, diskSize(h.duration))
 	h.diskDir = varDir
 	h.diskFull = map[string]int{}
 }
@@ -43,9 +51,18 @@ func (h *harness) fill() {
 	}
 }
 
+// empty frees the disk. A disk still full without the filler is the
+// store's own size, which no fault undoes: the run would go on with every
+// write refused, so it stops, saying so.
 func (h *harness) empty() {
 	if err := storetest.Empty(h.diskDir); err != nil {
 		h.t.Errorf("emptying the disk: %v", err)
+	}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(h.diskDir, &fs); err == nil && fs.Bavail*uint64(fs.Bsize) < 1<<20 {
+		out, _ := exec.Command("du", "-sh", h.diskDir+"/").CombinedOutput()
+		h.t.Fatalf("the disk is still full once the filler is gone: horad's state is %s on a tmpfs of %s (diskSize too small for this run)",
+			strings.TrimSpace(string(out)), diskSize(h.duration))
 	}
 }
 
