@@ -6,6 +6,12 @@
 # submitters of PER jobs each (jobs/s); hora and Slurm alternate inside each
 # round. Prints a markdown table of medians, with date, machine and load.
 #
+# Each round also runs the same loops with a Go hello-world in sbatch's
+# place ("Go floor"): a Go program that does nothing, the floor the issue
+# sets for a client's start. It bounds what any Go client can reach on the
+# machine: where the floor's own rate is under twice Slurm's, no hora client
+# can submit at twice Slurm's rate there (docs/benchmarks.md).
+#
 # The Slurm oracle (../shared/tools/slurm-oracle.sh beside the checkout, or
 # $ORACLE) is started if `sinfo`
 # does not answer, and stopped at the end only if this script started it.
@@ -34,13 +40,20 @@ cleanup() {
 }
 trap cleanup EXIT
 export HORA_SOCKET=$TMP/horad.sock
+# The Go floor: built by the toolchain that built hora, outside its module.
+mkdir "$TMP/floor"
+printf 'package main\n\nimport "os"\n\nfunc main() { os.Stdout.WriteString("Submitted batch job 0\\n") }\n' >"$TMP/floor/main.go"
+printf 'module floor\n\ngo %s\n' "$(awk '/^go /{print $2}' "$ROOT/go.mod")" >"$TMP/floor/go.mod"
+(cd "$TMP/floor" && GOWORK=off GOFLAGS= ${GO:-go} build -trimpath -o sbatch .)
+FLOOR=$TMP/floor/sbatch
 for _ in $(seq 300); do [ -S "$HORA_SOCKET" ] && break; sleep 0.1; done
 cd "$TMP"
 
 # sub SYSTEM: one held submission (hora's sbatch by path, Slurm's on PATH).
 sub_hora()  { "$HBIN/sbatch" --hold -J "$NAME" -o /dev/null --wrap true >/dev/null; }
 sub_slurm() { /usr/bin/sbatch --hold -J "$NAME" -o /dev/null --wrap true >/dev/null; }
-export -f sub_hora sub_slurm; export HBIN NAME
+sub_floor() { "$FLOOR" --hold -J "$NAME" -o /dev/null --wrap true >/dev/null; }
+export -f sub_hora sub_slurm sub_floor; export HBIN NAME FLOOR
 count_hora()  { "$HBIN/squeue" -h -n "$NAME" -o %i | wc -l; }
 count_slurm() { /usr/bin/squeue -h -n "$NAME" -o %i | wc -l; }
 fill() { # fill SYSTEM TARGET: held jobs of this run up to TARGET, 8 at a time
@@ -66,23 +79,25 @@ echo "## hora vs Slurm 22.05: sbatch --hold (make bench-slurm)"
 echo
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load at start $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS interleaved rounds, medians; sequential: $SEQ submissions per round; concurrent: 16 submitters × $PER."
 echo
-echo "| queued | hora seq ms/job | Slurm seq ms/job | hora/Slurm time | hora 16× jobs/s | Slurm 16× jobs/s | hora/Slurm rate |"
-echo "|---:|---:|---:|---:|---:|---:|---:|"
+echo "| queued | hora seq ms/job | Slurm seq ms/job | hora/Slurm time | Go floor seq ms | floor/Slurm time | hora 16× jobs/s | Slurm 16× jobs/s | hora/Slurm rate | Go floor 16× /s | floor/Slurm rate |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for q in $QUEUES; do
   fill hora "$q"; fill slurm "$q"
-  : >"$TMP/hs"; : >"$TMP/ss"; : >"$TMP/hp"; : >"$TMP/sp"
+  : >"$TMP/hs"; : >"$TMP/ss"; : >"$TMP/fs"; : >"$TMP/hp"; : >"$TMP/sp"; : >"$TMP/fp"
   for r in $(seq "$ROUNDS"); do
     if [ $((r % 2)) = 1 ]; then
-      seqrun hora >>"$TMP/hs"; seqrun slurm >>"$TMP/ss"
-      parrun hora >>"$TMP/hp"; parrun slurm >>"$TMP/sp"
+      seqrun hora >>"$TMP/hs"; seqrun slurm >>"$TMP/ss"; seqrun floor >>"$TMP/fs"
+      parrun hora >>"$TMP/hp"; parrun slurm >>"$TMP/sp"; parrun floor >>"$TMP/fp"
     else
-      seqrun slurm >>"$TMP/ss"; seqrun hora >>"$TMP/hs"
-      parrun slurm >>"$TMP/sp"; parrun hora >>"$TMP/hp"
+      seqrun floor >>"$TMP/fs"; seqrun slurm >>"$TMP/ss"; seqrun hora >>"$TMP/hs"
+      parrun floor >>"$TMP/fp"; parrun slurm >>"$TMP/sp"; parrun hora >>"$TMP/hp"
     fi
   done
-  hs=$(median <"$TMP/hs"); ss=$(median <"$TMP/ss"); hp=$(median <"$TMP/hp"); sp=$(median <"$TMP/sp")
-  printf '| %s | %.1f | %.1f | %.2f× | %.0f | %.0f | %.2f× |\n' "$q" "$hs" "$ss" "$(echo "$hs / $ss" | bc -l)" \
-    "$hp" "$sp" "$(echo "$hp / $sp" | bc -l)"
+  hs=$(median <"$TMP/hs"); ss=$(median <"$TMP/ss"); fs=$(median <"$TMP/fs")
+  hp=$(median <"$TMP/hp"); sp=$(median <"$TMP/sp"); fp=$(median <"$TMP/fp")
+  printf '| %s | %.1f | %.1f | %.2f× | %.1f | %.2f× | %.0f | %.0f | %.2f× | %.0f | %.2f× |\n' "$q" \
+    "$hs" "$ss" "$(echo "$hs / $ss" | bc -l)" "$fs" "$(echo "$fs / $ss" | bc -l)" \
+    "$hp" "$sp" "$(echo "$hp / $sp" | bc -l)" "$fp" "$(echo "$fp / $sp" | bc -l)"
 done
 echo
 echo "load at end $(cut -d' ' -f1-3 /proc/loadavg)"
