@@ -94,9 +94,10 @@ default = true
 			}
 			check(r)
 		}
+		inOrder := fmt.Sprint(roundAll(ds, time.Millisecond))
 		sort.Slice(ds, func(i, k int) bool { return ds[i] < ds[k] })
-		t.Logf("%s: min %v median %v max %v (%d runs)", what, ds[0].Round(time.Millisecond),
-			ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), runs)
+		t.Logf("%s: min %v median %v max %v (%d runs: %s)", what, ds[0].Round(time.Millisecond),
+			ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), runs, inOrder)
 	}
 	timed("squeue over the pending jobs", 5, func(r result) {
 		if n := strings.Count(r.stdout, "\n"); n != pending {
@@ -302,4 +303,13 @@ func memoryOf(t *testing.T, pid int) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// roundAll is ds rounded to m, in their order.
+func roundAll(ds []time.Duration, m time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(m)
+	}
+	return out
 }
