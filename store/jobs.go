@@ -265,6 +265,14 @@ ON CONFLICT (id) DO UPDATE SET
 	array_job_id = excluded.array_job_id, array_task_id = excluded.array_task_id, rec = excluded.rec`
 
 // putJob writes a job's row and the steps that differ from oldSteps.
+//
+// The spec column is left empty: the record holds the spec, and rows with
+// a record are read from it alone (readJobs). Writing the spec's JSON
+// there too stored it twice in every row (about 1.9 KB each with a usual
+// environment), so that no two rows fitted in a 4 KiB page: the jobs table
+// was 4 KB a job and is 2 KB, and each submission writes a page fewer to
+// the WAL before its fsync (docs/benchmarks.md). Rows written before
+// migration 9 keep their spec column, which is how they are read.
 func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) error {
 	nodes, err := json.Marshal(j.Nodes)
 	if err != nil {
@@ -272,10 +280,6 @@ func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) err
 	}
 	if j.Nodes == nil {
 		nodes = []byte("[]")
-	}
-	spec, err := json.Marshal(j.Spec)
-	if err != nil {
-		return err
 	}
 	var alloc []byte
 	if len(j.Alloc) > 0 {
@@ -286,7 +290,7 @@ func putJob(ctx context.Context, tx execer, j *api.Job, oldSteps []api.Step) err
 	_, err = tx.ExecContext(ctx, sqlPutJob,
 		j.ID, j.UID, j.GID, j.User, j.Group, string(j.State), j.Reason, j.Priority, j.Spec.Partition,
 		j.Spec.Name, j.SubmitTime, j.EligibleTime, j.StartTime, j.EndTime, j.ExitCode, j.Signal,
-		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, string(spec),
+		j.CancelledBy, string(nodes), j.Restarts, j.StdoutPath, j.StderrPath, "",
 		j.SuspendTime, j.SuspendedSecs, string(alloc), j.MaxRSSKB, j.TotalCPUMs, j.ArrayJobID, j.ArrayTaskID,
 		encodeRecord(nil, j))
 	if err != nil {

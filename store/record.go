@@ -14,9 +14,10 @@ import (
 // The jobs.rec column (migration 9) holds a job's whole row — everything
 // but its steps, which stay in job_steps — in one compact binary record,
 // written by putJob in the same statement as the columns, so it always
-// equals them. Reading a job is then one column and one decode instead of
-// 29 columns through database/sql and three JSON documents (about 14 µs of
-// CPU per row, 87 % of recovery with 100,000 active jobs; docs/benchmarks.md).
+// equals them, but for the spec, which is in the record only (putJob).
+// Reading a job is then one column and one decode instead of 29 columns
+// through database/sql and three JSON documents (about 14 µs of CPU per
+// row, 87 % of recovery with 100,000 active jobs; docs/benchmarks.md).
 // A row written before migration 9 has rec NULL and is read from its
 // columns as before.
 //
