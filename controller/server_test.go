@@ -17,8 +17,17 @@ import (
 
 // One listing, three encodings: JSON for curl and other clients, hora's
 // binary listing for its own client, gob for older clients. All carry the
-// same jobs, and a second request (pooled buffers reused) the same again.
+// same jobs, and a second request (pooled buffers reused) the same again;
+// so does the listing encoded in parts by several goroutines, as a large
+// one is (encodeListingLocked), sent as one answer.
 func TestListingEncodingsAgree(t *testing.T) {
+	t.Run("one part", func(t *testing.T) { testListingEncodingsAgree(t, 8192, 0) })
+	t.Run("three parts", func(t *testing.T) { testListingEncodingsAgree(t, 7, 3) })
+}
+
+func testListingEncodingsAgree(t *testing.T, rows, parts int) {
+	defer func(r, p int) { parallelEncodeRows, encodeParts = r, p }(parallelEncodeRows, encodeParts)
+	parallelEncodeRows, encodeParts = rows, parts
 	f := newFixture(t)
 	c := f.controller(t)
 	for range 300 { // more than the pool's threshold
