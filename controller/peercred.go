@@ -83,22 +83,6 @@ func callerFrom(ctx context.Context) (*Caller, error) {
 	return c, nil
 }
 
-// userName maps a uid to its name, or the number when the user is unknown
-// (as Slurm prints unknown uids).
-func userName(uid uint32) string {
-	if u, err := user.LookupId(strconv.Itoa(int(uid))); err == nil {
-		return u.Username
-	}
-	return strconv.Itoa(int(uid))
-}
-
-func groupName(gid uint32) string {
-	if g, err := user.LookupGroupId(strconv.Itoa(int(gid))); err == nil {
-		return g.Name
-	}
-	return strconv.Itoa(int(gid))
-}
-
 // lookupUID resolves a user name or numeric uid.
 func lookupUID(s string) (uint32, bool) {
 	if n, err := strconv.ParseUint(s, 10, 32); err == nil {

@@ -26,6 +26,7 @@ import (
 // and executor only change at the next start; with the ssh executor the
 // node list does too (its connections are set up at start).
 func (c *Controller) Reload(ctx context.Context, nc *config.Config) error {
+	forgetNames() // a renamed user or group shows its new name from now on
 	operators := map[uint32]bool{0: true}
 	for _, op := range nc.Operators {
 		uid, ok := lookupUID(op)
