@@ -74,7 +74,7 @@ FUZZ_TARGETS := \
 	sbatch:FuzzParseSlurmDuration sbatch:FuzzParseSlurmTime sbatch:FuzzHostlist \
 	sbatch:FuzzScanDirectives sbatch:FuzzQsubDirectives sbatch:FuzzArray sbatch:FuzzDependency \
 	sbatch:FuzzSbatchCommandLine sbatch:FuzzQsubResources config:FuzzParse replay/swf:FuzzRead \
-	api:FuzzParseListing api:FuzzSpecJSON api:FuzzDecodeAnswer
+	api:FuzzParseListing api:FuzzSpecJSON api:FuzzDecodeAnswer api:FuzzDecodeSubmitRequest
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; f=$${t#*:}; \
 		echo "== $$pkg $$f ($(FUZZTIME))"; \

@@ -213,6 +213,11 @@ func decode(r *http.Request, v any) error {
 		}
 		return &api.Error{Message: fmt.Sprintf("malformed request body: invalid UTF-8 at byte %d", n), Code: api.CodeBadRequest}
 	}
+	// Every sbatch's request first tries the hand-written decoder, which
+	// takes what it can read exactly as encoding/json would.
+	if req, ok := v.(*api.SubmitRequest); ok && api.DecodeSubmitRequest(body, req) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
