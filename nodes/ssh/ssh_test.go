@@ -48,6 +48,14 @@ func fastConfig(c *sshtest.Cluster, state string) hssh.Config {
 	}
 	for _, h := range c.Hosts {
 		cfg.Nodes = append(cfg.Nodes, hssh.Node{Name: h.Name, Address: h.Addr})
+		if h.Systemd {
+			// sshd on a systemd host opens a logind session per login,
+			// which under a loaded machine took more than 2 s: a task's
+			// connection then failed its handshake and the test with it
+			// (TestRunTaskInScope in a clean-clone make test beside a
+			// fuzzer). The production default.
+			cfg.ConnectTimeout = 10 * time.Second
+		}
 	}
 	return cfg
 }

@@ -88,7 +88,7 @@ func TestRunTaskInScope(t *testing.T) {
 		lines = append(lines, sc.Text())
 	}
 	if !strings.Contains(strings.Join(lines, "\n"), unit+".scope") {
-		t.Fatalf("task's cgroup %q is not in scope %s", lines, unit)
+		t.Fatalf("task's cgroup %q is not in scope %s (task's end: %v)", lines, unit, sc.Err())
 	}
 	waitScope(t, h, unit, "active")
 	out, err := h.Systemctl("show", "--property=AllowedCPUs", unit+".scope")
