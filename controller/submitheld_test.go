@@ -57,3 +57,37 @@ func TestConcurrentHeldSubmissionsAllDurable(t *testing.T) {
 		t.Fatalf("id %d handed out twice", resp.JobID)
 	}
 }
+
+// A held submission does not wake the tick loop (its pass would walk the
+// whole queue for a job that starts nothing); one that may start does.
+// The fixture's controller runs no tick loop, so a wake-up stays in
+// c.wake.
+func TestHeldSubmissionWakesNoPass(t *testing.T) {
+	f := newFixture(t)
+	c := f.controller(t)
+	ctx := t.Context()
+	drain := func() bool {
+		select {
+		case <-c.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	drain()
+	s := f.spec("true")
+	s.Hold = true
+	if _, err := c.submit(ctx, root, api.SubmitRequest{Spec: s}); err != nil {
+		t.Fatal(err)
+	}
+	if drain() {
+		t.Error("a held submission woke the tick loop")
+	}
+	s.Hold = false
+	if _, err := c.submit(ctx, root, api.SubmitRequest{Spec: s}); err != nil {
+		t.Fatal(err)
+	}
+	if !drain() {
+		t.Error("a submission that may start did not wake the tick loop")
+	}
+}
