@@ -233,26 +233,57 @@ func (s *jsonScan) int64(v *int64) bool {
 	if s.null() {
 		return true
 	}
-	start := s.i
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	digits := s.i
-	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-		s.i++
-	}
-	if s.i == digits || s.b[digits] == '0' && s.i-digits > 1 {
+	lit, integer, ok := s.number()
+	if !ok || !integer {
 		return false
 	}
-	if s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		return false
-	}
-	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	n, err := strconv.ParseInt(string(lit), 10, 64)
 	if err != nil {
 		return false
 	}
 	*v = n
 	return true
+}
+
+// number scans a JSON number (RFC 8259 §6) at the current position: its
+// text, and whether it is an integer (no fraction, no exponent); false if
+// what is there is not a number.
+func (s *jsonScan) number() (lit []byte, integer, ok bool) {
+	start := s.i
+	digitsFrom := func() int {
+		from := s.i
+		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+			s.i++
+		}
+		return s.i - from
+	}
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	first := s.i
+	n := digitsFrom()
+	if n == 0 || s.b[first] == '0' && n > 1 {
+		return nil, false, false
+	}
+	integer = true
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if digitsFrom() == 0 {
+			return nil, false, false
+		}
+		integer = false
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if digitsFrom() == 0 {
+			return nil, false, false
+		}
+		integer = false
+	}
+	return s.b[start:s.i], integer, true
 }
 
 func (s *jsonScan) int(v *int) bool {

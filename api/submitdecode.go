@@ -24,11 +24,7 @@ import (
 func DecodeSubmitRequest(b []byte, out *SubmitRequest) bool {
 	s := jsonScan{b: b}
 	var r SubmitRequest
-	var seen keySet
-	ok := s.object(func(k string) bool {
-		if !seen.add(k) {
-			return false
-		}
+	ok := s.fields(func(k string) bool {
 		switch k {
 		case "spec":
 			return s.spec(&r.Spec)
@@ -43,8 +39,14 @@ func DecodeSubmitRequest(b []byte, out *SubmitRequest) bool {
 	return ok
 }
 
-// keySet notes the keys of one object: a key given twice is left to
+// fields is object for a struct's fields: a key given twice is left to
 // encoding/json (which merges some kinds and replaces others).
+func (s *jsonScan) fields(field func(key string) bool) bool {
+	var seen keySet
+	return s.object(func(k string) bool { return seen.add(k) && field(k) })
+}
+
+// keySet notes the keys of one object.
 type keySet []string
 
 func (ks *keySet) add(k string) bool {
@@ -58,15 +60,11 @@ func (ks *keySet) add(k string) bool {
 }
 
 func (s *jsonScan) spec(sp *JobSpec) bool {
-	var seen keySet
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == 'n' {
 		return false // null: JobSpec's UnmarshalJSON decides
 	}
-	return s.object(func(k string) bool {
-		if !seen.add(k) {
-			return false
-		}
+	return s.fields(func(k string) bool {
 		switch k {
 		case "name":
 			return s.text(&sp.Name)
@@ -335,41 +333,11 @@ func (s *jsonScan) float(v *float64) bool {
 	if s.null() {
 		return true
 	}
-	start := s.i
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	digits := s.i
-	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-		s.i++
-	}
-	if s.i == digits || s.b[digits] == '0' && s.i-digits > 1 {
+	lit, _, ok := s.number()
+	if !ok {
 		return false
 	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		frac := s.i
-		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-			s.i++
-		}
-		if s.i == frac {
-			return false
-		}
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		exp := s.i
-		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-			s.i++
-		}
-		if s.i == exp {
-			return false
-		}
-	}
-	f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+	f, err := strconv.ParseFloat(string(lit), 64)
 	if err != nil {
 		return false
 	}
