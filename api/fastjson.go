@@ -2,7 +2,6 @@ package api
 
 import (
 	"strconv"
-	"unicode/utf8"
 )
 
 // The answers a client waits for on its hot paths (a submission's job id,
@@ -10,10 +9,11 @@ import (
 // that horad writes with encoding/json. Decoding them with encoding/json
 // in a process that makes one request builds its reflection decoder for
 // the type first, a sixth of an `sbatch --hold`'s own work
-// (docs/benchmarks.md). decodeAnswer reads the exact form horad writes;
-// anything else (escapes, other spellings of a key, null, floats, unknown
-// keys) it leaves to encoding/json, so its results never differ from
-// encoding/json's: TestDecodeAnswerMatchesEncodingJSON.
+// (docs/benchmarks.md). decodeAnswer reads the form horad writes, strings
+// with escapes included (jsonScan.str, submitdecode.go); anything else
+// (other spellings of a key, floats, unknown keys) it leaves to
+// encoding/json, so its results never differ from encoding/json's:
+// TestDecodeAnswerMatchesEncodingJSON.
 
 // decodeAnswer decodes b into out when out is one of the hot answers and b
 // is in the plain form; false means the caller must use encoding/json.
@@ -196,34 +196,6 @@ func (s *jsonScan) null() bool {
 	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
 		s.i += 4
 		return true
-	}
-	return false
-}
-
-// str reads a string without escapes, of valid UTF-8 and no control bytes.
-func (s *jsonScan) str(v *string) bool {
-	if s.null() {
-		return true
-	}
-	if !s.lit('"') {
-		return false
-	}
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			raw := s.b[start:s.i]
-			s.i++
-			if !utf8.Valid(raw) {
-				return false
-			}
-			*v = string(raw)
-			return true
-		case c == '\\' || c < 0x20:
-			return false
-		}
-		s.i++
 	}
 	return false
 }

@@ -67,31 +67,31 @@ func (s *jsonScan) spec(sp *JobSpec) bool {
 	return s.fields(func(k string) bool {
 		switch k {
 		case "name":
-			return s.text(&sp.Name)
+			return s.str(&sp.Name)
 		case "script":
-			return s.text(&sp.Script)
+			return s.str(&sp.Script)
 		case "command":
-			return s.text(&sp.Command)
+			return s.str(&sp.Command)
 		case "args":
-			return s.texts(&sp.Args)
+			return s.strs(&sp.Args)
 		case "work_dir":
-			return s.text(&sp.WorkDir)
+			return s.str(&sp.WorkDir)
 		case "stdout":
-			return s.text(&sp.Stdout)
+			return s.str(&sp.Stdout)
 		case "stderr":
-			return s.text(&sp.Stderr)
+			return s.str(&sp.Stderr)
 		case "stdin":
-			return s.text(&sp.Stdin)
+			return s.str(&sp.Stdin)
 		case "env":
 			s.ws()
 			if s.i < len(s.b) && s.b[s.i] == '{' {
 				return false // the base64 form
 			}
-			return s.texts((*[]string)(&sp.Env))
+			return s.strs((*[]string)(&sp.Env))
 		case "export":
-			return s.text(&sp.Export)
+			return s.str(&sp.Export)
 		case "partition":
-			return s.text(&sp.Partition)
+			return s.str(&sp.Partition)
 		case "nodes":
 			return s.int(&sp.Nodes)
 		case "nodes_max":
@@ -119,7 +119,7 @@ func (s *jsonScan) spec(sp *JobSpec) bool {
 		case "load":
 			return s.float(&sp.Load)
 		case "input":
-			return s.text(&sp.Input)
+			return s.str(&sp.Input)
 		case "rt_frame":
 			return s.float(&sp.RTFrame)
 		case "rt_buffer":
@@ -139,33 +139,33 @@ func (s *jsonScan) spec(sp *JobSpec) bool {
 		case "rt_misses":
 			return s.int(&sp.RTMisses)
 		case "reservation":
-			return s.text(&sp.Reservation)
+			return s.str(&sp.Reservation)
 		case "account":
-			return s.text(&sp.Account)
+			return s.str(&sp.Account)
 		case "qos":
-			return s.text(&sp.QOS)
+			return s.str(&sp.QOS)
 		case "comment":
-			return s.text(&sp.Comment)
+			return s.str(&sp.Comment)
 		case "submit_host":
-			return s.text(&sp.SubmitHost)
+			return s.str(&sp.SubmitHost)
 		case "open_append":
 			return s.bool(&sp.OpenAppend)
 		case "mail_type":
-			return s.text(&sp.MailType)
+			return s.str(&sp.MailType)
 		case "mail_user":
-			return s.text(&sp.MailUser)
+			return s.str(&sp.MailUser)
 		case "alloc":
 			return s.bool(&sp.Alloc)
 		case "array":
-			return s.text(&sp.Array)
+			return s.str(&sp.Array)
 		case "dependency":
-			return s.text(&sp.Dependency)
+			return s.str(&sp.Dependency)
 		case "kill_on_invalid_dep":
-			return s.text(&sp.KillOnInvalidDep)
+			return s.str(&sp.KillOnInvalidDep)
 		case "nice":
 			return s.int(&sp.Nice)
 		case "signal":
-			return s.text(&sp.Signal)
+			return s.str(&sp.Signal)
 		case "ntasks_per_node":
 			return s.int(&sp.NTasksPerNode)
 		case "mem_all":
@@ -175,25 +175,25 @@ func (s *jsonScan) spec(sp *JobSpec) bool {
 		case "mem_per_gpu":
 			return s.int64(&sp.MemPerGPU)
 		case "gres":
-			return s.text(&sp.Gres)
+			return s.str(&sp.Gres)
 		case "gpus":
-			return s.text(&sp.GPUs)
+			return s.str(&sp.GPUs)
 		case "gpus_per_node":
-			return s.text(&sp.GPUsPerNode)
+			return s.str(&sp.GPUsPerNode)
 		case "gpus_per_task":
-			return s.text(&sp.GPUsPerTask)
+			return s.str(&sp.GPUsPerTask)
 		case "cpus_per_gpu":
 			return s.int(&sp.CPUsPerGPU)
 		case "exclusive":
-			return s.text(&sp.Exclusive)
+			return s.str(&sp.Exclusive)
 		case "oversubscribe":
 			return s.bool(&sp.Oversubscribe)
 		case "nodelist":
-			return s.text(&sp.NodeList)
+			return s.str(&sp.NodeList)
 		case "exclude":
-			return s.text(&sp.Exclude)
+			return s.str(&sp.Exclude)
 		case "constraint":
-			return s.text(&sp.Constraint)
+			return s.str(&sp.Constraint)
 		case "mincpus":
 			return s.int(&sp.MinCPUs)
 		case "no_multithread":
@@ -203,9 +203,9 @@ func (s *jsonScan) spec(sp *JobSpec) bool {
 	})
 }
 
-// texts reads an array of strings into a fresh slice (null: nil; an
+// strs reads an array of strings into a fresh slice (null: nil; an
 // element null: "", as encoding/json leaves it).
-func (s *jsonScan) texts(v *[]string) bool {
+func (s *jsonScan) strs(v *[]string) bool {
 	if s.null() {
 		*v = nil
 		return true
@@ -213,7 +213,7 @@ func (s *jsonScan) texts(v *[]string) bool {
 	out := []string{}
 	ok := s.array(func() bool {
 		var e string
-		ok := s.text(&e)
+		ok := s.str(&e)
 		out = append(out, e)
 		return ok
 	})
@@ -221,10 +221,10 @@ func (s *jsonScan) texts(v *[]string) bool {
 	return ok
 }
 
-// text reads a string as encoding/json does, escapes included; null
-// leaves v as it is. A surrogate escape (\uD800-\uDFFF), a control byte or
+// str reads a string as encoding/json does, escapes included; null leaves
+// v as it is. A surrogate escape (\uD800-\uDFFF), a control byte or
 // invalid UTF-8 is left to encoding/json.
-func (s *jsonScan) text(v *string) bool {
+func (s *jsonScan) str(v *string) bool {
 	if s.null() {
 		return true
 	}
@@ -251,6 +251,9 @@ func (s *jsonScan) text(v *string) bool {
 		case c < 0x20:
 			return false
 		case c == '\\':
+			if !utf8.Valid(s.b[start:s.i]) {
+				return false // encoding/json makes each bad byte U+FFFD
+			}
 			buf = append(buf, s.b[start:s.i]...)
 			if s.i+1 >= len(s.b) {
 				return false
