@@ -627,16 +627,23 @@ func (c *Controller) applyLocked(ctx context.Context, acts []scheduler.Action) {
 			ev := store.Event{JobID: j.ID, Time: now, Kind: store.KindEnd, State: st, Reason: a.Reason, ExitCode: 1}
 			if err := c.st.Append(ctx, ev); err != nil {
 				// The Engine has let the job go: the end is tried again
-				// (a full disk), as a step's end is.
+				// (a full disk), as a step's end is. Until it is durable
+				// it counts among the unsettled ends, so that no start on
+				// what it freed is recorded before it (awaitEndsSettled):
+				// the fault harness's two-hour local run found a CPU
+				// recorded as given to a job while the end of the job
+				// holding it was still being retried.
 				c.log.Error("recording end; trying again in a second", "job", j.ID, "err", err)
+				c.endsUnsettled.add(1)
 				go func() {
 					select {
 					case <-ctx.Done():
 					case <-time.After(time.Second):
 						c.mu.Lock()
-						c.applyLocked(ctx, []scheduler.Action{a})
+						c.applyLocked(ctx, []scheduler.Action{a}) // counts itself again if refused again
 						c.mu.Unlock()
 					}
+					c.endsUnsettled.add(-1)
 				}()
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hora/api"
+	"hora/scheduler"
 	"hora/store"
 	"hora/store/storetest"
 )
@@ -185,4 +186,38 @@ func (d *fullableDisk) endOnFullDisk(gate string) {
 	if err := storetest.Empty(d.disk); err != nil {
 		d.t.Fatal(err)
 	}
+}
+
+// An end the Engine decided (here a cancel's) that the full disk refuses
+// counts among the unsettled ends until it is recorded: no start on what
+// it freed may be recorded before it (the fault harness's two-hour local
+// run found a CPU given while such an end was still being retried).
+func TestRefusedEngineEndHoldsStarts(t *testing.T) {
+	d := onFullableDisk(t)
+	s := d.f.spec("true")
+	s.Hold = true
+	resp, err := d.c.submit(d.ctx, root, api.SubmitRequest{Spec: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.Fill(d.disk); err != nil {
+		t.Fatal(err)
+	}
+	d.c.mu.Lock()
+	d.c.applyLocked(d.ctx, []scheduler.Action{scheduler.End{ID: scheduler.JobID(resp.JobID), State: "CANCELLED", Reason: "None"}})
+	d.c.mu.Unlock()
+	if !strings.Contains(d.logs.String(), "recording end; trying again") {
+		t.Fatalf("the end was not refused by the full disk; log:\n%s", d.logs)
+	}
+	if d.c.awaitEndsSettled(d.ctx) {
+		t.Fatal("starts were let through while the end was refused")
+	}
+	if err := storetest.Empty(d.disk); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("the end recorded", func() bool {
+		j, err := d.st.Job(d.ctx, resp.JobID)
+		return err == nil && j.State == api.StateCancelled
+	})
+	d.waitFor("starts let through again", func() bool { return d.c.awaitEndsSettled(d.ctx) })
 }
