@@ -757,28 +757,66 @@ func (c *Controller) launchRecorded(ctx context.Context, spec nodes.LaunchSpec) 
 	}
 	if err != nil {
 		c.log.Error("launch failed", "job", spec.Key.Job, "node", spec.Node, "err", err)
-		// Launch errors are the node's (unreachable, state directory, shepherd);
-		// what the job's owner must fix (an output file) ends the step with
-		// Status.Err instead. Nothing of the job ran: NODE_FAIL.
-		st := nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepLost, ExitCode: 1, Err: err.Error()}
-		if spec.Key.Step < 0 && c.requeueable(j) && !j.requeueRequested && j.allocDone == nil {
-			// As slurmctld: a batch job whose launch failed is requeued
-			// and held ("launch failed requeued held"), since a launch
-			// would most likely fail again at once; a user releases it.
-			// Found by the fault harness: a full disk on the node (or a
-			// link cut during the launch) ended requeue-able jobs NODE_FAIL.
-			if j.requeueHold == "" {
-				j.requeueHold = store.ReasonHeldUser
-			}
-			_ = c.requeueLocked(ctx, j, "launch failed: "+err.Error())
+		c.untilRecordedLocked(ctx, spec.Key, func(j *job) error { return c.launchFailedLocked(ctx, j, spec, err) })
+	}
+}
+
+// launchFailedLocked ends the run of a step whose launch failed. Launch
+// errors are the node's (unreachable, state directory, shepherd); what the
+// job's owner must fix (an output file) ends the step with Status.Err
+// instead. Nothing of the job ran: NODE_FAIL.
+func (c *Controller) launchFailedLocked(ctx context.Context, j *job, spec nodes.LaunchSpec, err error) error {
+	st := nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepLost, ExitCode: 1, Err: err.Error()}
+	if spec.Key.Step >= 0 {
+		return c.chunkEndLocked(ctx, j, st)
+	}
+	if c.requeueable(j) && !j.requeueRequested && !j.cancelRequested && j.allocDone == nil {
+		// As slurmctld: a batch job whose launch failed is requeued
+		// and held ("launch failed requeued held"), since a launch
+		// would most likely fail again at once; a user releases it.
+		// Found by the fault harness: a full disk on the node (or a
+		// link cut during the launch) ended requeue-able jobs NODE_FAIL.
+		if j.requeueHold == "" {
+			j.requeueHold = store.ReasonHeldUser
+		}
+		return c.requeueLocked(ctx, j, "launch failed: "+err.Error())
+	}
+	return c.finishLocked(ctx, j, st)
+}
+
+// untilRecordedLocked runs record, which decides how a step's run ended and
+// records it before memory follows, and when the store refuses it (a full
+// disk) runs it again a second later, and so on while the step's run is
+// still the job's, until it is recorded or horad stops. A launch failure
+// whose requeue the full disk refused left its job RUNNING for ever with
+// nothing running (the fault harness). Caller holds c.mu.
+func (c *Controller) untilRecordedLocked(ctx context.Context, key nodes.StepKey, record func(j *job) error) {
+	j := c.jobs[key.Job]
+	if j == nil {
+		return
+	}
+	err := record(j)
+	if err == nil || errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrInvalidEvent) || ctx.Err() != nil {
+		return
+	}
+	c.log.Error("recording a step's end; trying again in a second", "job", key.Job, "step", key.Step, "err", err)
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		j := c.jobs[key.Job]
+		if j == nil || j.State.Finished() || runOf(j) != key.Run {
+			return // ended or requeued meanwhile
+		}
+		if _, running := j.chunks[key.Step]; key.Step >= 0 && !running {
 			return
 		}
-		if spec.Key.Step >= 0 {
-			_ = c.chunkEndLocked(ctx, j, st)
-		} else {
-			_ = c.finishLocked(ctx, j, st)
-		}
-	}
+		c.untilRecordedLocked(ctx, key, record)
+	}()
 }
 
 // forgetStep removes an ended step's node-side state, on the forget queue:

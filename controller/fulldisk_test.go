@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"hora/api"
+	"hora/nodes"
 	"hora/scheduler"
 	"hora/store"
 	"hora/store/storetest"
@@ -125,6 +127,12 @@ type fullableDisk struct {
 }
 
 func onFullableDisk(t *testing.T) *fullableDisk {
+	return onFullableDiskWith(t, func(e nodes.Executor) nodes.Executor { return e })
+}
+
+// onFullableDiskWith is onFullableDisk with the controller's executor
+// wrapped (a fault a test injects).
+func onFullableDiskWith(t *testing.T, wrap func(nodes.Executor) nodes.Executor) *fullableDisk {
 	f := newFixture(t)
 	disk := filepath.Join(f.dir, "disk")
 	if err := os.Mkdir(disk, 0o755); err != nil {
@@ -138,6 +146,7 @@ func onFullableDisk(t *testing.T) *fullableDisk {
 	t.Cleanup(func() { st.Close() })
 	f.st = st
 	c := f.controller(t)
+	c.exec = wrap(c.exec)
 	logs := &syncBuffer{}
 	c.log = slog.New(slog.NewTextHandler(logs, nil))
 	ctx, cancel := context.WithCancel(t.Context())
@@ -220,4 +229,63 @@ func TestRefusedEngineEndHoldsStarts(t *testing.T) {
 		return err == nil && j.State == api.StateCancelled
 	})
 	d.waitFor("starts let through again", func() bool { return d.c.awaitEndsSettled(d.ctx) })
+}
+
+// A launch that fails while the disk is full (the fault harness's node and
+// store share a disk) is requeued once space returns: before, its refused
+// requeue was dropped and the job stayed RUNNING for ever with nothing
+// running (the harness's local cluster, seed 1795821167213556793).
+func TestFailedLaunchRecordedOnceSpaceReturns(t *testing.T) {
+	launching := make(chan struct{})
+	fail := make(chan struct{})
+	d := onFullableDiskWith(t, func(e nodes.Executor) nodes.Executor {
+		return &failingLaunch{Executor: e, launching: launching, fail: fail}
+	})
+	resp, err := d.c.submit(d.ctx, root, api.SubmitRequest{Spec: d.f.spec("true")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-launching:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no launch; log:\n%s", d.logs)
+	}
+	if err := storetest.Fill(d.disk); err != nil {
+		t.Fatal(err)
+	}
+	close(fail)
+	d.waitFor("the requeue refused by the full disk", func() bool {
+		return strings.Contains(d.logs.String(), "recording a step's end; trying again")
+	})
+	if err := storetest.Empty(d.disk); err != nil {
+		t.Fatal(err)
+	}
+	var j api.Job
+	d.waitFor("the failed launch recorded", func() bool {
+		j, err = d.st.Job(d.ctx, resp.JobID)
+		return err == nil && j.Restarts >= 1
+	})
+	if j.State != api.StatePending || j.Reason != "JobHeldUser" {
+		t.Fatalf("job after its failed launch was recorded: %s reason %s, want PENDING JobHeldUser", j.State, j.Reason)
+	}
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
+	if m := d.c.jobs[resp.JobID]; m.State != api.StatePending {
+		t.Fatalf("job in memory after its failed launch was recorded: %s", m.State)
+	}
+}
+
+// failingLaunch is an executor whose launches wait for fail to close and
+// then fail as a node's full disk does.
+type failingLaunch struct {
+	nodes.Executor
+	launching chan struct{}
+	fail      chan struct{}
+	once      sync.Once
+}
+
+func (f *failingLaunch) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
+	f.once.Do(func() { close(f.launching) })
+	<-f.fail
+	return errors.New("write shepherd.tmp: no space left on device")
 }

@@ -245,7 +245,7 @@ func (c *Controller) stageAndLaunch(ctx context.Context, spec nodes.LaunchSpec, 
 			if err := c.st.Append(ctx, evs...); err != nil {
 				c.log.Error("recording start", "job", spec.Key.Job, "err", err)
 			}
-			_ = c.chunkEndLocked(ctx, j, st)
+			c.untilRecordedLocked(ctx, spec.Key, func(j *job) error { return c.chunkEndLocked(ctx, j, st) })
 		}
 		c.mu.Unlock()
 		_ = c.exec.Forget(ctx, spec.Node, spec.Key)
