@@ -3,9 +3,11 @@ package controller
 import (
 	"cmp"
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"hora/api"
 	"hora/nodes"
@@ -88,11 +90,42 @@ func (c *Controller) chunkEndLocked(ctx context.Context, j *job, s nodes.Status)
 	acts := c.eng.Handle(fin)
 	if _, known := c.eng.Job(scheduler.JobID(j.ID)); !known && len(j.chunks) == 0 && !j.State.Finished() {
 		if err := c.endDivisibleLocked(ctx, j); err != nil {
-			return err
+			// The chunk's end is recorded and the Engine has let the job
+			// go: returning the error would have the chunk's end decided
+			// again and acts (starts on the nodes it freed) dropped.
+			c.retryDivisibleEndLocked(ctx, j.ID, err)
 		}
 	}
 	c.applyLocked(ctx, acts)
 	return nil
+}
+
+// retryDivisibleEndLocked records a divisible job's end again once a
+// second while the store refuses it (a full disk). It counts among the
+// unsettled ends meanwhile, so that no start on the nodes its last chunk
+// freed is recorded before it (awaitEndsSettled). Caller holds c.mu.
+func (c *Controller) retryDivisibleEndLocked(ctx context.Context, id int64, err error) {
+	c.log.Error("recording job end; trying again in a second", "job", id, "err", err)
+	c.endsUnsettled.add(1)
+	go func() {
+		defer c.endsUnsettled.add(-1)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			c.mu.Lock()
+			var err error
+			if j := c.jobs[id]; j != nil && !j.State.Finished() {
+				err = c.endDivisibleLocked(ctx, j)
+			}
+			c.mu.Unlock()
+			if err == nil || errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrInvalidEvent) {
+				return
+			}
+		}
+	}()
 }
 
 // recordStepEndLocked records how a chunk ended (step_end) and returns its

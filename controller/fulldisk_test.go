@@ -289,3 +289,51 @@ func (f *failingLaunch) Launch(ctx context.Context, spec nodes.LaunchSpec) error
 	<-f.fail
 	return errors.New("write shepherd.tmp: no space left on device")
 }
+
+// The end of a divisible job, decided at its last chunk's end, that the
+// full disk refuses is recorded again each second and holds starts back
+// meanwhile: before, the error had the chunk's end decided again and the
+// Engine's starts on the freed nodes dropped.
+func TestRefusedDivisibleEndIsRetried(t *testing.T) {
+	d := onFullableDisk(t)
+	const id = 900
+	now := time.Now().Unix()
+	s := d.f.spec("true")
+	s.Load, s.Deadline = 10, now+600
+	if err := d.st.Submit(d.ctx, &api.Job{ID: id, Spec: s, State: api.StatePending, SubmitTime: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.st.Append(d.ctx, store.Event{JobID: id, Time: now, Kind: store.KindStart, Nodes: []string{"local1"}}); err != nil {
+		t.Fatal(err)
+	}
+	d.c.mu.Lock()
+	// Running in memory with one chunk whose step end is recorded already
+	// (so only the job's end is written); unknown to the Engine, as after
+	// the policy let it go.
+	d.c.addJob(&job{Job: api.Job{ID: id, State: api.StateRunning, Nodes: []string{"local1"}, Spec: s, StartTime: now},
+		launched: true, chunks: map[int]string{0: "local1"}})
+	d.c.mu.Unlock()
+	if err := storetest.Fill(d.disk); err != nil {
+		t.Fatal(err)
+	}
+	d.c.mu.Lock()
+	err := d.c.chunkEndLocked(d.ctx, d.c.jobs[id], nodes.Status{Key: nodes.StepKey{Job: id, Step: 0}, Node: "local1", State: nodes.StepExited})
+	d.c.mu.Unlock()
+	if err != nil {
+		t.Fatalf("chunk end with the job's end refused: %v (the chunk's end is recorded: nothing to decide again)", err)
+	}
+	if !strings.Contains(d.logs.String(), "recording job end; trying again") {
+		t.Fatalf("the job's end was not refused by the full disk; log:\n%s", d.logs)
+	}
+	if d.c.awaitEndsSettled(d.ctx) {
+		t.Fatal("starts were let through while the divisible job's end was refused")
+	}
+	if err := storetest.Empty(d.disk); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("the divisible job's end recorded", func() bool {
+		j, err := d.st.Job(d.ctx, id)
+		return err == nil && j.State.Finished()
+	})
+	d.waitFor("starts let through again", func() bool { return d.c.awaitEndsSettled(d.ctx) })
+}
