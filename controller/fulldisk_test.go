@@ -103,7 +103,10 @@ func TestRequeueRecordedOnceSpaceReturns(t *testing.T) {
 	d := onFullableDisk(t)
 	gate := filepath.Join(d.f.dir, "gate")
 	// TERM waits for the gate, so the end comes after the disk is full.
-	script := "trap 'while [ ! -e " + gate + " ]; do sleep 0.05; done; exit 0' TERM\nwhile :; do sleep 0.05; done"
+	// Both loops end with the test's directory: the requeued run is left
+	// running when the test stops, and must not outlive it.
+	alive := "[ -d " + d.f.dir + " ]"
+	script := "trap 'while [ ! -e " + gate + " ] && " + alive + "; do sleep 0.05; done; exit 0' TERM\nwhile " + alive + "; do sleep 0.05; done"
 	id := d.submitLaunched(script)
 	if r := d.c.requeueJobs(d.ctx, root, []int64{id}, false); len(r.Results) > 0 && r.Results[0].Error != "" {
 		t.Fatalf("requeue: %+v", r.Results)
