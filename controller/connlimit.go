@@ -250,8 +250,13 @@ func (fl *fairListener) release(lc *limitedConn) {
 		delete(fl.active, uid)
 	}
 	fl.total--
+	waiting := len(fl.order) > 0
 	fl.mu.Unlock()
-	fl.signal()
+	if waiting {
+		// Only a waiting connection can use the freed slot: waking the
+		// server's accept for nothing cost every request a thread wake-up.
+		fl.signal()
+	}
 }
 
 func (fl *fairListener) Close() error {
