@@ -340,3 +340,43 @@ func TestRefusedDivisibleEndIsRetried(t *testing.T) {
 	})
 	d.waitFor("starts let through again", func() bool { return d.c.awaitEndsSettled(d.ctx) })
 }
+
+// A node that answers again while the disk is full comes back once space
+// returns: the prober says "up" once, and a refused record left the node
+// DOWN until horad restarted.
+func TestNodeUpRecordedOnceSpaceReturns(t *testing.T) {
+	d := onFullableDisk(t)
+	d.c.nodeEvent(d.ctx, nodes.NodeEvent{Node: "local2", Up: false, Err: errors.New("probe: timed out")})
+	down := func() bool {
+		d.c.mu.Lock()
+		defer d.c.mu.Unlock()
+		a := d.c.admin["local2"]
+		return a != nil && a.Down
+	}
+	if !down() {
+		t.Fatal("local2 is not DOWN after a down event")
+	}
+	if err := storetest.Fill(d.disk); err != nil {
+		t.Fatal(err)
+	}
+	d.c.nodeEvent(d.ctx, nodes.NodeEvent{Node: "local2", Up: true})
+	if !strings.Contains(d.logs.String(), "recording node up") {
+		t.Fatalf("the node's return was not refused by the full disk; log:\n%s", d.logs)
+	}
+	if !down() {
+		t.Fatal("local2 is up in memory while its return is not recorded")
+	}
+	if err := storetest.Empty(d.disk); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("local2 back in service", func() bool { return !down() })
+	nas, err := d.st.NodeAdmins(d.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, na := range nas {
+		if na.Name == "local2" && na.Down {
+			t.Fatalf("local2 is up in memory but recorded DOWN: %+v", na)
+		}
+	}
+}

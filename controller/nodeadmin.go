@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -252,7 +253,24 @@ func (c *Controller) nodeHealthLocked(ctx context.Context, ev nodes.NodeEvent) {
 		a.Reason, a.UID, a.User, a.Time = "", 0, "", 0
 	}
 	if err := c.saveNodeLocked(ctx, a, before); err != nil {
-		c.log.Error("recording node up", "node", ev.Node, "err", err)
+		// The prober says "up" once: a refused record (a full disk) would
+		// leave the node DOWN until horad restarts. The event is taken
+		// again in a second, unless the node has been reported down since.
+		c.log.Error("recording node up; trying again in a second", "node", ev.Node, "err", err)
+		if !errors.Is(err, store.ErrClosed) {
+			go func() {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second):
+				}
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if a := c.admin[ev.Node]; a != nil && !a.noResp {
+					c.nodeHealthLocked(ctx, ev)
+				}
+			}()
+		}
 		return
 	}
 	c.log.Info("node up", "node", ev.Node)
