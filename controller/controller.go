@@ -800,14 +800,7 @@ func (c *Controller) untilRecordedLocked(ctx context.Context, key nodes.StepKey,
 		return
 	}
 	c.log.Error("recording a step's end; trying again in a second", "job", key.Job, "step", key.Step, "err", err)
-	go func() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
+	c.inASecond(ctx, func() {
 		j := c.jobs[key.Job]
 		if j == nil || j.State.Finished() || runOf(j) != key.Run {
 			return // ended or requeued meanwhile
@@ -816,6 +809,22 @@ func (c *Controller) untilRecordedLocked(ctx context.Context, key nodes.StepKey,
 			return
 		}
 		c.untilRecordedLocked(ctx, key, record)
+	})
+}
+
+// inASecond runs fn with c.mu held a second from now, unless horad stops
+// first: how a write the store refused (a full disk) is tried again
+// without holding anything up meanwhile.
+func (c *Controller) inASecond(ctx context.Context, fn func()) {
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		fn()
 	}()
 }
 

@@ -218,18 +218,26 @@ func TestRefusedEngineEndHoldsStarts(t *testing.T) {
 	d.c.mu.Lock()
 	d.c.applyLocked(d.ctx, []scheduler.Action{scheduler.End{ID: scheduler.JobID(resp.JobID), State: "CANCELLED", Reason: "None"}})
 	d.c.mu.Unlock()
-	if !strings.Contains(d.logs.String(), "recording end; trying again") {
-		t.Fatalf("the end was not refused by the full disk; log:\n%s", d.logs)
+	d.refusedEndHoldsStarts("recording end; trying again", resp.JobID, api.StateCancelled)
+}
+
+// refusedEndHoldsStarts checks that job id's end was refused by the full
+// disk (logged) and holds starts back, then empties the disk and waits for
+// the end (state, or any end if empty) and for starts to pass again.
+func (d *fullableDisk) refusedEndHoldsStarts(logged string, id int64, state api.JobState) {
+	d.t.Helper()
+	if !strings.Contains(d.logs.String(), logged) {
+		d.t.Fatalf("the end was not refused by the full disk; log:\n%s", d.logs)
 	}
 	if d.c.awaitEndsSettled(d.ctx) {
-		t.Fatal("starts were let through while the end was refused")
+		d.t.Fatal("starts were let through while the end was refused")
 	}
 	if err := storetest.Empty(d.disk); err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	d.waitFor("the end recorded", func() bool {
-		j, err := d.st.Job(d.ctx, resp.JobID)
-		return err == nil && j.State == api.StateCancelled
+		j, err := d.st.Job(d.ctx, id)
+		return err == nil && j.State.Finished() && (state == "" || j.State == state)
 	})
 	d.waitFor("starts let through again", func() bool { return d.c.awaitEndsSettled(d.ctx) })
 }
@@ -325,20 +333,7 @@ func TestRefusedDivisibleEndIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chunk end with the job's end refused: %v (the chunk's end is recorded: nothing to decide again)", err)
 	}
-	if !strings.Contains(d.logs.String(), "recording job end; trying again") {
-		t.Fatalf("the job's end was not refused by the full disk; log:\n%s", d.logs)
-	}
-	if d.c.awaitEndsSettled(d.ctx) {
-		t.Fatal("starts were let through while the divisible job's end was refused")
-	}
-	if err := storetest.Empty(d.disk); err != nil {
-		t.Fatal(err)
-	}
-	d.waitFor("the divisible job's end recorded", func() bool {
-		j, err := d.st.Job(d.ctx, id)
-		return err == nil && j.State.Finished()
-	})
-	d.waitFor("starts let through again", func() bool { return d.c.awaitEndsSettled(d.ctx) })
+	d.refusedEndHoldsStarts("recording job end; trying again", id, "")
 }
 
 // A node that answers again while the disk is full comes back once space

@@ -258,18 +258,11 @@ func (c *Controller) nodeHealthLocked(ctx context.Context, ev nodes.NodeEvent) {
 		// again in a second, unless the node has been reported down since.
 		c.log.Error("recording node up; trying again in a second", "node", ev.Node, "err", err)
 		if !errors.Is(err, store.ErrClosed) {
-			go func() {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(time.Second):
-				}
-				c.mu.Lock()
-				defer c.mu.Unlock()
+			c.inASecond(ctx, func() {
 				if a := c.admin[ev.Node]; a != nil && !a.noResp {
 					c.nodeHealthLocked(ctx, ev)
 				}
-			}()
+			})
 		}
 		return
 	}
