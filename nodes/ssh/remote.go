@@ -384,7 +384,18 @@ rearm() {
 	timer "$_r" "$limitact"
 	lt=$!
 }
-trap 'intr=1; rearm' USR1
+# USR1 (a moved limit) only notes itself while the limit timer is being
+# replaced (crit): a rearm run between a timer's start and "lt=$!" left
+# that timer running, and the job was killed at its old limit (found by
+# make test under a CPU hog). Until the first timer is set every USR1 waits.
+crit=1 rl=0
+dorearm() {
+	crit=1
+	while [ "$rl" = 1 ]; do rl=0; rearm; done
+	crit=0
+	[ "$rl" = 0 ] || dorearm
+}
+trap 'intr=1; rl=1; [ "$crit" = 1 ] || dorearm' USR1
 [ -n "$out" ] || out=/dev/null
 if [ "$append" = 1 ]; then command exec 3>>"$out"; else command exec 3>"$out"; fi ||
 	fail "cannot open output file $out: $(why "$out")"
@@ -426,10 +437,12 @@ endjob() {
 trap 'intr=1; endjob "$killwait"' TERM
 trap '' HUP INT
 limitact=': > "$u/timedout"; kill -s TERM -- "-$pid"; kill -s CONT -- "-$pid"; sleep "$killwait" & sp=$!; wait "$sp" || exit 0; kill -s KILL -- "-$pid"'
-if [ "$limit" -gt 0 ] && [ -z "$lt" ]; then
+if [ "$limit" -gt 0 ]; then
 	timer "$limit" "$limitact"
 	lt=$!
 fi
+crit=0
+[ "$rl" = 0 ] || dorearm
 while :; do
 	intr=0
 	wait "$pid"

@@ -1,6 +1,7 @@
 package ssh_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -431,6 +433,104 @@ func TestSetTimeLimit(t *testing.T) {
 	if err := v.e.SetTimeLimit(t.Context(), "n1", shorter, time.Minute); err == nil {
 		t.Error("SetTimeLimit on an ended step succeeded")
 	}
+}
+
+// A limit moved while the wrapper sets its first timer holds. A USR1
+// handled between that timer's start and the wrapper noting its pid left
+// the first timer running, and the job was killed at its old limit
+// (TestSetTimeLimit failed so under a CPU hog). Here the moved limit is in
+// place and USR1 comes without a pause from the moment the wrapper catches
+// it until past the old limit: every one of them lands somewhere in the
+// wrapper's start, the first timer's included.
+func TestMovedLimitHoldsUnderSignals(t *testing.T) {
+	v := start(t, 1)
+	key := nodes.StepKey{Job: 5, Step: 0}
+	gate := filepath.Join(v.out, "go5")
+	spec := v.spec(key, "n1", "#!/bin/sh\nwhile [ ! -e "+gate+" ]; do sleep 0.1; done\nexit 4\n")
+	spec.TimeLimit = 2 * time.Second
+	dir := filepath.Join(v.state, "n1", key.Name())
+	stop := make(chan struct{})
+	sent := make(chan int, 1)
+	go func() { sent <- usr1Storm(dir, stop) }()
+	launched := time.Now()
+	v.launch(t, spec)
+	// Past the old limit (counted from a start after launched) the job is
+	// still there to be let go.
+	time.Sleep(time.Until(launched.Add(spec.TimeLimit + time.Second)))
+	close(stop)
+	if n := <-sent; n == 0 {
+		t.Fatal("no USR1 reached the wrapper")
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := v.exits.wait(t, key, hang); st.TimedOut || st.ExitCode != 4 {
+		t.Errorf("moved limit under USR1s: %+v, want exit 4 without time-out", st)
+	}
+}
+
+// usr1Storm writes a limit of an hour into the step directory dir once it
+// exists, waits for the step's wrapper to catch USR1 (before that the
+// signal would kill it), and sends it USR1 back to back until stop is
+// closed or the wrapper is gone. It returns how many it sent.
+func usr1Storm(dir string, stop <-chan struct{}) int {
+	wrapper := []byte("hora-wrapper\x00" + dir + "\x00")
+	pid, n := 0, 0
+	for {
+		select {
+		case <-stop:
+			return n
+		default:
+		}
+		if pid == 0 {
+			if _, err := os.Stat(dir); err != nil {
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(dir, "limit"), []byte("3600\n"), 0o644); err != nil {
+				continue
+			}
+			pid = findProcess(wrapper)
+			continue
+		}
+		if n == 0 && !catches(pid, syscall.SIGUSR1) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGUSR1) != nil {
+			return n
+		}
+		n++
+	}
+}
+
+// findProcess returns the pid of a process whose command line contains
+// args, or 0.
+func findProcess(args []byte) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(cl, args) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// catches reports whether process pid has a handler for sig (SigCgt).
+func catches(pid int, sig syscall.Signal) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && mask&(1<<(uint(sig)-1)) != 0
+		}
+	}
+	return false
 }
 
 // A probe reads the node's kernel and boot time (scontrol show node OS=,
