@@ -15,6 +15,7 @@ package ssh
 //     script    the batch script, 0700
 //     pid       wrapper: the job's process group id
 //     timedout  wrapper: present once the time limit fired
+//     limitgen  wrapper: the number of the limit timer that may fire (the latest)
 //     status    wrapper, atomically: {"exit_code","signal","timed_out","pid","started","ended","err"}
 
 // shLib holds the functions shared by the commands below.
@@ -381,8 +382,7 @@ rearm() {
 	[ -z "$lt" ] || kill -s TERM "$lt" 2>/dev/null
 	_r=$((_l - ($(date +%s) - t0)))
 	[ "$_r" -gt 0 ] || _r=0
-	timer "$_r" "$limitact"
-	lt=$!
+	limittimer "$_r"
 }
 # USR1 (a moved limit) only notes itself while the limit timer is being
 # replaced (crit): a rearm run between a timer's start and "lt=$!" left
@@ -437,9 +437,21 @@ endjob() {
 trap 'intr=1; endjob "$killwait"' TERM
 trap '' HUP INT
 limitact=': > "$u/timedout"; kill -s TERM -- "-$pid"; kill -s CONT -- "-$pid"; sleep "$killwait" & sp=$!; wait "$sp" || exit 0; kill -s KILL -- "-$pid"'
-if [ "$limit" -gt 0 ]; then
-	timer "$limit" "$limitact"
+# limittimer SECONDS starts limit timer number lg+1, which acts only if no
+# later one was started meanwhile (u/limitgen): the TERM that stops the
+# timer it replaces is lost if it comes while that timer's subshell, just
+# forked, still has the wrapper's handlers, and the old timer then fired
+# at the old limit (TestMovedLimitHoldsUnderSignals).
+lg=0
+limittimer() {
+	lg=$((lg + 1)) _c=
+	printf '%s\n' "$lg" > "$u/limitgen" 2>/dev/null &&
+		_c="[ \"\$(cat \"\$u/limitgen\" 2>/dev/null)\" = $lg ] || exit 0; "
+	timer "$1" "$_c$limitact"
 	lt=$!
+}
+if [ "$limit" -gt 0 ]; then
+	limittimer "$limit"
 fi
 crit=0
 [ "$rl" = 0 ] || dorearm

@@ -465,7 +465,8 @@ func TestMovedLimitHoldsUnderSignals(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st := v.exits.wait(t, key, hang); st.TimedOut || st.ExitCode != 4 {
-		t.Errorf("moved limit under USR1s: %+v, want exit 4 without time-out", st)
+		werr, _ := os.ReadFile(filepath.Join(dir, "wrapper.err"))
+		t.Errorf("moved limit under USR1s: %+v, want exit 4 without time-out; the wrapper's stderr:\n%s", st, werr)
 	}
 }
 
