@@ -273,6 +273,18 @@ func removeSubnet(k int) {
 		}
 		removeCgroup(ns)
 	}
+	// The host ends of the namespaces' veths go with the namespaces, but
+	// later: the kernel frees a deleted namespace in a work queue. A test
+	// that took the subnet at once failed "ip link add hora2v2 ...: File
+	// exists" (make test right after a killed one): they go here.
+	if ifs, err := net.Interfaces(); err == nil {
+		prefix := "hora" + strconv.Itoa(k) + "v"
+		for _, ifc := range ifs {
+			if n, ok := strings.CutPrefix(ifc.Name, prefix); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+				_ = exec.Command("ip", "link", "del", ifc.Name).Run()
+			}
+		}
+	}
 	_ = exec.Command("ip", "link", "del", "hora-br"+strconv.Itoa(k)).Run()
 }
 
