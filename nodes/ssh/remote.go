@@ -15,7 +15,6 @@ package ssh
 //     script    the batch script, 0700
 //     pid       wrapper: the job's process group id
 //     timedout  wrapper: present once the time limit fired
-//     limitgen  wrapper: the number of the limit timer that may fire (the latest)
 //     status    wrapper, atomically: {"exit_code","signal","timed_out","pid","started","ended","err"}
 
 // shLib holds the functions shared by the commands below.
@@ -347,7 +346,7 @@ echo "launched $p"
 // OUT ERR IN WORKDIR (seconds, rounded up).
 const shWrapper = `
 d=$1 limit=$2 killwait=$3 append=$4 out=$5 err=$6 in=$7 wd=$8
-u=$d/user pid=0 timers= intr=0 ef=
+u=$d/user pid=0 timers= lt= ef=
 umask 022
 cd / || exit 1
 now() { date -u +%Y-%m-%dT%H:%M:%S.%NZ; }
@@ -372,30 +371,9 @@ why() {
 	else echo "permission denied"; fi
 }
 started=$(now) t0=$(date +%s)
-# rearm replaces the limit timer by one for the limit horad left in $d/limit
-# (counted from the start; a resumed job's suspended time does not count).
-lt=
-rearm() {
-	[ ! -e "$u/timedout" ] || return 0
-	_l=$(cat "$d/limit" 2>/dev/null)
-	case $_l in ''|*[!0-9]*) return 0;; esac
-	[ -z "$lt" ] || kill -s TERM "$lt" 2>/dev/null
-	_r=$((_l - ($(date +%s) - t0)))
-	[ "$_r" -gt 0 ] || _r=0
-	limittimer "$_r"
-}
-# USR1 (a moved limit) only notes itself while the limit timer is being
-# replaced (crit): a rearm run between a timer's start and "lt=$!" left
-# that timer running, and the job was killed at its old limit (found by
-# make test under a CPU hog). Until the first timer is set every USR1 waits.
-crit=1 rl=0
-dorearm() {
-	crit=1
-	while [ "$rl" = 1 ]; do rl=0; rearm; done
-	crit=0
-	[ "$rl" = 0 ] || dorearm
-}
-trap 'intr=1; rl=1; [ "$crit" = 1 ] || dorearm' USR1
+# USR1 says that horad left a new limit in $d/limit; it is passed on to
+# the limit watcher (below), which reads the file once it runs.
+trap 'kill -s WINCH "$lt" 2>/dev/null' USR1
 [ -n "$out" ] || out=/dev/null
 if [ "$append" = 1 ]; then command exec 3>>"$out"; else command exec 3>"$out"; fi ||
 	fail "cannot open output file $out: $(why "$out")"
@@ -434,32 +412,69 @@ endjob() {
 	kill -s CONT -- "-$pid" 2>/dev/null
 	timer "$1" 'kill -s KILL -- "-$pid"'
 }
-trap 'intr=1; endjob "$killwait"' TERM
+trap 'endjob "$killwait"' TERM
 trap '' HUP INT
-limitact=': > "$u/timedout"; kill -s TERM -- "-$pid"; kill -s CONT -- "-$pid"; sleep "$killwait" & sp=$!; wait "$sp" || exit 0; kill -s KILL -- "-$pid"'
-# limittimer SECONDS starts limit timer number lg+1, which acts only if no
-# later one was started meanwhile (u/limitgen): the TERM that stops the
-# timer it replaces is lost if it comes while that timer's subshell, just
-# forked, still has the wrapper's handlers, and the old timer then fired
-# at the old limit (TestMovedLimitHoldsUnderSignals).
-lg=0
-limittimer() {
-	lg=$((lg + 1)) _c=
-	printf '%s\n' "$lg" > "$u/limitgen" 2>/dev/null &&
-		_c="[ \"\$(cat \"\$u/limitgen\" 2>/dev/null)\" = $lg ] || exit 0; "
-	timer "$1" "$_c$limitact"
-	lt=$!
+# The limit watcher, one process: it sleeps until the time limit, counted
+# from the start (t0): the launch limit (0: none), or the one horad last
+# left in $d/limit (SetTimeLimit: a resumed job's suspended time does not
+# count). At the limit: TERM and CONT to the job's group, KILL after
+# killwait. A new limit comes as WINCH, whose default is to be ignored, so
+# one that arrives before the watcher's trap is set cannot kill it; the
+# watcher reads the file after setting the trap, and again after each
+# sleep it starts, so no limit written before a signal is missed.
+# Traps only stop the sleep and decide nothing: in dash a trap run while
+# another trap's command runs sets $? to what it was before the outer
+# trap, so an && or || inside a trap can take the wrong branch (a USR1
+# handler that rearmed a timer itself killed jobs long before their
+# limit under a storm of USR1s; TestMovedLimitHoldsUnderSignals).
+limitread() {
+	_l=$(cat "$d/limit" 2>/dev/null)
+	case $_l in ''|*[!0-9]*) ;; *) L=$_l;; esac
 }
-if [ "$limit" -gt 0 ]; then
-	limittimer "$limit"
-fi
-crit=0
-[ "$rl" = 0 ] || dorearm
+( trap 'kill "$sp" 2>/dev/null' WINCH
+  trap 'kill "$sp" 2>/dev/null; exit 0' TERM
+  L=$limit sp=
+  limitread
+  while :; do
+	if [ "$L" -gt 0 ]; then
+		_n=$(date +%s)
+		case $_n in ''|*[!0-9]*) sleep 1; continue;; esac
+		_r=$((L - (_n - t0)))
+		[ "$_r" -gt 0 ] || break
+	else
+		_r=86400
+	fi
+	sleep "$_r" & sp=$!
+	_w=$L
+	limitread
+	[ "$L" != "$_w" ] || wait "$sp"
+	kill "$sp" 2>/dev/null
+	limitread
+  done
+  trap '' WINCH
+  : > "$u/timedout"
+  kill -s TERM -- "-$pid"
+  kill -s CONT -- "-$pid"
+  sleep "$killwait" & sp=$!
+  wait "$sp" || exit 0
+  kill -s KILL -- "-$pid" ) 2>/dev/null &
+lt=$!
+timers="$timers $lt"
+kill -s WINCH "$lt" 2>/dev/null
+# wait returns early, with 128 + its number, when a trapped signal comes
+# (USR1, TERM) while the job runs; a status above 128 is the job's own only
+# once its process is gone. dash may have reaped it meanwhile and keeps its
+# status for the next wait (which bash gives once: then 127).
 while :; do
-	intr=0
 	wait "$pid"
 	rc=$?
-	[ "$intr" = 1 ] || break
+	[ "$rc" -gt 128 ] || break
+	if ! kill -0 "$pid" 2>/dev/null; then
+		wait "$pid"
+		_s=$?
+		[ "$_s" = 127 ] || rc=$_s
+		break
+	fi
 done
 for t in $timers; do kill -s TERM "$t" 2>/dev/null; done
 kill -s KILL -- "-$pid" 2>/dev/null

@@ -609,7 +609,7 @@ func stepOpErr(op, node string, key nodes.StepKey, r result) error {
 }
 
 // SetTimeLimit moves a running step's limit (counted from its start, whole
-// seconds rounded up): the wrapper replaces its limit timer.
+// seconds rounded up): the wrapper's limit watcher sleeps again for it.
 func (e *Executor) SetTimeLimit(ctx context.Context, node string, key nodes.StepKey, limit time.Duration) error {
 	if limit <= 0 {
 		return fmt.Errorf("time limit %v is not positive", limit)

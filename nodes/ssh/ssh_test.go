@@ -435,13 +435,15 @@ func TestSetTimeLimit(t *testing.T) {
 	}
 }
 
-// A limit moved while the wrapper sets its first timer holds. A USR1
-// handled between that timer's start and the wrapper noting its pid left
-// the first timer running, and the job was killed at its old limit
-// (TestSetTimeLimit failed so under a CPU hog). Here the moved limit is in
+// A moved limit holds under a storm of USR1s. The limit of an hour is in
 // place and USR1 comes without a pause from the moment the wrapper catches
-// it until past the old limit: every one of them lands somewhere in the
-// wrapper's start, the first timer's included.
+// it until past the old limit, so the signals land everywhere in the
+// wrapper's start and in the watcher's. Three wrappers failed it: one that
+// replaced its timer on a USR1 handled while the first timer was being set
+// (TestSetTimeLimit failed so under a CPU hog), one whose TERM to a timer
+// just forked was lost, and one that rearmed inside its trap, where dash's
+// $? is not to be trusted (the job was killed long before even the old
+// limit).
 func TestMovedLimitHoldsUnderSignals(t *testing.T) {
 	v := start(t, 1)
 	key := nodes.StepKey{Job: 5, Step: 0}
