@@ -606,6 +606,25 @@ func (s *Store) Job(ctx context.Context, id int64) (api.Job, error) {
 
 // Jobs returns the jobs f selects, ordered by id.
 func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
+	where, args, err := f.where()
+	if err != nil {
+		return nil, err
+	}
+	var out []api.Job
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if out, err = queryJobs(ctx, tx, where, args...); err != nil {
+			return err
+		}
+		out, err = lazyTasks(ctx, tx, f, out)
+		return err
+	})
+	return out, err
+}
+
+// where is the WHERE clause over the jobs table that selects what f says,
+// and its arguments.
+func (f Filter) where() (string, []any, error) {
 	var conds []string
 	var args []any
 	if f.Active {
@@ -615,50 +634,45 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 	if f.UIDs != nil {
 		b, err := json.Marshal(f.UIDs)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		uids = string(b)
 	}
+	// Jobs not ended (end_time 0) are in no end-time index (migration 11):
+	// each selection is the jobs still live, by jobs(state, uid), and those
+	// ended, by an end-time index, whose condition end_time > 0 is spelled
+	// out for SQLite to take the partial index. Given as one AND of an OR,
+	// SQLite would read every user's jobs of the period through
+	// jobs(end_time) (sacct -u over a million jobs).
+	live := `SELECT id FROM jobs WHERE state IN (` + activeStates() + `)`
 	switch {
 	case f.Since != 0 && f.UIDs != nil:
-		// Spelled so that both halves search jobs(uid, end_time): given
-		// as one AND of an OR, SQLite takes jobs(end_time) and reads every
-		// user's jobs of the period (sacct -u over a million jobs).
-		conds = append(conds, `id IN (SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time = 0
-	UNION ALL SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time >= ?)`)
+		conds = append(conds, `id IN (`+live+` AND uid IN (SELECT value FROM json_each(?))
+	UNION ALL SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time > 0 AND end_time >= ?)`)
 		args = append(args, uids, uids, f.Since)
 	case f.Since != 0:
-		conds = append(conds, `(end_time = 0 OR end_time >= ?)`)
+		conds = append(conds, `id IN (`+live+` UNION ALL SELECT id FROM jobs WHERE end_time > 0 AND end_time >= ?)`)
 		args = append(args, f.Since)
 	case f.UIDs != nil:
-		conds = append(conds, `uid IN (SELECT value FROM json_each(?))`)
-		args = append(args, uids)
+		conds = append(conds, `id IN (`+live+` AND uid IN (SELECT value FROM json_each(?))
+	UNION ALL SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time > 0)`)
+		args = append(args, uids, uids)
 	}
 	if f.IDs != nil {
 		// One JSON parameter, not one '?' per id: a long scancel list
 		// cannot hit SQLite's limit on bound variables.
 		ids, err := json.Marshal(f.IDs)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		// An array's id names all its tasks.
 		conds = append(conds, `(id IN (SELECT value FROM json_each(?)) OR array_job_id IN (SELECT value FROM json_each(?)))`)
 		args = append(args, string(ids), string(ids))
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = "WHERE " + strings.Join(conds, " AND ")
+	if len(conds) == 0 {
+		return "", nil, nil
 	}
-	var out []api.Job
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		if out, err = queryJobs(ctx, tx, where, args...); err != nil {
-			return err
-		}
-		out, err = lazyTasks(ctx, tx, f, out)
-		return err
-	})
-	return out, err
+	return "WHERE " + strings.Join(conds, " AND "), args, nil
 }
 
 // Events returns a job's events, oldest first, or ErrNotFound.

@@ -297,7 +297,23 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			t.Errorf("request %d: %v, want %v", i, batch[i].err, want)
 		}
 	}
-	for key, present := range map[string]bool{"ka": true, "kbad": false, "kc": true} {
+	// A request alone runs without a savepoint: failing, it leaves nothing
+	// and its own error, and the next write commits.
+	lone := mk(func(tx *sql.Tx) error {
+		if err := setName("lone")(tx); err != nil {
+			return err
+		}
+		return boom
+	})
+	s.commit([]*request{lone})
+	<-lone.done
+	if lone.err != boom {
+		t.Errorf("lone request: %v, want %v", lone.err, boom)
+	}
+	if err := s.write(ctx, setName("after")); err != nil {
+		t.Fatalf("write after a lone failure: %v", err)
+	}
+	for key, present := range map[string]bool{"ka": true, "kbad": false, "kc": true, "klone": false, "kafter": true} {
 		_, err := s.GetMeta(ctx, key)
 		if (err == nil) != present {
 			t.Errorf("meta %s: present=%v, err %v", key, present, err)
