@@ -14,11 +14,24 @@ import (
 // process that makes one request. TestSubmitJSONMatchesEncodingJSON keeps
 // the two in step when a field is added.
 func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
-	s := &r.Spec
+	b, err := appendSpecJSON(append(b, `{"spec":`...), &r.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if r.TestOnly {
+		b = append(b, `,"test_only":true`...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendSpecJSON writes s as JobSpec.MarshalJSON does: what encoding/json
+// writes by reflection for jobSpecPlain, or jobSpecWire for a script that
+// is not UTF-8. horad writes every submit event's job with it.
+func appendSpecJSON(b []byte, s *JobSpec) ([]byte, error) {
 	if math.IsNaN(s.Load) || math.IsInf(s.Load, 0) {
 		return nil, errors.New("json: unsupported value: load " + strconv.FormatFloat(s.Load, 'g', -1, 64))
 	}
-	w := jsonWriter{b: append(b, `{"spec":{`...)}
+	w := jsonWriter{b: append(b, '{')}
 	w.str("name", s.Name, false)
 	if utf8.ValidString(s.Script) {
 		w.str("script", s.Script, false)
@@ -115,10 +128,6 @@ func appendSubmitJSON(b []byte, r *SubmitRequest) ([]byte, error) {
 		inner.int("ppn", int64(p.PPN))
 		inner.str("shell", p.Shell, true)
 		w.b = append(inner.b, '}')
-	}
-	w.b = append(w.b, '}')
-	if r.TestOnly {
-		w.b = append(w.b, `,"test_only":true`...)
 	}
 	return append(w.b, '}'), nil
 }

@@ -1,10 +1,12 @@
 package api
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"math"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 )
 
 // The hand-written submit encoding says what encoding/json says: every
@@ -27,7 +29,12 @@ func TestSubmitJSONMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		sameJSONAsEncoding(t, name, mine, &r)
+		// JobSpec.MarshalJSON is the hand-written encoder too: the
+		// reference is the spec encoded by reflection.
+		sameJSONAsEncoding(t, name, mine, struct {
+			Spec     any  `json:"spec"`
+			TestOnly bool `json:"test_only,omitempty"`
+		}{specByReflection(r.Spec), r.TestOnly})
 		// And it decodes back to the request, as horad decodes it.
 		var back SubmitRequest
 		if err := json.Unmarshal(mine, &back); err != nil || (name != "awkward" && !reflect.DeepEqual(back, r)) {
@@ -66,6 +73,55 @@ func TestCancelJSONMatchesEncodingJSON(t *testing.T) {
 // sameJSONAsEncoding checks that a hand-written encoding of v is the JSON
 // encoding/json writes for it (the same values, whatever the spacing), and
 // returns encoding/json's.
+// JobSpec.MarshalJSON, which horad's store writes every submitted job's
+// spec with, says what encoding/json says of the spec by reflection; so does
+// a job that holds it.
+func TestSpecJSONMatchesReflection(t *testing.T) {
+	var full JobSpec
+	seed := 0
+	fill(reflect.ValueOf(&full).Elem(), &seed)
+	specs := map[string]JobSpec{
+		"every field": full, "zero": {},
+		"script not UTF-8": {Name: "b", Script: "#!/bin/sh\necho \xff\xfe\n", Env: []string{"A=1"}},
+		"awkward": {Name: "quote\" back\\ <&> \u2028 é", Script: "x\ty\n", WorkDir: "bad \xff", Load: 2.5e-9, Nice: -5,
+			PBS: &PBSSpec{Server: "s", Flavour: "openpbs", PPN: 4}},
+	}
+	for name, s := range specs {
+		mine, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		sameJSONAsEncoding(t, name, mine, specByReflection(s))
+		var back JobSpec
+		if err := json.Unmarshal(mine, &back); err != nil || (name != "awkward" && !reflect.DeepEqual(back, s)) {
+			t.Errorf("%s: decodes to %+v (%v)", name, back, err)
+		}
+		job := Job{ID: 7, Spec: s}
+		mineJob, err := json.Marshal(&job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b map[string]any
+		json.Unmarshal(mineJob, &a)
+		ref, _ := json.Marshal(specByReflection(s))
+		json.Unmarshal(ref, &b)
+		if !reflect.DeepEqual(a["spec"], any(b)) {
+			t.Errorf("%s: a job's spec\n mine %v\n ref  %v", name, a["spec"], b)
+		}
+	}
+	if _, err := json.Marshal(JobSpec{Load: math.Inf(1)}); err == nil {
+		t.Error("an infinite load was encoded")
+	}
+}
+
+// specByReflection is the spec as encoding/json writes it by reflection.
+func specByReflection(s JobSpec) any {
+	if utf8.ValidString(s.Script) {
+		return jobSpecPlain(s)
+	}
+	return jobSpecWire{jobSpecPlain: jobSpecPlain(s), ScriptB64: base64.StdEncoding.EncodeToString([]byte(s.Script))}
+}
+
 func sameJSONAsEncoding(t *testing.T, name string, mine []byte, v any) []byte {
 	t.Helper()
 	std, _ := json.Marshal(v)
