@@ -624,11 +624,17 @@ func (s *Store) Jobs(ctx context.Context, f Filter) ([]api.Job, error) {
 
 // where is the WHERE clause over the jobs table that selects what f says,
 // and its arguments.
+//
+// A job not ended has end_time 0, and those are exactly the jobs in a
+// state that is not final (fold.go sets end_time with the final state and
+// clears it on requeue): the live jobs are found through jobs(end_time),
+// in id order, which is also the order their rows are stored in (recovery
+// reads 100,000 held jobs). jobs(uid, end_time) finds one owner's.
 func (f Filter) where() (string, []any, error) {
 	var conds []string
 	var args []any
 	if f.Active {
-		conds = append(conds, `state IN (`+activeStates()+`)`)
+		conds = append(conds, `end_time = 0`)
 	}
 	var uids string
 	if f.UIDs != nil {
@@ -638,25 +644,20 @@ func (f Filter) where() (string, []any, error) {
 		}
 		uids = string(b)
 	}
-	// Jobs not ended (end_time 0) are in no end-time index (migration 11):
-	// each selection is the jobs still live, by jobs(state, uid), and those
-	// ended, by an end-time index, whose condition end_time > 0 is spelled
-	// out for SQLite to take the partial index. Given as one AND of an OR,
-	// SQLite would read every user's jobs of the period through
-	// jobs(end_time) (sacct -u over a million jobs).
-	live := `SELECT id FROM jobs WHERE state IN (` + activeStates() + `)`
 	switch {
 	case f.Since != 0 && f.UIDs != nil:
-		conds = append(conds, `id IN (`+live+` AND uid IN (SELECT value FROM json_each(?))
-	UNION ALL SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time > 0 AND end_time >= ?)`)
+		// Spelled so that both halves search jobs(uid, end_time): given
+		// as one AND of an OR, SQLite takes jobs(end_time) and reads every
+		// user's jobs of the period (sacct -u over a million jobs).
+		conds = append(conds, `id IN (SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time = 0
+	UNION ALL SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time >= ?)`)
 		args = append(args, uids, uids, f.Since)
 	case f.Since != 0:
-		conds = append(conds, `id IN (`+live+` UNION ALL SELECT id FROM jobs WHERE end_time > 0 AND end_time >= ?)`)
+		conds = append(conds, `(end_time = 0 OR end_time >= ?)`)
 		args = append(args, f.Since)
 	case f.UIDs != nil:
-		conds = append(conds, `id IN (`+live+` AND uid IN (SELECT value FROM json_each(?))
-	UNION ALL SELECT id FROM jobs WHERE uid IN (SELECT value FROM json_each(?)) AND end_time > 0)`)
-		args = append(args, uids, uids)
+		conds = append(conds, `uid IN (SELECT value FROM json_each(?))`)
+		args = append(args, uids)
 	}
 	if f.IDs != nil {
 		// One JSON parameter, not one '?' per id: a long scancel list

@@ -8,10 +8,10 @@ import (
 	"hora/api"
 )
 
-// Every selection of Jobs reaches its rows through an index: a live job has
-// no entry in the end-time indexes (migration 11), which SQLite takes only
-// where a query spells out their end_time > 0, and a scan of the jobs table
-// reads every job ever stored (recovery and sacct over a million jobs).
+// Every selection of Jobs reaches its rows through an index, now that the
+// live jobs are found by end_time 0 rather than by state (migration 11): a
+// scan of the jobs table reads every job ever stored (recovery and sacct
+// over a million jobs).
 func TestJobFiltersUseIndexes(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, t.TempDir())

@@ -165,18 +165,12 @@ CREATE INDEX jobs_uid_end ON jobs(uid, end_time);
 -- restarted horad arms it again (controller/steps.go rearmSrunSteps).
 ALTER TABLE job_steps ADD COLUMN time_limit INTEGER NOT NULL DEFAULT 0;
 `},
-	{"end-time indexes of ended jobs only", `
--- A job that has not ended (end_time 0, exactly the jobs in a state that
--- is not final: store/fold.go) has no entry in the end-time indexes, so a
--- submission writes two index pages fewer, and a job's end adds its entry
--- rather than moving it. Jobs not ended are found by state, and the state
--- index holds the owner for sacct -u's jobs still live.
+	{"no state index", `
+-- A job not ended has end_time 0, and those are exactly the jobs in a
+-- state that is not final (store/fold.go): jobs(end_time) finds the live
+-- jobs, in id order, and jobs(state) was one more index entry for every
+-- submission and every change of state to write.
 DROP INDEX jobs_state;
-DROP INDEX jobs_end_time;
-DROP INDEX jobs_uid_end;
-CREATE INDEX jobs_state_uid ON jobs(state, uid);
-CREATE INDEX jobs_end_time ON jobs(end_time) WHERE end_time > 0;
-CREATE INDEX jobs_uid_end ON jobs(uid, end_time) WHERE end_time > 0;
 `},
 }
 

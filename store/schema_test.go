@@ -90,7 +90,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	}
 	var n int
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name IN
-('job_events_job', 'jobs_state_uid', 'jobs_end_time', 'job_events_no_update', 'job_events_no_delete')`).Scan(&n); err != nil || n != 5 {
+('job_events_job', 'jobs_uid_end', 'jobs_end_time', 'job_events_no_update', 'job_events_no_delete')`).Scan(&n); err != nil || n != 5 {
 		t.Fatalf("version %d objects: %d of 5, %v", len(migrations), n, err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
