@@ -88,7 +88,15 @@ func newClusterSeeded(t testing.TB, configText string, seed func(varDir string))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			// The store and the nodes' state of a failed run are what a
+			// violation of the fault harness is diagnosed from.
+			t.Logf("kept the cluster's directory of the failed test: %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
