@@ -70,9 +70,6 @@ func TestCancelJSONMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// sameJSONAsEncoding checks that a hand-written encoding of v is the JSON
-// encoding/json writes for it (the same values, whatever the spacing), and
-// returns encoding/json's.
 // JobSpec.MarshalJSON, which horad's store writes every submitted job's
 // spec with, says what encoding/json says of the spec by reflection; so does
 // a job that holds it.
@@ -122,6 +119,9 @@ func specByReflection(s JobSpec) any {
 	return jobSpecWire{jobSpecPlain: jobSpecPlain(s), ScriptB64: base64.StdEncoding.EncodeToString([]byte(s.Script))}
 }
 
+// sameJSONAsEncoding checks that a hand-written encoding of v is the JSON
+// encoding/json writes for it (the same values, whatever the spacing), and
+// returns encoding/json's.
 func sameJSONAsEncoding(t *testing.T, name string, mine []byte, v any) []byte {
 	t.Helper()
 	std, _ := json.Marshal(v)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"slices"
-	"strings"
 
 	"hora/api"
 )
@@ -343,17 +342,6 @@ func canonical(j *api.Job) {
 	if len(j.Spec.Env) == 0 {
 		j.Spec.Env = nil
 	}
-}
-
-// activeStates is the SQL list of states that are not final, for Filter.Active.
-func activeStates() string {
-	var q []string
-	for _, s := range api.AllStates {
-		if !s.Finished() {
-			q = append(q, "'"+string(s)+"'")
-		}
-	}
-	return strings.Join(q, ",")
 }
 
 func cloneAlloc(a []api.NodeAlloc) []api.NodeAlloc {

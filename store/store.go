@@ -39,7 +39,8 @@ type Store struct {
 	stmts map[string]*sql.Stmt // hotStatements, prepared on w (prepared.go)
 }
 
-// request is one caller's write, run by the writer inside its own savepoint.
+// request is one caller's write, run by the writer inside its own savepoint
+// when it shares a batch with others.
 type request struct {
 	ctx   context.Context
 	fn    func(tx *sql.Tx) error
