@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -54,7 +56,7 @@ func TestListingRejectsDamage(t *testing.T) {
 			t.Fatalf("a listing cut to %d of %d bytes was accepted", n, len(b))
 		}
 	}
-	if _, err := ParseListing(append(b, 0)); err == nil || !strings.Contains(err.Error(), "1 bytes left") {
+	if _, err := ParseListing(append(b, 0)); err == nil || !strings.Contains(err.Error(), "in 758 bytes follow the header") {
 		t.Fatalf("trailing byte: %v", err)
 	}
 	if _, err := ParseListing([]byte(listingMagic + "\xff\xff\xff\xff\x0f")); err == nil || !strings.Contains(err.Error(), "cannot fit") {
@@ -73,16 +75,165 @@ func FuzzParseListing(f *testing.F) {
 	}
 	f.Add(AppendListing(nil, jobs))
 	f.Add(AppendListing(nil, []Job{{ID: 1}}))
+	f.Add(appendInParts(nil, jobs, 2))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := ParseListing(b)
 		if err != nil {
 			return
 		}
-		// Whatever parses re-encodes to the same bytes.
-		if again := AppendListing(nil, got); string(again) != string(b) {
+		// Whatever parses re-encodes to the same bytes, in the same parts,
+		// and its parts read alone give the same jobs.
+		lr, _ := NewListingReader(b)
+		if again := appendParts(nil, got, lr.parts); string(again) != string(b) {
 			t.Fatalf("re-encoding differs")
 		}
+		var byParts []Job
+		for _, p := range lr.Parts() {
+			for {
+				var j Job
+				if _, err := p.Next(&j); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatalf("a part of a listing that parses: %v", err)
+				}
+				byParts = append(byParts, j)
+			}
+			if err := p.End(); err != nil {
+				t.Fatalf("a part of a listing that parses: %v", err)
+			}
+		}
+		if len(byParts) != len(got) || (len(got) > 0 && !reflect.DeepEqual(byParts, got)) {
+			t.Fatalf("parts read %d jobs, the listing %d", len(byParts), len(got))
+		}
 	})
+}
+
+// appendInParts encodes jobs in k parts as horad does (the last part takes
+// what is left).
+func appendInParts(b []byte, jobs []Job, k int) []byte {
+	var table []ListingPart
+	for p := range k {
+		table = append(table, ListingPart{Jobs: (p+1)*len(jobs)/k - p*len(jobs)/k})
+	}
+	return appendParts(b, jobs, table)
+}
+
+// appendParts encodes jobs in parts of the given numbers of jobs.
+func appendParts(b []byte, jobs []Job, table []ListingPart) []byte {
+	var body []byte
+	i := 0
+	table = slices.Clone(table)
+	for k := range table {
+		start := len(body)
+		for range table[k].Jobs {
+			body = AppendListingJob(body, &jobs[i])
+			i++
+		}
+		table[k].Bytes = len(body) - start
+	}
+	return append(AppendListingHeader(b, table), body...)
+}
+
+// A listing in parts reads the same as a whole and part by part, each part
+// on its own goroutine; a part table that does not add up to the listing is
+// an error naming what does not fit.
+func TestListingParts(t *testing.T) {
+	jobs := make([]Job, 7)
+	seed := 0
+	for i := range jobs {
+		fill(reflect.ValueOf(&jobs[i]).Elem(), &seed)
+	}
+	b := appendInParts(nil, jobs, 3)
+	whole, err := ParseListing(b)
+	if err != nil || !reflect.DeepEqual(whole, jobs) {
+		t.Fatalf("read whole: %v", err)
+	}
+	lr, err := NewListingReader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := lr.Parts()
+	if len(parts) != 3 || parts[0].Len() != 2 || parts[1].Len() != 2 || parts[2].Len() != 3 {
+		t.Fatalf("parts of 7 jobs in 3: %d", len(parts))
+	}
+	got := make([][]Job, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Go(func() {
+			for {
+				var j Job
+				off, err := p.Next(&j)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var again Job
+				if err := p.At(off, &again); err != nil || !reflect.DeepEqual(again, j) {
+					t.Errorf("part %d: At(%d) = %v", i, off, err)
+				}
+				got[i] = append(got[i], j)
+			}
+			if err := p.End(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if all := slices.Concat(got...); !reflect.DeepEqual(all, jobs) {
+		t.Fatalf("parts read %d jobs, not the 7 encoded", len(all))
+	}
+	// Tables that do not add up: jobs or bytes moved between parts, or a
+	// count that the parts do not make.
+	sizes := make([]int, 3)
+	for i, p := range parts {
+		sizes[i] = len(p.d.b)
+	}
+	bodyAt := len(b) - sizes[0] - sizes[1] - sizes[2]
+	for _, bad := range []struct {
+		table []ListingPart
+		want  string
+	}{
+		{[]ListingPart{{2, sizes[0]}, {2, sizes[1]}, {3, sizes[2] + 1}}, "follow the header"},
+		{[]ListingPart{{2, sizes[0]}, {2, sizes[1] + 1<<20}, {3, sizes[2]}}, "part 2 of 3 (2 jobs, 1049"},
+		{[]ListingPart{{0, sizes[0] + sizes[1] + sizes[2] - 30}, {7, 30}}, "part 2 of 2 (7 jobs, 30 bytes) does not fit"},
+		{[]ListingPart{{2, sizes[0]}, {2, sizes[1]}, {3, sizes[2] - 1}}, "follow the header"},
+		{[]ListingPart{{2, sizes[0]}, {2, sizes[1]}}, "follow the header"},
+		{[]ListingPart{{3, sizes[0]}, {1, sizes[1]}, {3, sizes[2]}}, ""}, // byte counts right, jobs moved: a part breaks
+	} {
+		data := append(AppendListingHeader(nil, bad.table), b[bodyAt:]...)
+		if bad.want == "" {
+			if _, err := ParseListing(data); err != nil {
+				continue // read as a whole the listing is fine; its parts are not
+			}
+			lr, err := NewListingReader(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			broke := false
+			for _, p := range lr.Parts() {
+				for {
+					var j Job
+					if _, err := p.Next(&j); err == io.EOF {
+						broke = broke || p.End() != nil
+						break
+					} else if err != nil {
+						broke = true
+						break
+					}
+				}
+			}
+			if !broke {
+				t.Errorf("table %v: parts read without an error", bad.table)
+			}
+			continue
+		}
+		if _, err := ParseListing(data); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("table %v: %v, want %q", bad.table, err, bad.want)
+		}
+	}
 }
 
 func BenchmarkListing10k(b *testing.B) {

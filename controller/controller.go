@@ -56,7 +56,7 @@ type Controller struct {
 	mu     sync.Mutex
 	eng    *scheduler.Engine
 	jobs   map[int64]*job // active jobs and finished ones younger than MinJobAge
-	ids    []int64        // keys of jobs, ascending
+	order  []*job         // the jobs of jobs, by id ascending (listings walk this, not the map)
 	nextID int64
 	// recording counts the held submissions admitted and waiting outside mu
 	// for their commit (submitHeldLocked), in all and by user: the limits
@@ -342,7 +342,7 @@ func (c *Controller) recover(ctx context.Context) error {
 	if len(c.jobs) == 0 {
 		// Sized at once: growing a map to 100,000 jobs rehashed it a dozen times.
 		c.jobs = make(map[int64]*job, len(all))
-		c.ids = make([]int64, 0, len(all))
+		c.order = make([]*job, 0, len(all))
 	}
 	next, err := c.st.GetMeta(ctx, "next_job_id")
 	if err != nil {
@@ -462,8 +462,8 @@ func (c *Controller) recover(ctx context.Context) error {
 	}
 	// Dependencies: first what the Engine must know of finished jobs, then
 	// the pending jobs, each after the pending jobs it waits on.
-	for _, id := range c.ids {
-		if j := c.jobs[id]; j.State.Finished() {
+	for _, j := range c.order {
+		if j.State.Finished() {
 			c.eng.Handle(endedEvent(now, j))
 		}
 	}
@@ -532,15 +532,18 @@ func (c *Controller) recoverLegacyRun(j *job, onNode map[nodes.StepKey]nodes.Sta
 
 func (c *Controller) addJob(j *job) {
 	c.noteArrayLocked(j)
-	if _, ok := c.jobs[j.ID]; ok {
-		c.jobs[j.ID] = j
-		return
+	// New ids are the highest almost always (submissions; recovery reads
+	// in id order): the search is for the rest.
+	i := len(c.order)
+	if i > 0 && c.order[i-1].ID >= j.ID {
+		i = sort.Search(len(c.order), func(i int) bool { return c.order[i].ID >= j.ID })
 	}
 	c.jobs[j.ID] = j
-	i := sort.Search(len(c.ids), func(i int) bool { return c.ids[i] >= j.ID })
-	c.ids = append(c.ids, 0)
-	copy(c.ids[i+1:], c.ids[i:])
-	c.ids[i] = j.ID
+	if i < len(c.order) && c.order[i].ID == j.ID {
+		c.order[i] = j // the job replaced by a new record of itself
+		return
+	}
+	c.order = slices.Insert(c.order, i, j)
 }
 
 // schedJob converts a job to the Engine's view.
@@ -1250,9 +1253,9 @@ func (c *Controller) pruneLocked() {
 	}
 	cut := nowS - minAge
 	oldest := nowS
-	keep := c.ids[:0]
-	for _, id := range c.ids {
-		j := c.jobs[id]
+	keep := c.order[:0]
+	for _, j := range c.order {
+		id := j.ID
 		if j.State.Finished() && j.EndTime >= cut {
 			oldest = min(oldest, j.EndTime)
 		}
@@ -1272,9 +1275,10 @@ func (c *Controller) pruneLocked() {
 			}
 			continue
 		}
-		keep = append(keep, id)
+		keep = append(keep, j)
 	}
-	c.ids = keep
+	clear(c.order[len(keep):]) // no pruned job stays reachable
+	c.order = keep
 	c.nextPrune, c.pruneAge = oldest+minAge+1, minAge
 }
 

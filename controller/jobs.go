@@ -426,8 +426,7 @@ func (c *Controller) cancel(ctx context.Context, who *Caller, req api.CancelRequ
 			}
 		}
 	} else {
-		for _, id := range c.ids {
-			j := c.jobs[id]
+		for _, j := range c.order {
 			if !j.State.Finished() && matches(j, req, c) {
 				// Filters without ids act only on the caller's own jobs unless
 				// the caller is an operator (as scancel -u someone-else would fail).

@@ -279,8 +279,7 @@ func (c *Controller) failJobsOnNodeLocked(ctx context.Context, node string) {
 	a := c.admin[node]
 	var hit []*job
 	var marks []store.Event
-	for _, id := range c.ids {
-		j := c.jobs[id]
+	for _, j := range c.order {
 		if (j.State != api.StateRunning && j.State != api.StateSuspended) || !slices.Contains(j.Nodes, node) {
 			continue
 		}

@@ -70,22 +70,21 @@ func (c *Controller) Reload(ctx context.Context, nc *config.Config) error {
 		nodeOK[n.Name] = true
 	}
 	var refuse []string
-	for _, id := range c.ids {
-		j := c.jobs[id]
+	for _, j := range c.order {
 		if j.State.Finished() {
 			continue
 		}
 		if !parts[j.Spec.Partition] && j.Spec.Partition != "" {
-			refuse = append(refuse, fmt.Sprintf("job %d is in partition %s, which the file removes", id, j.Spec.Partition))
+			refuse = append(refuse, fmt.Sprintf("job %d is in partition %s, which the file removes", j.ID, j.Spec.Partition))
 		}
 		for _, n := range j.Nodes {
 			if !nodeOK[n] {
-				refuse = append(refuse, fmt.Sprintf("job %d runs on node %s, which the file removes", id, n))
+				refuse = append(refuse, fmt.Sprintf("job %d runs on node %s, which the file removes", j.ID, n))
 			}
 		}
 		for _, n := range j.chunks {
 			if !nodeOK[n] {
-				refuse = append(refuse, fmt.Sprintf("job %d runs a chunk on node %s, which the file removes", id, n))
+				refuse = append(refuse, fmt.Sprintf("job %d runs a chunk on node %s, which the file removes", j.ID, n))
 			}
 		}
 	}
@@ -148,8 +147,7 @@ func (c *Controller) restoreEngineLocked(ctx context.Context) error {
 		c.fromResv(r, got)
 	}
 	var suspended []int64
-	for _, id := range c.ids {
-		j := c.jobs[id]
+	for _, j := range c.order {
 		switch {
 		case j.State.Finished():
 			continue
@@ -170,7 +168,7 @@ func (c *Controller) restoreEngineLocked(ctx context.Context) error {
 			started := float64(j.StartTime + j.SuspendedSecs)
 			if j.State == api.StateSuspended {
 				started += max(0, now-float64(j.SuspendTime))
-				suspended = append(suspended, id)
+				suspended = append(suspended, j.ID)
 			}
 			c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Nodes: j.Nodes, Started: started})
 		default:
@@ -197,8 +195,8 @@ func (c *Controller) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Stats{Nodes: len(c.nodes), LastPass: c.lastPass, LastPassTook: c.lastPassTook, LastReload: c.lastReload}
-	for _, id := range c.ids {
-		switch c.jobs[id].State {
+	for _, j := range c.order {
+		switch j.State {
 		case api.StatePending:
 			s.Pending++
 		case api.StateRunning:

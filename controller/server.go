@@ -326,13 +326,13 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	}
 	// add appends j shown, presented in place: a job is copied once, not
 	// twice (squeue over 100,000 jobs).
-	add := func(dst *[]api.Job, j *api.Job) {
+	add := func(dst *[]api.Job, j *api.Job, live *job) {
 		if brief {
 			*dst = append(*dst, api.BriefJob(j))
 			return
 		}
 		*dst = append(*dst, *j)
-		c.presentIn(who, &(*dst)[len(*dst)-1], full)
+		c.presentIn(who, live, &(*dst)[len(*dst)-1], full)
 	}
 	keep := func(j *api.Job) bool {
 		// An array's id names all its tasks, as in Slurm.
@@ -367,9 +367,9 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		out := &api.JobIDsResponse{IDs: []int64{}}
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		for _, id := range c.ids {
-			if j := &c.jobs[id].Job; keep(j) {
-				out.IDs = append(out.IDs, id)
+		for _, lj := range c.order {
+			if j := &lj.Job; keep(j) {
+				out.IDs = append(out.IDs, j.ID)
 				out.AddTask(j)
 			}
 		}
@@ -421,18 +421,17 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 	encode := r.Header.Get("Accept") == api.MediaListing && !brief
 	var rows []listRow
 	if encode {
-		rows = make([]listRow, 0, len(c.ids))
+		rows = make([]listRow, 0, len(c.order))
 	} else {
 		// Sized for every job at once: growing a slice of 10,000 jobs by
 		// appends copied it a dozen times under the lock.
-		out.Jobs = listings.get(len(c.ids))
+		out.Jobs = listings.get(len(c.order))
 	}
 	var folded arrayFolder
 	if q.Get("fold") == "1" {
 		folded = arrayFolder{}
 	}
-	for _, id := range c.ids {
-		j := c.jobs[id]
+	for _, j := range c.order {
 		view := &j.Job
 		if j.State == api.StateRunning && c.completingLocked(j) {
 			v := j.Job
@@ -454,9 +453,9 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 		}
 		switch {
 		case !encode:
-			add(&out.Jobs, view)
+			add(&out.Jobs, view, j)
 		case view == &j.Job:
-			rows = append(rows, listRow{live: view})
+			rows = append(rows, listRow{live: j})
 		default:
 			rows = append(rows, listRow{made: len(out.Jobs)})
 			out.Jobs = append(out.Jobs, show(view))
@@ -471,7 +470,7 @@ func (c *Controller) hJobs(ctx context.Context, who *Caller, r *http.Request) (a
 // listRow is one row of a listing encoded under the lock: a live job, or
 // the index of a row already made.
 type listRow struct {
-	live *api.Job
+	live *job
 	made int
 }
 
@@ -529,26 +528,25 @@ func (c *Controller) encodeListingLocked(who *Caller, rows []listRow, made []api
 			k = encodeParts
 		}
 	}
-	parts := make([]*[]byte, k)
+	// parts[0] is the header with the part table, written last.
+	parts := make([]*[]byte, k+1)
+	table := make([]api.ListingPart, k)
 	encode := func(p int) {
 		lo, hi := p*len(rows)/k, (p+1)*len(rows)/k
 		bp := listings.buf()
 		b := (*bp)[:0]
-		if p == 0 {
-			b = api.AppendListingHeader(b, len(rows))
-		}
 		var scratch api.Job
 		for _, row := range rows[lo:hi] {
 			if row.live == nil {
 				b = api.AppendListingJob(b, &made[row.made])
 				continue
 			}
-			scratch = *row.live
-			c.presentIn(who, &scratch, full)
+			scratch = row.live.Job
+			c.presentIn(who, row.live, &scratch, full)
 			b = api.AppendListingJob(b, &scratch)
 		}
 		*bp = b
-		parts[p] = bp
+		parts[p+1], table[p] = bp, api.ListingPart{Jobs: hi - lo, Bytes: len(b)}
 	}
 	var wg sync.WaitGroup
 	for p := 1; p < k; p++ {
@@ -556,6 +554,9 @@ func (c *Controller) encodeListingLocked(who *Caller, rows []listRow, made []api
 	}
 	encode(0)
 	wg.Wait()
+	hp := listings.buf()
+	*hp = api.AppendListingHeader((*hp)[:0], table)
+	parts[0] = hp
 	return &encodedListing{parts: parts}
 }
 
@@ -591,12 +592,14 @@ func (f arrayFolder) add(out *[]api.Job, j *api.Job, reason string, show func(*a
 // encoded after c.mu is released, while a chunk's end may write the job's
 // own slice. Caller holds c.mu.
 func (c *Controller) present(who *Caller, j api.Job, full bool) api.Job {
-	c.presentIn(who, &j, full)
+	c.presentIn(who, nil, &j, full)
 	return j
 }
 
-// presentIn is present on a copy the caller owns.
-func (c *Controller) presentIn(who *Caller, j *api.Job, full bool) {
+// presentIn is present on a copy the caller owns of the job live, or of
+// the job of that id when live is nil (one lookup fewer per job of a long
+// listing, whose loop has the job already).
+func (c *Controller) presentIn(who *Caller, live *job, j *api.Job, full bool) {
 	if j.State == api.StatePending && j.Reason != "JobHeldUser" && j.Reason != "JobHeldAdmin" {
 		if r := c.eng.Reason(schedID(j.ID)); r != "" {
 			j.Reason = r
@@ -609,15 +612,18 @@ func (c *Controller) presentIn(who *Caller, j *api.Job, full bool) {
 			j.Reason = r
 		}
 	}
-	if j.State == api.StatePending {
+	if j.State == api.StatePending && c.eng.Plans(j.Spec.Partition) {
 		if t, ok := c.eng.PlannedStart(schedID(j.ID)); ok {
 			j.ExpectedStart = int64(t)
 		}
 	}
 	c.presentStored(who, j, full)
 	if j.State == api.StatePending {
-		if lj := c.jobs[j.ID]; lj != nil {
-			j.Dependency = c.dependencyText(lj)
+		if live == nil {
+			live = c.jobs[j.ID]
+		}
+		if live != nil {
+			j.Dependency = c.dependencyText(live)
 		}
 	}
 	if j.ArrayJobID != 0 {
@@ -634,8 +640,7 @@ func (c *Controller) hNodes(ctx context.Context, who *Caller, r *http.Request) (
 	busy := map[string][]int64{}
 	completing := map[string]bool{}
 	lastEnd := maps.Clone(c.lastBusy)
-	for _, id := range c.ids {
-		j := c.jobs[id]
+	for _, j := range c.order {
 		if j.State.Finished() && j.StartTime != 0 {
 			for _, n := range j.Nodes {
 				lastEnd[n] = max(lastEnd[n], j.EndTime)

@@ -51,10 +51,9 @@ func (c *Controller) updateJobs(ctx context.Context, who *Caller, req api.JobUpd
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.ByName != "" {
-		for _, id := range c.ids {
-			j := c.jobs[id]
+		for _, j := range c.order {
 			if j.Spec.Name == req.ByName && !j.State.Finished() && (j.UID == who.UID || c.operators[who.UID]) {
-				ids = append(ids, id)
+				ids = append(ids, j.ID)
 			}
 		}
 	}
@@ -374,8 +373,7 @@ func (c *Controller) topJobs(ctx context.Context, who *Caller, ids []int64) *api
 		}
 	}
 	var others []*job
-	for _, id := range c.ids {
-		j := c.jobs[id]
+	for _, j := range c.order {
 		if j.State != api.StatePending || store.Held(&j.Job) || slices.Contains(tops, j) ||
 			j.UID != tops[0].UID || j.Spec.Partition != tops[0].Spec.Partition || prioOf(j) <= low {
 			continue

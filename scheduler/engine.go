@@ -977,6 +977,19 @@ func (e *Engine) PartitionSpec(name string) (PartitionSpec, bool) {
 	return PartitionSpec{}, false
 }
 
+// Plans reports whether the named partition's policy books pending jobs
+// ahead (Planner), or whether the name is unknown: a listing of 100,000
+// jobs in partitions that never book (FCFS/EASY) then looks none of them up
+// for a planned start, a random access each into a map of 100,000 jobs.
+func (e *Engine) Plans(partition string) bool {
+	p := e.partName[partition]
+	if p == nil {
+		return true
+	}
+	_, ok := p.policy.(Planner)
+	return ok
+}
+
 // PlannedStart is when a pending job is booked to start, if its partition's
 // policy books ahead (Planner); ok is false otherwise.
 func (e *Engine) PlannedStart(id JobID) (float64, bool) {

@@ -132,6 +132,11 @@ func TestSharedReserveAvoidsRunningBatch(t *testing.T) {
 	if ps, ok := h.Eng.PlannedStart(2); !ok || ps != 600 {
 		t.Fatalf("rigid -N4 booked at %v (%v), want 600 when the batch job's limit ends", ps, ok)
 	}
+	// Listings ask for planned starts only where a policy books them.
+	if !h.Eng.Plans("res") || h.Eng.Plans("batch") || !h.Eng.Plans("no-such-partition") {
+		t.Fatalf("Plans: res %v, batch %v, unknown %v; want true, false, true",
+			h.Eng.Plans("res"), h.Eng.Plans("batch"), h.Eng.Plans("no-such-partition"))
+	}
 	h.Advance(math.Inf(1))
 	if s, _ := h.StartOf(2); s.At != 600 {
 		t.Fatalf("rigid job started at %v, want 600", s.At)
