@@ -170,7 +170,13 @@ func (c *Controller) restoreEngineLocked(ctx context.Context) error {
 				started += max(0, now-float64(j.SuspendTime))
 				suspended = append(suspended, j.ID)
 			}
-			c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Nodes: j.Nodes, Started: started})
+			// With the CPUs, memory and GPUs the run holds, as recovery
+			// restores it: without them the Engine took the first such job
+			// of a node for a whole-node one and gave the others nothing,
+			// so that when the first ended their CPUs went to new jobs
+			// (TestReloadKeepsRunningAllocations).
+			c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Nodes: j.Nodes, Started: started,
+				Alloc: schedAlloc(j.Alloc)})
 		default:
 			c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j)})
 		}
