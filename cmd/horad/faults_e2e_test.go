@@ -110,7 +110,8 @@ exec %[1]s "$1"
 
 func runFaultHarness(t *testing.T, topo string, seed, stream uint64, duration time.Duration) {
 	h := &harness{t: t, topo: topo, acked: map[int64]bool{}, cancelled: map[int64]bool{},
-		noRequeue: map[int64]bool{}, requeues: map[int64]int{}, duration: duration}
+		noRequeue: map[int64]bool{}, requeues: map[int64]int{}, duration: duration,
+		arrays: map[int64]arraySub{}, deps: map[int64]depSub{}}
 	switch topo {
 	case "local":
 		h.nodes = []string{"local1", "local2", "local3", "local4"}
@@ -183,6 +184,11 @@ gres = "gpu:2"
 name = "batch"
 nodes = "local[1-4]"
 default = true
+
+[[partition]]
+name = "res"
+nodes = "local[1-4]"
+policy = "reserve"
 `
 
 // sshFaultConfig: the test hosts with 2 CPUs and 1000 MiB each, a node
@@ -194,6 +200,7 @@ func sshFaultConfig(cl *sshtest.Cluster) string {
 		fmt.Fprintf(&cfg, "[[node]]\nname = %q\naddress = %q\ncpus = 2\nmemory_mb = 1000\n", h.Name, h.Addr)
 	}
 	fmt.Fprintf(&cfg, "[[partition]]\nname = \"batch\"\nnodes = \"n[1-%d]\"\ndefault = true\n", len(cl.Hosts))
+	fmt.Fprintf(&cfg, "[[partition]]\nname = \"res\"\nnodes = \"n[1-%d]\"\npolicy = \"reserve\"\n", len(cl.Hosts))
 	fmt.Fprintf(&cfg, "[ssh]\nknown_hosts = %q\nidentity_file = %q\nstate_dir = %q\nprobe_interval_s = 1\nprobe_misses = 2\n",
 		cl.KnownHosts, cl.IdentityFile, filepath.Join(cl.Dir, "node-state"))
 	return cfg.String()
@@ -219,13 +226,19 @@ type harness struct {
 	long         bool     // jobs that overrun a one-minute limit (runs of 2 minutes or more)
 	duration     time.Duration
 
-	mu        sync.Mutex
-	acked     map[int64]bool
-	cancelled map[int64]bool // acknowledged scancels
-	noRequeue map[int64]bool // acknowledged with --no-requeue
-	requeues  map[int64]int  // acknowledged scontrol requeues per job
-	ops, oks  int
-	faults    map[string]int
+	mu           sync.Mutex
+	acked        map[int64]bool
+	cancelled    map[int64]bool // acknowledged scancels
+	noRequeue    map[int64]bool // acknowledged with --no-requeue
+	requeues     map[int64]int  // acknowledged scontrol requeues per job
+	arrays       map[int64]arraySub
+	deps         map[int64]depSub
+	resvSeq      int
+	resvNames    []string          // reservations created and not deleted
+	langOps      map[string][2]int // per operation of faults_lang_e2e_test.go: tried, accepted
+	langRefusals map[string]int    // their refusals' first lines
+	ops, oks     int
+	faults       map[string]int
 
 	// The full disk (faults_env_e2e_test.go).
 	diskDir   string
@@ -347,11 +360,13 @@ func (h *harness) client(r *rand.Rand, stopAt time.Time) {
 				_, _, code := h.cmd("scontrol", verb, strconv.FormatInt(id, 10))
 				ok = code == 0
 			}
-		case p < 92:
+		case p < 88:
 			state := []string{"DOWN", "RESUME", "DRAIN"}[r.IntN(3)]
 			_, _, code := h.cmd("scontrol", "update", "NodeName="+h.nodes[r.IntN(len(h.nodes))],
 				"State="+state, "Reason=fault-harness")
 			ok = code == 0
+		case p < 96:
+			ok = h.langOp(r)
 		default:
 			_, _, code := h.cmd("squeue", "-h", "-t", "all")
 			ok = code == 0
@@ -387,6 +402,11 @@ func (h *harness) nemesis(r *rand.Rand, stopAt time.Time) {
 			h.c.kill9()
 			time.Sleep(time.Duration(r.IntN(1000)) * time.Millisecond)
 			h.restart(r)
+		case p < 38:
+			// An operator reloads the configuration (systemctl reload):
+			// the Engine is rebuilt from the jobs in memory.
+			h.fault("SIGHUP horad (reload)")
+			h.c.daemon.Process.Signal(syscall.SIGHUP)
 		case p < 50:
 			h.fault("SIGSTOP horad")
 			h.c.daemon.Process.Signal(syscall.SIGSTOP)
@@ -435,7 +455,7 @@ func (h *harness) settle() {
 	}
 	var active []string
 	waitFor := func() bool {
-		out, _, code := h.cmd("squeue", "-h", "-o", "%i %T %r")
+		out, _, code := h.cmd("squeue", "-h", "-r", "-o", "%i %T %r")
 		if code != 0 {
 			return false
 		}
@@ -490,8 +510,19 @@ func (h *harness) settle() {
 			for _, l := range active {
 				ids = append(ids, strings.Fields(l)[0])
 			}
-			t.Fatalf("%d jobs still active, none ended in 180 s after the faults stopped:\n%s\nwhat horad logged of them:\n%s",
-				len(active), strings.Join(active, "\n"), h.jobLog(ids[:min(len(ids), 20)]))
+			// A hung horad shows where: SIGQUIT makes the Go runtime
+			// print every goroutine's stack to its log, printed below.
+			if _, _, code := h.cmd("squeue", "-h", "-o", "%i"); code != 0 {
+				h.c.daemon.Process.Signal(syscall.SIGQUIT)
+				h.c.daemon.Wait()
+			}
+			var shown strings.Builder
+			for _, id := range ids[:min(len(ids), 3)] {
+				out, _, _ := h.cmd("scontrol", "show", "job", id)
+				shown.WriteString(out)
+			}
+			t.Fatalf("%d jobs still active, none ended in 180 s after the faults stopped:\n%s\n%s\nwhat horad logged of them:\n%s",
+				len(active), strings.Join(active, "\n"), shown.String(), h.jobLog(ids[:min(len(ids), 20)]))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -538,6 +569,7 @@ func (h *harness) check() {
 		}
 	}
 	var runs []faultRun
+	runsOf, endsOf := map[int64][]faultRun{}, map[int64][]store.Event{}
 	restarts, nodeFails := 0, 0
 	for _, j := range jobs {
 		if !j.State.Finished() {
@@ -567,6 +599,12 @@ func (h *harness) check() {
 		restarts += j.Restarts
 		jr := h.jobRuns(j, evs)
 		runs = append(runs, jr...)
+		runsOf[j.ID] = jr
+		for _, ev := range evs {
+			if ev.Kind == store.KindEnd {
+				endsOf[j.ID] = append(endsOf[j.ID], ev)
+			}
+		}
 		h.checkTimes(j, jr)
 		// Requeues: by the client's scontrol requeue, or by a node failure
 		// for a job that allows it (JobRequeue=1, as Slurm's default).
@@ -588,6 +626,7 @@ func (h *harness) check() {
 		}
 	}
 	h.checkResources(runs)
+	h.checkLang(jobs, runsOf, endsOf)
 	h.checkTwice()
 	t.Logf("fault harness (%s): %d operations (%d acknowledged), %d jobs stored (%d acknowledged), %d requeued runs, %d NODE_FAIL, faults %v",
 		h.topo, h.ops, h.oks, len(jobs), len(h.acked), restarts, nodeFails, h.faults)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -138,7 +139,21 @@ func (h *harness) hostile(r *rand.Rand, stopAt time.Time) {
 // cmdAs is cmd run as uid (the hostile jobs' owner is nobody); 0 runs it
 // as this process's user.
 func (h *harness) cmdAs(uid int, name string, args ...string) (string, string, int) {
+	return h.cmdAsTimeout(uid, 0, name, args...)
+}
+
+// cmdTimeout is cmd for a command that may wait (srun): killed after d.
+func (h *harness) cmdTimeout(d time.Duration, name string, args ...string) (string, string, int) {
+	return h.cmdAsTimeout(0, d, name, args...)
+}
+
+func (h *harness) cmdAsTimeout(uid int, d time.Duration, name string, args ...string) (string, string, int) {
 	cmd := exec.Command(filepath.Join(h.c.bin, name), args...)
+	if d > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		cmd = exec.CommandContext(ctx, filepath.Join(h.c.bin, name), args...)
+	}
 	cmd.Env = append(os.Environ(), "HORA_SOCKET="+h.c.sock, "HORA_MESSAGE_TIMEOUT=2", "TZ=UTC")
 	cmd.Dir = h.work
 	if uid != 0 {
