@@ -367,7 +367,11 @@ func (c *Controller) recover(ctx context.Context) error {
 		return fmt.Errorf("reattach: %w", err)
 	}
 	var suspended []int64 // running jobs restored suspended
-	var pending []*job    // restored after the loop, once every job is known (dependencies)
+	// What the Engine answers a restore (an End for a job whose
+	// dependency can no longer be satisfied, with --kill-on-invalid-dep)
+	// is carried out once every job is restored.
+	var restoreActs []scheduler.Action
+	var pending []*job // restored after the loop, once every job is known (dependencies)
 	onNode := map[nodes.StepKey]nodes.Status{}
 	for _, s := range steps {
 		onNode[s.Key] = s
@@ -408,8 +412,8 @@ func (c *Controller) recover(ctx context.Context) error {
 				if aj.State == api.StateSuspended {
 					started += max(0, now-float64(aj.SuspendTime))
 				}
-				c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true,
-					Nodes: aj.Nodes, Started: started, Alloc: schedAlloc(aj.Alloc)})
+				restoreActs = append(restoreActs, c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true,
+					Nodes: aj.Nodes, Started: started, Alloc: schedAlloc(aj.Alloc)})...)
 				if aj.State == api.StateSuspended {
 					suspended = append(suspended, aj.ID)
 				}
@@ -473,7 +477,7 @@ func (c *Controller) recover(ctx context.Context) error {
 		}
 	}
 	for _, j := range pendingRestoreOrder(pending) {
-		c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j)})
+		restoreActs = append(restoreActs, c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j)})...)
 	}
 	// Ended steps are forgotten unless horad still waits for them (the
 	// batch step or a running chunk of an active job's current run): left
@@ -494,6 +498,7 @@ func (c *Controller) recover(ctx context.Context) error {
 	// are told to the Engine only now: each event runs a pass, which must
 	// see every restored job.
 	c.mu.Lock()
+	c.applyLocked(ctx, restoreActs)
 	for _, id := range suspended {
 		c.applyLocked(ctx, c.eng.Handle(scheduler.Suspend{Now: now, ID: scheduler.JobID(id)}))
 	}

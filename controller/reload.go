@@ -146,7 +146,19 @@ func (c *Controller) restoreEngineLocked(ctx context.Context) error {
 		}
 		c.fromResv(r, got)
 	}
+	// As recovery: first what the Engine must know of the jobs that ended
+	// (a dependency on one is decided by its outcome; a target the Engine
+	// does not know counts as satisfied), then the running jobs, then the
+	// pending ones, each after those it depends on; what the Engine answers
+	// a restore is carried out at the end.
+	for _, j := range c.order {
+		if j.State.Finished() {
+			c.eng.Handle(endedEvent(now, j))
+		}
+	}
 	var suspended []int64
+	var pending []*job
+	var acts []scheduler.Action
 	for _, j := range c.order {
 		switch {
 		case j.State.Finished():
@@ -162,8 +174,8 @@ func (c *Controller) restoreEngineLocked(ctx context.Context) error {
 						Offset: st.Offset, Size: st.Size, Start: float64(st.StartTime)})
 				}
 			}
-			c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Started: float64(j.StartTime),
-				Chunks: running, Done: done, NextStep: next})
+			acts = append(acts, c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Started: float64(j.StartTime),
+				Chunks: running, Done: done, NextStep: next})...)
 		case j.State == api.StateRunning || j.State == api.StateSuspended:
 			started := float64(j.StartTime + j.SuspendedSecs)
 			if j.State == api.StateSuspended {
@@ -175,12 +187,16 @@ func (c *Controller) restoreEngineLocked(ctx context.Context) error {
 			// of a node for a whole-node one and gave the others nothing,
 			// so that when the first ended their CPUs went to new jobs
 			// (TestReloadKeepsRunningAllocations).
-			c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Nodes: j.Nodes, Started: started,
-				Alloc: schedAlloc(j.Alloc)})
+			acts = append(acts, c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Nodes: j.Nodes,
+				Started: started, Alloc: schedAlloc(j.Alloc)})...)
 		default:
-			c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j)})
+			pending = append(pending, j)
 		}
 	}
+	for _, j := range pendingRestoreOrder(pending) {
+		acts = append(acts, c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j)})...)
+	}
+	c.applyLocked(ctx, acts)
 	for _, id := range suspended {
 		c.applyLocked(ctx, c.eng.Handle(scheduler.Suspend{Now: now, ID: scheduler.JobID(id)}))
 	}
