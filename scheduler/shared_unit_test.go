@@ -239,3 +239,40 @@ func TestSuspendedReserveJobExtendsItsBooking(t *testing.T) {
 		t.Fatalf("-N2 booked at %v (%v): before the suspended job can end (140)", ps, ok)
 	}
 }
+
+// A booked deadline job whose start slips past the last one its deadline
+// allows (a batch job on its node ran past its limit) ends DEADLINE when
+// the node frees, instead of starting then and finishing after its
+// deadline (the fault harness found a reserve job started 80 s too late).
+func TestSharedReserveDeadlineNeverStartsLate(t *testing.T) {
+	h := st.New(t, sharedCluster(1, 0, "easy"))
+	h.Submit(st.Job(1).Partition("batch").Nodes(1).Limit(100).Run(300)) // overruns its limit
+	h.Submit(st.Job(2).Partition("res").Nodes(1).Limit(60).Deadline(200).Run(60))
+	if e, ok := h.Ends[2]; ok {
+		t.Fatalf("job 2 refused at submit: %+v", e)
+	}
+	h.Advance(math.Inf(1))
+	if s, ok := h.StartOf(2); ok {
+		t.Fatalf("job 2 started at %v: its 60 s limit ends after its deadline 200", s.At)
+	}
+	if e := h.Ends[2]; e.State != scheduler.JobStateDeadline {
+		t.Fatalf("job 2 ended %+v, want DEADLINE", e)
+	}
+}
+
+// A pending deadline job restored after its latest start has passed (horad
+// was down) ends DEADLINE at the first pass; it was booked without its
+// deadline and started late.
+func TestReserveRestoreAfterLatestStartEnds(t *testing.T) {
+	h := st.New(t, sharedCluster(1, 0, "easy"))
+	j := st.Job(1).Partition("res").Nodes(1).Limit(60).Deadline(100).Build()
+	h.Handle(scheduler.Restore{Now: 50, Job: j})
+	h.Handle(scheduler.Tick{Now: 51})
+	h.Advance(math.Inf(1))
+	if s, ok := h.StartOf(1); ok {
+		t.Fatalf("job 1 started at %v, after its latest start 40", s.At)
+	}
+	if e := h.Ends[1]; e.State != scheduler.JobStateDeadline {
+		t.Fatalf("job 1 ended %+v, want DEADLINE", e)
+	}
+}

@@ -127,7 +127,8 @@ func runFaultHarness(t *testing.T, topo string, seed, stream uint64, duration ti
 	}
 	h.work = h.c.workDir()
 	var err error
-	if h.allLog, err = os.Create(filepath.Join(t.TempDir(), "horad-all.log")); err != nil {
+	// In the cluster's directory, which a failed test keeps.
+	if h.allLog, err = os.Create(filepath.Join(h.c.dir, "horad-all.log")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.allLog.Close() })
@@ -628,11 +629,31 @@ func (h *harness) check() {
 	h.checkResources(runs)
 	h.checkLang(jobs, runsOf, endsOf)
 	h.checkTwice()
+	if t.Failed() {
+		h.keepStore()
+	}
 	t.Logf("fault harness (%s): %d operations (%d acknowledged), %d jobs stored (%d acknowledged), %d requeued runs, %d NODE_FAIL, faults %v",
 		h.topo, h.ops, h.oks, len(jobs), len(h.acked), restarts, nodeFails, h.faults)
 	if h.diskFull != nil {
 		t.Logf("fault harness (%s): sbatch while the disk was full: %v; refusals: %q", h.topo, h.diskFull, h.refusedAt)
 	}
+}
+
+// keepStore copies the store of a failed run beside the cluster's kept
+// directory: the local cluster's state directory is a tmpfs, unmounted when
+// the test ends.
+func (h *harness) keepStore() {
+	dst := filepath.Join(h.c.dir, "store-kept")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		h.t.Log(err)
+		return
+	}
+	for _, name := range []string{"hora.db", "hora.db-wal", "hora.db-shm"} {
+		if b, err := os.ReadFile(filepath.Join(h.c.varDir, name)); err == nil {
+			os.WriteFile(filepath.Join(dst, name), b, 0o644)
+		}
+	}
+	h.t.Logf("the store of the failed run: %s", dst)
 }
 
 // checkTwice reads what the jobs' runs wrote when they found the previous

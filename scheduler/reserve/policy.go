@@ -227,11 +227,16 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 		return
 	}
 	b, err := ix.Reserve(req)
+	if err != nil && j.Deadline > 0 {
+		// Its deadline can no longer be met (horad was down past the
+		// latest start that allowed it, or its nodes are gone): it ends
+		// DEADLINE at the first pass, as a released job whose booking has
+		// passed does. Booked without the deadline, it started late.
+		pl.doomed[j.ID] = true
+		return
+	}
 	if err != nil {
-		req.Deadline = 0
-		if b, err = ix.Reserve(req); err != nil {
-			return
-		}
+		return
 	}
 	pl.jobs[j.ID] = &booked{job: j, b: b}
 }
@@ -305,6 +310,15 @@ func (pl *Policy) Schedule(now float64) {
 		free := true
 		for _, i := range nodes {
 			free = free && pl.p.IsFree(i)
+		}
+		if late := bk.job.Deadline > 0 && now+bk.job.MinRun() > bk.job.Deadline; late {
+			// Its booked start slipped past the last one its deadline
+			// allows (its nodes were held past their bookings, or horad
+			// was stopped): the deadline is never broken by a late start.
+			_ = pl.bookIx(bk).Cancel(bk.b.ID)
+			delete(pl.jobs, id)
+			_ = pl.p.End(id, scheduler.JobStateDeadline, scheduler.ReasonDeadline)
+			continue
 		}
 		if !free {
 			continue // a previous job overran its limit; retried each pass
