@@ -276,3 +276,29 @@ func TestReserveRestoreAfterLatestStartEnds(t *testing.T) {
 		t.Fatalf("job 1 ended %+v, want DEADLINE", e)
 	}
 }
+
+// A deadline job restored while no booking can meet its deadline (a batch
+// job holds its node past its latest start) waits, and ends DEADLINE at its
+// latest start, as Slurm ends a pending job once its time limit no longer
+// fits before its deadline: not at the restore, while it might still have
+// run, nor at its late booking.
+func TestReserveRestoreEndsAtLatestStart(t *testing.T) {
+	h := st.New(t, sharedCluster(1, 0, "easy"))
+	h.Submit(st.Job(1).Partition("batch").Nodes(1).Limit(1000).Run(1000))
+	j := st.Job(2).Partition("res").Nodes(1).Limit(60).Deadline(200).Build()
+	h.Handle(scheduler.Restore{Now: 0, Job: j})
+	h.Handle(scheduler.Tick{Now: 1})
+	if e, ok := h.Ends[2]; ok {
+		t.Fatalf("job 2 ended at the restore (%+v): its limit still fit before its deadline", e)
+	}
+	if w := h.Eng.NextWakeup(); w < 140 || w > 141 {
+		t.Fatalf("next wakeup %v, want its latest start 140", w)
+	}
+	h.Handle(scheduler.Tick{Now: h.Eng.NextWakeup()})
+	if e := h.Ends[2]; e.State != scheduler.JobStateDeadline {
+		t.Fatalf("job 2 after its latest start: end %+v, want DEADLINE", e)
+	}
+	if _, ok := h.StartOf(2); ok {
+		t.Fatal("job 2 started")
+	}
+}

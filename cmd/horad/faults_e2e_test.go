@@ -111,7 +111,7 @@ exec %[1]s "$1"
 func runFaultHarness(t *testing.T, topo string, seed, stream uint64, duration time.Duration) {
 	h := &harness{t: t, topo: topo, acked: map[int64]bool{}, cancelled: map[int64]bool{},
 		noRequeue: map[int64]bool{}, requeues: map[int64]int{}, duration: duration,
-		arrays: map[int64]arraySub{}, deps: map[int64]depSub{}}
+		arrays: map[int64]arraySub{}, deps: map[int64]depSub{}, resvs: map[string]*resvRec{}}
 	switch topo {
 	case "local":
 		h.nodes = []string{"local1", "local2", "local3", "local4"}
@@ -235,9 +235,10 @@ type harness struct {
 	arrays       map[int64]arraySub
 	deps         map[int64]depSub
 	resvSeq      int
-	resvNames    []string          // reservations created and not deleted
-	langOps      map[string][2]int // per operation of faults_lang_e2e_test.go: tried, accepted
-	langRefusals map[string]int    // their refusals' first lines
+	resvNames    []string            // reservations created and not deleted
+	resvs        map[string]*resvRec // what horad gave each reservation created
+	langOps      map[string][2]int   // per operation of faults_lang_e2e_test.go: tried, accepted
+	langRefusals map[string]int      // their refusals' first lines
 	ops, oks     int
 	faults       map[string]int
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,15 +89,20 @@ func (h *harness) langOp(r *rand.Rand) bool {
 		h.mu.Unlock()
 		if old != "" {
 			_, stderr, code := h.cmd("scontrol", "delete", "ReservationName="+old)
+			h.mu.Lock()
+			if rv := h.resvs[old]; rv != nil && code == 0 {
+				rv.deleted = time.Now().Unix()
+			} else if rv != nil {
+				rv.uncertain = true // it may or may not be gone (horad killed while answering)
+			}
+			h.mu.Unlock()
 			h.langCount("scontrol delete reservation", code == 0, stderr)
 			return code == 0
 		}
 		_, stderr, code := h.cmd("scontrol", "create", "reservation", "ReservationName="+name,
 			"StartTime=now+"+strconv.Itoa(5+r.IntN(60)), "Duration=1", "NodeCnt=1", "Users=root", "PartitionName=res")
 		if code == 0 {
-			h.mu.Lock()
-			h.resvNames = append(h.resvNames, name)
-			h.mu.Unlock()
+			h.noteResv(name)
 		}
 		h.langCount("scontrol create reservation", code == 0, stderr)
 		return code == 0
@@ -107,6 +114,33 @@ func (h *harness) langOp(r *rand.Rand) bool {
 		h.langCount("srun", code == 0, stderr)
 		return code == 0
 	}
+}
+
+// resvRec is a reservation as created, and when its deletion was
+// acknowledged.
+type resvRec struct {
+	nodes            []string
+	start, end       int64
+	created, deleted int64
+	uncertain        bool // a deletion not answered: it may have happened
+}
+
+// noteResv records a reservation just created, with the nodes and window
+// horad gave it (asked at once; a horad killed meanwhile leaves it
+// unchecked).
+func (h *harness) noteResv(name string) {
+	created := time.Now().Unix()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := api.NewClient(h.c.sock).Reservations(ctx, name)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.resvNames = append(h.resvNames, name)
+	if err != nil || len(resp.Reservations) != 1 {
+		return
+	}
+	r := resp.Reservations[0]
+	h.resvs[name] = &resvRec{nodes: r.Nodes, start: r.StartTime, end: r.EndTime, created: created}
 }
 
 // submit runs sbatch and records an acknowledged job.
@@ -221,6 +255,7 @@ func (h *harness) checkLang(jobs []api.Job, runsOf map[int64][]faultRun, endsOf 
 			}
 		}
 	}
+	h.checkResvs(runsOf)
 	var ops []string
 	for op, c := range h.langOps {
 		ops = append(ops, fmt.Sprintf("%s %d (%d accepted)", op, c[0], c[1]))
@@ -228,4 +263,40 @@ func (h *harness) checkLang(jobs []api.Job, runsOf map[int64][]faultRun, endsOf 
 	sort.Strings(ops)
 	t.Logf("fault harness (%s): %d arrays, %d dependent jobs; %s; refusals %v", h.topo, len(h.arrays), len(h.deps),
 		strings.Join(ops, ", "), h.langRefusals)
+}
+
+// checkResvs: no job runs on a reservation's nodes during its window (the
+// harness never submits into one). A run that started once the reservation
+// existed may not touch the window at all (2 s for whole-second times); one
+// already running when it was created was booked around by its time limit,
+// and may overrun that by horad's kill wait (30 s) before it is killed.
+func (h *harness) checkResvs(runsOf map[int64][]faultRun) {
+	checked := 0
+	for name, rv := range h.resvs {
+		if rv.uncertain {
+			continue
+		}
+		checked++
+		end := rv.end
+		if rv.deleted > 0 {
+			end = min(end, rv.deleted)
+		}
+		for id, runs := range runsOf {
+			for _, r := range runs {
+				if r.endAt == 0 || !slices.ContainsFunc(r.nodes, func(n string) bool { return slices.Contains(rv.nodes, n) }) {
+					continue
+				}
+				overlap := min(r.endAt, end) - max(r.startAt, rv.start)
+				slack := int64(2)
+				if r.startAt < rv.created {
+					slack = 35
+				}
+				if overlap > slack {
+					h.t.Errorf("reservation %s (nodes %v, %d to %d, created at %d, deleted at %d): job %d ran on %v from %d to %d",
+						name, rv.nodes, rv.start, rv.end, rv.created, rv.deleted, id, r.nodes, r.startAt, r.endAt)
+				}
+			}
+		}
+	}
+	h.t.Logf("fault harness (%s): %d reservations checked for foreign jobs", h.topo, checked)
 }

@@ -227,16 +227,16 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 		return
 	}
 	b, err := ix.Reserve(req)
-	if err != nil && j.Deadline > 0 {
-		// Its deadline can no longer be met (horad was down past the
-		// latest start that allowed it, or its nodes are gone): it ends
-		// DEADLINE at the first pass, as a released job whose booking has
-		// passed does. Booked without the deadline, it started late.
-		pl.doomed[j.ID] = true
-		return
-	}
 	if err != nil {
-		return
+		// No booking meets its deadline now (its nodes are down, or horad
+		// was down past its latest start): it is booked without it, and
+		// ends DEADLINE at the pass that finds its latest start passed
+		// (Schedule), as Slurm ends a pending job only once its time limit
+		// no longer fits before its deadline.
+		req.Deadline = 0
+		if b, err = ix.Reserve(req); err != nil {
+			return
+		}
 	}
 	pl.jobs[j.ID] = &booked{job: j, b: b}
 }
@@ -303,22 +303,26 @@ func (pl *Policy) Schedule(now float64) {
 	pl.endDoomed()
 	for _, id := range pl.order() {
 		bk := pl.jobs[id]
-		if bk.running || float64(bk.b.Start) > now || bk.job.Held {
+		if bk.running || bk.job.Held {
+			continue
+		}
+		if late(bk, now) {
+			// Its latest start has passed: its booked start slipped (its
+			// nodes were held past their bookings, horad was stopped), or it
+			// was booked without its deadline (Restore). The deadline is
+			// never broken by a late start.
+			_ = pl.bookIx(bk).Cancel(bk.b.ID)
+			delete(pl.jobs, id)
+			_ = pl.p.End(id, scheduler.JobStateDeadline, scheduler.ReasonDeadline)
+			continue
+		}
+		if float64(bk.b.Start) > now {
 			continue
 		}
 		nodes := bk.partNodes()
 		free := true
 		for _, i := range nodes {
 			free = free && pl.p.IsFree(i)
-		}
-		if late := bk.job.Deadline > 0 && now+bk.job.MinRun() > bk.job.Deadline; late {
-			// Its booked start slipped past the last one its deadline
-			// allows (its nodes were held past their bookings, or horad
-			// was stopped): the deadline is never broken by a late start.
-			_ = pl.bookIx(bk).Cancel(bk.b.ID)
-			delete(pl.jobs, id)
-			_ = pl.p.End(id, scheduler.JobStateDeadline, scheduler.ReasonDeadline)
-			continue
 		}
 		if !free {
 			continue // a previous job overran its limit; retried each pass
@@ -329,14 +333,21 @@ func (pl *Policy) Schedule(now float64) {
 	}
 }
 
-// due reports whether a pending job's booked start has come.
+// due reports whether a pending job's booked start, or its latest start,
+// has come.
 func (pl *Policy) due(now float64) bool {
 	for _, bk := range pl.jobs {
-		if !bk.running && float64(bk.b.Start) <= now {
+		if !bk.running && (float64(bk.b.Start) <= now || late(bk, now)) {
 			return true
 		}
 	}
 	return false
+}
+
+// late reports whether a job's time limit no longer fits before its
+// deadline if it starts now.
+func late(bk *booked, now float64) bool {
+	return bk.job.Deadline > 0 && now+bk.job.MinRun() > bk.job.Deadline
 }
 
 // order lists the pending jobs by (booked start, id).
@@ -419,6 +430,11 @@ func (pl *Policy) NextWakeup() float64 {
 	for _, bk := range pl.jobs {
 		if s := float64(bk.b.Start); !bk.running && s > pl.pass {
 			t = min(t, s)
+		}
+		// A job booked past its latest start ends DEADLINE at that start
+		// (Schedule), not at its booked one.
+		if ls := bk.job.Deadline - bk.job.MinRun(); !bk.running && bk.job.Deadline > 0 && ls >= pl.pass {
+			t = min(t, ls+1e-3)
 		}
 	}
 	return t
