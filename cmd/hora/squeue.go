@@ -359,7 +359,7 @@ func selectSqueueParts(lr *api.ListingReader, q *squeueQuery, keys []sortKey, fi
 		first, n := next, p.Len()
 		next += n
 		stretch := all
-		stretch.rows = all.rows[first:first:first+n]
+		stretch.rows = all.rows[first : first : first+n]
 		wg.Go(func() {
 			r := &results[i]
 			r.rows, r.lines, r.found, r.err = selectSqueue(p, q, keys, fields, newCtx(), now, stretch, first)
