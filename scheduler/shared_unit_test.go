@@ -252,11 +252,17 @@ func TestSharedReserveDeadlineNeverStartsLate(t *testing.T) {
 		t.Fatalf("job 2 refused at submit: %+v", e)
 	}
 	h.Advance(math.Inf(1))
-	if s, ok := h.StartOf(2); ok {
-		t.Fatalf("job 2 started at %v: its 60 s limit ends after its deadline 200", s.At)
+	endedDeadlineUnstarted(t, h, 2)
+}
+
+// endedDeadlineUnstarted fails unless job id ended DEADLINE without starting.
+func endedDeadlineUnstarted(t *testing.T, h *st.Harness, id scheduler.JobID) {
+	t.Helper()
+	if s, ok := h.StartOf(id); ok {
+		t.Fatalf("job %d started at %v: its limit ends after its deadline", id, s.At)
 	}
-	if e := h.Ends[2]; e.State != scheduler.JobStateDeadline {
-		t.Fatalf("job 2 ended %+v, want DEADLINE", e)
+	if e := h.Ends[id]; e.State != scheduler.JobStateDeadline {
+		t.Fatalf("job %d ended %+v, want DEADLINE", id, e)
 	}
 }
 
@@ -269,12 +275,7 @@ func TestReserveRestoreAfterLatestStartEnds(t *testing.T) {
 	h.Handle(scheduler.Restore{Now: 50, Job: j})
 	h.Handle(scheduler.Tick{Now: 51})
 	h.Advance(math.Inf(1))
-	if s, ok := h.StartOf(1); ok {
-		t.Fatalf("job 1 started at %v, after its latest start 40", s.At)
-	}
-	if e := h.Ends[1]; e.State != scheduler.JobStateDeadline {
-		t.Fatalf("job 1 ended %+v, want DEADLINE", e)
-	}
+	endedDeadlineUnstarted(t, h, 1)
 }
 
 // A deadline job restored while no booking can meet its deadline (a batch
@@ -295,10 +296,5 @@ func TestReserveRestoreEndsAtLatestStart(t *testing.T) {
 		t.Fatalf("next wakeup %v, want its latest start 140", w)
 	}
 	h.Handle(scheduler.Tick{Now: h.Eng.NextWakeup()})
-	if e := h.Ends[2]; e.State != scheduler.JobStateDeadline {
-		t.Fatalf("job 2 after its latest start: end %+v, want DEADLINE", e)
-	}
-	if _, ok := h.StartOf(2); ok {
-		t.Fatal("job 2 started")
-	}
+	endedDeadlineUnstarted(t, h, 2)
 }

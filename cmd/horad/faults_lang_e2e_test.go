@@ -44,14 +44,7 @@ func (h *harness) langOp(r *rand.Rand) bool {
 		n, k := 2+r.IntN(4), 1+r.IntN(2)
 		args, noRequeue := h.sbatchArgs(r)
 		args = append([]string{fmt.Sprintf("--array=0-%d%%%d", n-1, k)}, args...)
-		id, ok, stderr := h.submit(args, noRequeue)
-		if ok {
-			h.mu.Lock()
-			h.arrays[id] = arraySub{tasks: n, throttle: k}
-			h.mu.Unlock()
-		}
-		h.langCount("sbatch --array", ok, stderr)
-		return ok
+		return h.submitLang("sbatch --array", args, noRequeue, func(id int64) { h.arrays[id] = arraySub{tasks: n, throttle: k} })
 	case p < 60:
 		on, has := h.someSingleJob(r)
 		if !has {
@@ -60,22 +53,13 @@ func (h *harness) langOp(r *rand.Rand) bool {
 		kind := []string{"afterok", "afterany"}[r.IntN(2)]
 		args, noRequeue := h.sbatchArgs(r)
 		args = append([]string{"--dependency=" + kind + ":" + strconv.FormatInt(on, 10), "--kill-on-invalid-dep=yes"}, args...)
-		id, ok, stderr := h.submit(args, noRequeue)
-		if ok {
-			h.mu.Lock()
-			h.deps[id] = depSub{kind: kind, on: on}
-			h.mu.Unlock()
-		}
-		h.langCount("sbatch --dependency", ok, stderr)
-		return ok
+		return h.submitLang("sbatch --dependency", args, noRequeue, func(id int64) { h.deps[id] = depSub{kind: kind, on: on} })
 	case p < 75:
 		// A rigid deadline job booked by the reserve policy: admitted with
 		// its start guaranteed, or refused at once.
 		args := []string{"-p", "res", "-o", "/dev/null", "-t", "1", "-N", "1",
 			"--deadline", "now+" + strconv.Itoa([]int{90, 200, 600}[r.IntN(3)]), h.script, "1"}
-		_, ok, stderr := h.submit(args, false)
-		h.langCount("sbatch -p res --deadline", ok, stderr)
-		return ok
+		return h.submitLang("sbatch -p res --deadline", args, false, func(int64) {})
 	case p < 90:
 		h.mu.Lock()
 		h.resvSeq++
@@ -141,6 +125,19 @@ func (h *harness) noteResv(name string) {
 	}
 	r := resp.Reservations[0]
 	h.resvs[name] = &resvRec{nodes: r.Nodes, start: r.StartTime, end: r.EndTime, created: created}
+}
+
+// submitLang is submit counted as op, with note called (under h.mu) on the
+// acknowledged job's id.
+func (h *harness) submitLang(op string, args []string, noRequeue bool, note func(id int64)) bool {
+	id, ok, stderr := h.submit(args, noRequeue)
+	if ok {
+		h.mu.Lock()
+		note(id)
+		h.mu.Unlock()
+	}
+	h.langCount(op, ok, stderr)
+	return ok
 }
 
 // submit runs sbatch and records an acknowledged job.
