@@ -30,7 +30,15 @@ const (
 
 	PathStats  = "/v1/stats"        // GET → StatsResponse
 	PathBackup = "/v1/admin/backup" // GET → the database (application/vnd.sqlite3); root and operators only
+	// PathReconfigure re-reads hora.toml, as SIGHUP does (scontrol
+	// reconfigure); root and operators only.
+	PathReconfigure = "/v1/admin/reconfigure" // POST → ReconfigureResponse
 )
+
+// ReconfigureResponse answers a reconfiguration that was carried out.
+type ReconfigureResponse struct {
+	Config string `json:"config"` // the file read
+}
 
 // StatsResponse is horad's state in numbers: `hora stats`, systemd's STATUS.
 type StatsResponse struct {

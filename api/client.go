@@ -487,6 +487,14 @@ func (c *Client) UpdateReservation(ctx context.Context, r ReservationRequest) (*
 	return out, c.do(ctx, "POST", PathReservationUpdate, r, out)
 }
 
+// Reconfigure makes horad re-read its configuration file (scontrol
+// reconfigure); a file with errors is refused, and the running
+// configuration stays.
+func (c *Client) Reconfigure(ctx context.Context) (*ReconfigureResponse, error) {
+	out := &ReconfigureResponse{}
+	return out, c.do(ctx, "POST", PathReconfigure, nil, out)
+}
+
 // DeleteReservation removes a reservation.
 func (c *Client) DeleteReservation(ctx context.Context, name string) error {
 	return c.do(ctx, "POST", PathReservationDelete, ReservationRequest{Name: name}, &ReservationResponse{})

@@ -14,6 +14,25 @@ import (
 var backupSeq atomic.Int64
 
 // hStats answers `hora stats`: anyone may read the numbers.
+// hReconfigure is scontrol reconfigure: horad re-reads its configuration
+// file as on SIGHUP. Only root and the operators may, as only Slurm's
+// administrators may; a file with errors is refused with its problems, and
+// the running configuration stays.
+func (c *Controller) hReconfigure(ctx context.Context, who *Caller, r *http.Request) (any, error) {
+	if !c.operators[who.UID] {
+		return nil, &api.Error{Message: msgInvalidUser, Code: api.CodeAccessDenied}
+	}
+	if c.reconfigure == nil {
+		return nil, &api.Error{Message: "this horad cannot re-read its configuration", Code: api.CodeInternal}
+	}
+	path, err := c.reconfigure(ctx)
+	if err != nil {
+		return nil, &api.Error{Message: err.Error(), Code: api.CodeBadRequest}
+	}
+	c.log.Info("reconfigured", "uid", who.UID, "config", path)
+	return &api.ReconfigureResponse{Config: path}, nil
+}
+
 func (c *Controller) hStats(ctx context.Context, who *Caller, r *http.Request) (any, error) {
 	s := c.Stats()
 	out := &api.StatsResponse{Version: Version, Pending: s.Pending, Running: s.Running, Suspended: s.Suspended,

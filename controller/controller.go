@@ -80,12 +80,13 @@ type Controller struct {
 	recovered       chan struct{}
 	heldForRecovery atomic.Int32 // requests waiting for Recover (untilRecovered)
 
-	work      *workQueue
-	forgets   *workQueue            // Forgets of ended steps, apart from work (see forgetStep)
-	stageQ    map[string]*workQueue // dlt partition → its staging channel (staging.go)
-	wake      chan struct{}         // poke the tick loop after the Engine's wakeup time may have moved
-	booted    time.Time             // when this horad started (scontrol show config BOOT_TIME)
-	heartbeat func()
+	work        *workQueue
+	forgets     *workQueue            // Forgets of ended steps, apart from work (see forgetStep)
+	stageQ      map[string]*workQueue // dlt partition → its staging channel (staging.go)
+	wake        chan struct{}         // poke the tick loop after the Engine's wakeup time may have moved
+	booted      time.Time             // when this horad started (scontrol show config BOOT_TIME)
+	heartbeat   func()
+	reconfigure func(context.Context) (string, error)
 	// stepSecret signs the step keys of jobs on nodes that reach horad
 	// through a callback socket (callbacks.go); nil without one.
 	stepSecret []byte
@@ -177,6 +178,10 @@ type Options struct {
 	// Heartbeat is called from the scheduling loop at least once a second;
 	// horad pings systemd's watchdog from it, so a wedged loop is detected.
 	Heartbeat func()
+	// Reconfigure re-reads the configuration file as SIGHUP does and says
+	// which file, or why it was refused (scontrol reconfigure); nil: the
+	// request is refused.
+	Reconfigure func(ctx context.Context) (string, error)
 }
 
 // New builds a controller and recovers its state from the store and the
@@ -215,7 +220,7 @@ func Open(ctx context.Context, o Options) (*Controller, error) {
 		eng: eng, jobs: map[int64]*job{}, operators: map[uint32]bool{0: true},
 		admin: map[string]*nodeAdmin{}, resvs: map[string]*api.Reservation{}, arrays: map[int64]*arrayInfo{}, timeWatch: map[int64]*job{}, lastBusy: map[string]int64{},
 		work: newWorkQueue(), forgets: newWorkQueue(), wake: make(chan struct{}, 1),
-		heartbeat: o.Heartbeat, stageQ: map[string]*workQueue{}, booted: o.Now(), started: o.Now(),
+		heartbeat: o.Heartbeat, reconfigure: o.Reconfigure, stageQ: map[string]*workQueue{}, booted: o.Now(), started: o.Now(),
 		recordingOf: map[uint32]int{}, recovered: make(chan struct{}),
 	}
 	c.setLimits(o.Config.Limits)

@@ -70,6 +70,7 @@ func (c *Controller) Server() *http.Server {
 	mux.HandleFunc("POST "+api.PathReservationDelete, c.handle(c.hResvChange("delete")))
 	mux.HandleFunc("GET "+api.PathFree, c.handle(c.hFree))
 	mux.HandleFunc("GET "+api.PathStats, c.handle(c.hStats))
+	mux.HandleFunc("POST "+api.PathReconfigure, c.handle(c.hReconfigure))
 	mux.HandleFunc("GET "+api.PathBackup, c.hBackup)
 	c.routeNodeOps(mux)
 	c.routeSteps(mux)

@@ -430,6 +430,18 @@ func scontrolMain(ctx context.Context, env *Env, args []string) int {
 		return scontrolListPids(ctx, env, words[1:])
 	case verb == "version":
 		return printVersion(env)
+	case verb == "reconfigure":
+		// As Slurm's: silent on success; horad re-reads hora.toml as on
+		// SIGHUP, and a file with errors changes nothing.
+		cl := dial(env)
+		if cl == nil {
+			return 1
+		}
+		if _, err := cl.Reconfigure(ctxOrBackground(ctx)); err != nil {
+			fmt.Fprintf(env.Stderr, "slurm_reconfigure error: %s\n", apiErrText(err))
+			return 1
+		}
+		return 0
 	case verb == "ping":
 		cl := dial(env)
 		if cl == nil {
@@ -772,6 +784,8 @@ const scontrolHelp = `Usage: scontrol [<OPTION>] [<COMMAND>]
      delete ReservationName=<name>  delete a reservation.
      hold <job_list>          prevent specified job from starting.
      ping                     print status of slurmctld daemons.
+     reconfigure              make horad re-read hora.toml (as SIGHUP); root
+                              and operators.
      release <job_list>       permit specified job to start (see hold).
      show <ENTITY> [<ID>]     display state of identified entity, default
                               is all records. <ENTITY> is one of job, node,

@@ -407,8 +407,15 @@ func (h *harness) nemesis(r *rand.Rand, stopAt time.Time) {
 		case p < 38:
 			// An operator reloads the configuration (systemctl reload):
 			// the Engine is rebuilt from the jobs in memory.
-			h.fault("SIGHUP horad (reload)")
-			h.c.daemon.Process.Signal(syscall.SIGHUP)
+			if r.IntN(2) == 0 {
+				h.fault("SIGHUP horad (reload)")
+				h.c.daemon.Process.Signal(syscall.SIGHUP)
+			} else if _, stderr, code := h.cmd("scontrol", "reconfigure"); code == 0 {
+				h.fault("scontrol reconfigure")
+			} else if !strings.Contains(stderr, "cannot reach horad") && !strings.Contains(stderr, api.MsgSocketTimeout) &&
+				!strings.Contains(stderr, "disk is full") {
+				h.t.Errorf("scontrol reconfigure of an unchanged file: exit %d, %q", code, stderr)
+			}
 		case p < 50:
 			h.fault("SIGSTOP horad")
 			h.c.daemon.Process.Signal(syscall.SIGSTOP)

@@ -145,8 +145,21 @@ func serve(cc *cli.Context) error {
 	var ctl *controller.Controller
 	hb := heartbeat(func() string { return ctl.Stats().String() })
 	stopExtending := extendStartTimeout()
+	// scontrol reconfigure asks the loop below for a reload, so that it
+	// never runs beside one a SIGHUP started.
+	reconf := make(chan chan reloaded)
+	reconfigure := func(rctx context.Context) (string, error) {
+		done := make(chan reloaded, 1)
+		select {
+		case reconf <- done:
+		case <-rctx.Done():
+			return "", rctx.Err()
+		}
+		r := <-done // a reload is short, and is not abandoned half-way
+		return r.path, r.err
+	}
 	ctl, err = controller.Open(ctx, controller.Options{Config: cfg, Logger: log, Store: st, Executor: exec,
-		Heartbeat: hb})
+		Heartbeat: hb, Reconfigure: reconfigure})
 	if err != nil {
 		stopExtending()
 		return err
@@ -200,6 +213,9 @@ loop:
 			break loop
 		case <-hup:
 			reload(ctx, log, ctl, mixer, cc.String("config"), overrides)
+		case done := <-reconf:
+			err := reload(ctx, log, ctl, mixer, cc.String("config"), overrides)
+			done <- reloaded{cc.String("config"), err}
 		case err := <-serveErr:
 			if !errors.Is(err, http.ErrServerClosed) {
 				log.Error("socket server failed", "err", err)
@@ -239,16 +255,22 @@ func activatedListener() (ln net.Listener, activated bool, err error) {
 	return nil, false, nil
 }
 
-// reload re-reads the configuration file on SIGHUP. A file with errors is
-// refused with every problem at file:line, and horad keeps serving on the
-// configuration it runs; [mix] included (a new ratio or mode takes effect
-// on the running jobs).
-func reload(ctx context.Context, log *slog.Logger, ctl *controller.Controller, mixer *mixEnforcer, path string, overrides func(*config.Config)) {
+// reloaded is the outcome of a reload asked by scontrol reconfigure.
+type reloaded struct {
+	path string
+	err  error
+}
+
+// reload re-reads the configuration file on SIGHUP or scontrol
+// reconfigure. A file with errors is refused with every problem at
+// file:line, and horad keeps serving on the configuration it runs; [mix]
+// included (a new ratio or mode takes effect on the running jobs).
+func reload(ctx context.Context, log *slog.Logger, ctl *controller.Controller, mixer *mixEnforcer, path string, overrides func(*config.Config)) error {
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyReloading)
 	defer func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyReady+"\nSTATUS="+ctl.Stats().String()) }()
 	if path == "" {
 		log.Warn("SIGHUP: no --config file to re-read; nothing changes")
-		return
+		return errors.New("horad was started without --config: there is no file to re-read")
 	}
 	nc, err := config.Load(path)
 	if err == nil {
@@ -266,10 +288,11 @@ func reload(ctx context.Context, log *slog.Logger, ctl *controller.Controller, m
 			for _, p := range probs {
 				log.Error("reload refused, the running configuration stays", "file", p.File, "line", p.Line, "key", p.Key, "err", p.Msg, "at", p.String())
 			}
-			return
+			return err
 		}
 		log.Error("reload refused, the running configuration stays", "err", err)
 	}
+	return err
 }
 
 // newExecutor builds the executor the config names: local processes on

@@ -133,3 +133,50 @@ max_time = "5"
 		t.Fatalf("horad exited: %v", c.daemon.ProcessState)
 	}
 }
+
+// TestScontrolReconfigure: `scontrol reconfigure` re-reads hora.toml as
+// SIGHUP does, silently as Slurm's; a user who is not an operator is
+// refused with Slurm's text, and a broken file is refused with its
+// file:line while the running configuration stays. Exit 1 for both.
+func TestScontrolReconfigure(t *testing.T) {
+	requireRoot(t)
+	const base = `
+[[node]]
+name = "local[1-2]"
+
+[[partition]]
+name = "batch"
+nodes = "local[1-2]"
+default = true
+`
+	c := newClusterWith(t, base)
+	w := c.workDir()
+	partitions := func() string {
+		return strings.TrimSpace(c.run(0, w, "sinfo", "-h", "-o", "%P").stdout)
+	}
+	if err := os.WriteFile(c.config, []byte(base+"\n[[partition]]\nname = \"short\"\nnodes = \"local2\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.run(65534, w, "scontrol", "reconfigure"); r.code != 1 || r.stderr != "slurm_reconfigure error: Invalid user id\n" {
+		t.Fatalf("nobody's scontrol reconfigure: exit %d, %q", r.code, r.stderr)
+	}
+	if got := partitions(); got != "batch*" {
+		t.Fatalf("partitions after a refused reconfigure: %q", got)
+	}
+	if r := c.run(0, w, "scontrol", "reconfigure"); r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("root's scontrol reconfigure: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	if got := partitions(); got != "batch*\nshort" {
+		t.Fatalf("partitions after scontrol reconfigure: %q, want batch* and short", got)
+	}
+	if err := os.WriteFile(c.config, []byte(base+"\n[[partition]]\nname = \"other\"\nnodes = \"local9\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run(0, w, "scontrol", "reconfigure")
+	if r.code != 1 || !strings.HasPrefix(r.stderr, "slurm_reconfigure error: ") || !strings.Contains(r.stderr, "hora.toml:") || !strings.Contains(r.stderr, "local9") {
+		t.Fatalf("a broken file: exit %d, %q; want its problem at file:line", r.code, r.stderr)
+	}
+	if got := partitions(); got != "batch*\nshort" {
+		t.Fatalf("partitions after a refused file: %q, want the running ones", got)
+	}
+}
