@@ -278,17 +278,19 @@ func (l *launch) pipe(t *task, dst io.Writer, stderr bool) error {
 		defer l.readers.Done()
 		defer r.Close()
 		br := bufio.NewReaderSize(r, 64<<10)
+		var out []byte
 		for {
 			line, err := br.ReadSlice('\n')
 			if len(line) > 0 {
-				l.outMu.Lock()
-				if prefix != "" {
-					_, _ = io.WriteString(dst, prefix)
-				}
-				_, _ = dst.Write(line)
+				// One write for the label and its line: srun's own messages
+				// (a task's exit status) go to the same file without outMu,
+				// and one of them once landed between a label and its line.
+				out = append(append(out[:0], prefix...), line...)
 				if err == io.EOF && line[len(line)-1] != '\n' && prefix != "" {
-					_, _ = io.WriteString(dst, "\n")
+					out = append(out, '\n')
 				}
+				l.outMu.Lock()
+				_, _ = dst.Write(out)
 				l.outMu.Unlock()
 			}
 			if err != nil && err != bufio.ErrBufferFull {
