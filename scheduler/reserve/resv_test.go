@@ -348,3 +348,28 @@ func TestResvUsersUpdateWhileInUse(t *testing.T) {
 		t.Fatalf("added user refused: %+v", ae)
 	}
 }
+
+// A held deadline job released after its booked start, when no booking
+// meets its deadline at that moment (the node is booked for another job
+// next), stays pending and ends DEADLINE at its latest start, as Slurm ends
+// a pending job once its limit no longer fits; it ended at its release, 230
+// s early, before (the fault harness: "ended DEADLINE while its limit still
+// fit").
+func TestHeldDeadlineJobReleasedEndsAtLatestStart(t *testing.T) {
+	h, _ := resvHarness(t, 1)
+	h.Submit(schedtest.Job(1).Limit(60).Deadline(300).Held().Run(60)) // booked [0,60)
+	h.Submit(schedtest.Job(2).Limit(250).Deadline(1000).Run(250))     // booked [60,310)
+	h.Advance(10)
+	h.Handle(scheduler.Release{Now: 10, ID: 1}) // [10,70) meets job 2's booking; after 310 is too late
+	if e, ok := h.Ends[1]; ok {
+		t.Fatalf("job 1 ended at its release (%+v), 230 s before its latest start 240", e)
+	}
+	h.Advance(239)
+	if e, ok := h.Ends[1]; ok {
+		t.Fatalf("job 1 ended before its latest start 240: %+v", e)
+	}
+	h.Advance(241)
+	if _, ok := h.StartOf(1); ok || h.Ends[1].State != scheduler.JobStateDeadline {
+		t.Fatalf("job 1 by 241: started %v, end %+v; want DEADLINE at its latest start 240, never started", ok, h.Ends[1])
+	}
+}
