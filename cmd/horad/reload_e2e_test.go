@@ -41,13 +41,9 @@ func (c *cluster) reload(text string) int {
 	return mark
 }
 
-// TestReloadKeepsJobs: SIGHUP applies new nodes, partitions and limits to a
-// real horad while a job runs and one waits; a broken file or one that
-// would orphan the running job is refused with file:line, and horad keeps
-// the configuration it had.
-func TestReloadKeepsJobs(t *testing.T) {
-	requireRoot(t)
-	const before = `
+// twoLocalNodes: two local nodes in one default partition, the
+// configuration the reload tests start from.
+const twoLocalNodes = `
 [[node]]
 name = "local[1-2]"
 
@@ -56,7 +52,14 @@ name = "batch"
 nodes = "local[1-2]"
 default = true
 `
-	c := newClusterWith(t, before)
+
+// TestReloadKeepsJobs: SIGHUP applies new nodes, partitions and limits to a
+// real horad while a job runs and one waits; a broken file or one that
+// would orphan the running job is refused with file:line, and horad keeps
+// the configuration it had.
+func TestReloadKeepsJobs(t *testing.T) {
+	requireRoot(t)
+	c := newClusterWith(t, twoLocalNodes)
 	w := c.workDir()
 	script := writeScript(t, w, "long.sh", "#!/bin/sh\nsleep 300\n")
 	run := c.submit(w, "-N", "2", "-t", "10", script)
@@ -116,7 +119,7 @@ max_time = "5"
 		t.Errorf("horad warns of a state_dir/socket change no file made:\n%s", c.log)
 	}
 	// A file that removes the nodes the jobs run on: refused too.
-	mark = c.reload(before)
+	mark = c.reload(twoLocalNodes)
 	l = c.waitLog(mark, "reload refused")
 	if !strings.Contains(l, "runs on node local") {
 		t.Errorf("the refusal does not name the job's node:\n%s", l)
@@ -140,15 +143,7 @@ max_time = "5"
 // file:line while the running configuration stays. Exit 1 for both.
 func TestScontrolReconfigure(t *testing.T) {
 	requireRoot(t)
-	const base = `
-[[node]]
-name = "local[1-2]"
-
-[[partition]]
-name = "batch"
-nodes = "local[1-2]"
-default = true
-`
+	const base = twoLocalNodes
 	c := newClusterWith(t, base)
 	w := c.workDir()
 	partitions := func() string {
