@@ -56,7 +56,7 @@ type Controller struct {
 	mu     sync.Mutex
 	eng    *scheduler.Engine
 	jobs   map[int64]*job // active jobs and finished ones younger than MinJobAge
-	order  []*job         // the jobs of jobs, by id ascending (listings walk this, not the map)
+	order  []*job         // the jobs, by id ascending (listings walk this, not the map)
 	nextID int64
 	// recording counts the held submissions admitted and waiting outside mu
 	// for their commit (submitHeldLocked), in all and by user: the limits
