@@ -223,8 +223,10 @@ func coveredLoad(steps []api.Step) float64 {
 // reached its node is recorded NODE_FAIL and handed to the Engine as a lost
 // chunk (its range is run again if the job can still be guaranteed). The
 // Engine then gets the job with its running chunks and the load already
-// handed out, and the dlt policy admits the rest anew (ChunkRestorer).
-func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[nodes.StepKey]nodes.Status, now float64) error {
+// handed out, and the dlt policy admits the rest anew (ChunkRestorer). What
+// the Engine answers the restore is returned, for recovery to carry out once
+// every job is restored (as for the other restores).
+func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[nodes.StepKey]nodes.Status, now float64) ([]scheduler.Action, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.addJob(j)
@@ -258,7 +260,7 @@ func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[no
 			c.log.Info("chunk never started before the restart: its range is planned again", "job", j.ID, "step", st.Index, "node", st.Node)
 		}
 		if _, err := c.recordStepEndLocked(ctx, j, s); err != nil {
-			return err
+			return nil, err
 		}
 		if ok {
 			c.forgetStep(s.Node, key)
@@ -266,11 +268,10 @@ func (c *Controller) recoverDivisible(ctx context.Context, j *job, onNode map[no
 	}
 	live := len(j.chunks) // chunks still running; running also has the lost ones
 	if live == 0 && (len(running) == 0 && done >= j.Spec.Load*(1-1e-9) || j.cancelRequested || j.CancelledBy >= 0) {
-		return c.endDivisibleLocked(ctx, j)
+		return nil, c.endDivisibleLocked(ctx, j)
 	}
-	c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Started: float64(j.StartTime),
-		Chunks: running, Done: done, NextStep: next})
-	return nil
+	return c.eng.Handle(scheduler.Restore{Now: now, Job: c.schedJob(j), Running: true, Started: float64(j.StartTime),
+		Chunks: running, Done: done, NextStep: next}), nil
 }
 
 // markOverrunLocked records that the dlt policy kills a chunk that runs past

@@ -401,9 +401,11 @@ func (c *Controller) recover(ctx context.Context) error {
 			}
 			continue // its steps are forgotten below
 		case (aj.State == api.StateRunning || aj.State == api.StateSuspended) && aj.Spec.Load > 0 && c.isDLT(aj.Spec.Partition):
-			if err := c.recoverDivisible(ctx, j, onNode, now); err != nil {
+			acts, err := c.recoverDivisible(ctx, j, onNode, now)
+			if err != nil {
 				return err
 			}
+			restoreActs = append(restoreActs, acts...)
 			continue
 		case aj.State == api.StateRunning || aj.State == api.StateSuspended:
 			s, ok := onNode[key]

@@ -312,7 +312,7 @@ func (pl *Policy) retryLost(now float64) {
 			delete(pl.lost, id)
 			delete(pl.jobs, id)
 			delete(pl.job, id)
-			_ = pl.p.End(id, "DEADLINE", "DeadLine")
+			_ = pl.p.End(id, scheduler.JobStateDeadline, scheduler.ReasonDeadline)
 			continue
 		}
 		t, ae := pl.task(now, j)

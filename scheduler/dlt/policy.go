@@ -310,7 +310,7 @@ func (pl *Policy) hasSteps(id scheduler.JobID) bool {
 func (pl *Policy) Schedule(now float64) {
 	pl.now = now
 	for _, id := range pl.expire {
-		_ = pl.p.End(id, "DEADLINE", "DeadLine")
+		_ = pl.p.End(id, scheduler.JobStateDeadline, scheduler.ReasonDeadline)
 	}
 	pl.expire = pl.expire[:0]
 	pl.endSuspects(now)

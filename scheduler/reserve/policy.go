@@ -226,19 +226,25 @@ func (pl *Policy) Restore(now float64, j *scheduler.Job, running bool) {
 	if ae != nil {
 		return
 	}
-	b, err := ix.Reserve(req)
-	if err != nil {
-		// No booking meets its deadline now (its nodes are down, or horad
-		// was down past its latest start): it is booked without it, and
-		// ends DEADLINE at the pass that finds its latest start passed
-		// (Schedule), as Slurm ends a pending job only once its time limit
-		// no longer fits before its deadline.
-		req.Deadline = 0
-		if b, err = ix.Reserve(req); err != nil {
-			return
-		}
+	if b, err := pl.rebook(req); err == nil {
+		pl.jobs[j.ID] = &booked{job: j, b: b}
 	}
-	pl.jobs[j.ID] = &booked{job: j, b: b}
+}
+
+// rebook books again a job admitted before (a restore, a release). When no
+// booking meets its deadline any more (its nodes are down, horad was down past
+// its latest start, it was held too long) it is booked without it, and ends
+// DEADLINE at the pass that finds its latest start passed (Schedule), as Slurm
+// ends a pending job only once its time limit no longer fits before its
+// deadline. Ending it at once instead ended a job released 81 s before its
+// latest start (fault harness).
+func (pl *Policy) rebook(req Request) (Booking, error) {
+	b, err := pl.reserve(req, false)
+	if err != nil {
+		req.Deadline = 0
+		b, err = pl.reserve(req, false)
+	}
+	return b, err
 }
 
 // Remove cancels a pending job's booking or releases the rest of a running one.
@@ -268,22 +274,13 @@ func (pl *Policy) Release(now float64, id scheduler.JobID) {
 			return
 		}
 	} else if req, ae := pl.request(now, bk.job); ae == nil {
-		b, err := pl.reserve(req, false)
-		if err != nil {
-			// No booking meets its deadline now: booked without it, the
-			// job ends DEADLINE at its latest start unless it starts by
-			// then (Schedule), as at a restore. Ended here, a job released
-			// 81 s before its latest start ended at once (fault harness).
-			req.Deadline = 0
-			b, err = pl.reserve(req, false)
-		}
-		if err == nil {
+		if b, err := pl.rebook(req); err == nil {
 			bk.b = b
 			return
 		}
 	}
 	delete(pl.jobs, id)
-	_ = pl.p.End(id, "DEADLINE", "DeadLine")
+	_ = pl.p.End(id, scheduler.JobStateDeadline, scheduler.ReasonDeadline)
 }
 
 // StepFinished ends the job and gives the rest of its booking back (§4.5:
@@ -356,8 +353,12 @@ func (pl *Policy) due(now float64) bool {
 // late reports whether a job's time limit no longer fits before its
 // deadline if it starts now.
 func late(bk *booked, now float64) bool {
-	return bk.job.Deadline > 0 && now+bk.job.MinRun() > bk.job.Deadline
+	return bk.job.Deadline > 0 && now > latestStart(bk.job)
 }
+
+// latestStart is the last time a deadline job can start with its time limit
+// still ending by its deadline.
+func latestStart(j *scheduler.Job) float64 { return j.Deadline - j.MinRun() }
 
 // order lists the pending jobs by (booked start, id).
 func (pl *Policy) order() []scheduler.JobID {
@@ -442,7 +443,7 @@ func (pl *Policy) NextWakeup() float64 {
 		}
 		// A job booked past its latest start ends DEADLINE at that start
 		// (Schedule), not at its booked one.
-		if ls := bk.job.Deadline - bk.job.MinRun(); !bk.running && bk.job.Deadline > 0 && ls >= pl.pass {
+		if ls := latestStart(bk.job); !bk.running && bk.job.Deadline > 0 && ls >= pl.pass {
 			t = min(t, ls+1e-3)
 		}
 	}
