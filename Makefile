@@ -32,11 +32,12 @@ vet:
 
 # The whole test suite, as CI runs it (.ci/run). Needs root for the tests
 # that run jobs as another user; installs its own dependencies. The timeout
-# bounds one package's binary (cmd/horad's end-to-end tests take about 5
+# bounds one package's binary (cmd/horad's end-to-end tests take about 8
 # minutes on an idle 2-core machine, more under load): a hang, never a
-# measurement.
+# measurement. -parallel 4: the tests that wait on the wall clock (a
+# one-minute time limit, a lost node) run four at a time (requireRootWaiting).
 test: deps build vet
-	$(GO) test -count=1 -timeout 25m ./...
+	$(GO) test -count=1 -timeout 25m -parallel 4 ./...
 
 test-short: build
 	$(GO) test -short ./...

@@ -53,15 +53,54 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// built holds hora and horad as built once for this test binary: building
+// them for each of a hundred clusters cost the go command's cache lookups
+// and links every time.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// TestMain removes the binaries built for the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildBinaries puts hora and horad and the client names in dir/bin. The
+// binaries are built once (hard links to them, or copies on another file
+// system), so each cluster's commands still have paths of its own: the
+// cleanup sweep finds a test's processes by them.
 func buildBinaries(t testing.TB, dir string) string {
 	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "hora-e2e-build-"); built.err != nil {
+			return
+		}
+		for _, p := range []string{"hora", "horad"} {
+			// The tag as the Makefile builds: see docs/architecture.md (client start-up).
+			cmd := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(built.dir, p), "hora/cmd/"+p)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				built.err = fmt.Errorf("build %s: %v\n%s", p, err, out)
+				return
+			}
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
 	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []string{"hora", "horad"} {
-		// The tag as the Makefile builds: see docs/architecture.md (client start-up).
-		cmd := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(bin, p), "hora/cmd/"+p)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", p, err, out)
+		if err := linkOrCopy(filepath.Join(built.dir, p), filepath.Join(bin, p)); err != nil {
+			t.Fatal(err)
 		}
 	}
 	for _, c := range []string{"sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct",
@@ -71,6 +110,17 @@ func buildBinaries(t testing.TB, dir string) string {
 		}
 	}
 	return bin
+}
+
+func linkOrCopy(from, to string) error {
+	if os.Link(from, to) == nil {
+		return nil
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
 }
 
 func newCluster(t testing.TB) *cluster { return newClusterWith(t, "") }
@@ -256,6 +306,20 @@ func requireRoot(t testing.TB) {
 	if os.Geteuid() != 0 {
 		t.Fatal("the end-to-end tests run jobs as other users and must run as root (CI does)")
 	}
+}
+
+// requireRootWaiting is requireRoot for a test whose time goes on the wall
+// clock rather than the CPU: a one-minute time limit running out, a node
+// declared lost, a reservation's window, a workflow tool's polling, the fault
+// harness's fixed run. Such tests run beside each other once the others are
+// done (make test passes -parallel 4): each has its own horad, state
+// directory, nodes, cgroups and network namespaces, so they share nothing but
+// the machine, and one after another they took half of cmd/horad's 12
+// minutes.
+func requireRootWaiting(t *testing.T) {
+	t.Helper()
+	requireRoot(t)
+	t.Parallel()
 }
 
 // workDir is a directory every user may write, for jobs' output files.

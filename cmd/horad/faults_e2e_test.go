@@ -61,7 +61,7 @@ import (
 // replays each client's and each nemesis's sequence of choices (the
 // interleaving with horad's own timing cannot be replayed).
 func TestFaultHarness(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("HORA_FAULT_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -510,7 +510,13 @@ func (h *harness) settle() {
 			h.topo, strings.Count(out, "\n"), code)
 	}
 	fewest, progress := -1, time.Now()
+	shown := time.Now()
 	for !waitFor() {
+		if time.Since(shown) > 30*time.Second {
+			// What a long settling waits for (a booked start, a backlog).
+			shown = time.Now()
+			t.Logf("fault harness (%s): settling, %d jobs active: %s", h.topo, len(active), strings.Join(active[:min(len(active), 8)], "; "))
+		}
 		if n := len(active); fewest < 0 || n < fewest {
 			fewest, progress = n, time.Now()
 		}

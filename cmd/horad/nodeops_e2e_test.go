@@ -137,7 +137,7 @@ func TestDrainResumeEndToEnd(t *testing.T) {
 // about 51 s under a one-minute limit, suspended for 12 s, completes
 // instead of timing out at 60 s of wall time.
 func TestSuspendResumeEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	c := newClusterWith(t, localBatch)
 	work := c.workDir()
 	out := filepath.Join(work, "ticks.out")

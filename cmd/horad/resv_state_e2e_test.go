@@ -14,7 +14,7 @@ import (
 // ACTIVE, its idle nodes show resv in sinfo and RESERVED in scontrol show
 // node, a drained one drain and RESERVED+DRAIN.
 func TestReservationNodeStatesEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	c := newClusterWith(t, resConfig)
 	work := c.workDir()
 	expect := func(what string, r result, code int, stdout, stderr string) {

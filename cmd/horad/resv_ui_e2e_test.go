@@ -16,7 +16,7 @@ import (
 // SIGKILL and restart, the reservation is still there and still booked →
 // delete; a user who is not an operator is refused.
 func TestReservationUIEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	c := newClusterWith(t, resConfig)
 	work := c.workDir()
 	const nobody = 65534

@@ -120,7 +120,7 @@ func TestSharedNodesEndToEnd(t *testing.T) {
 // other nodes can serve them (as Slurm picks a reservation's nodes among
 // available ones), and used only when they cannot.
 func TestDrainedNodeBookingEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	c := newClusterWith(t, resConfig)
 	work := c.workDir()
 	if r := c.run(0, work, "scontrol", "update", "NodeName=local1", "State=DRAIN", "Reason=fan"); r.code != 0 {

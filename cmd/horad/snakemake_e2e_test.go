@@ -43,7 +43,7 @@ rule c:
 `
 
 func TestSnakemakeSlurmEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	snk, err := exec.LookPath("snakemake")
 	if err != nil {
 		t.Fatal("snakemake is not installed: run scripts/deps.sh (Debian's snakemake 7)")

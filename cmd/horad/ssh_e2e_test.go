@@ -20,7 +20,7 @@ import (
 // nobody; a host lost in the middle of a job makes the job NODE_FAIL and the
 // node "down" in sinfo, and the node returns to service when it answers again.
 func TestSSHNodesEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	cl := sshtest.StartCluster(t, 3)
 	c := newClusterWith(t, sshConfig(cl, "", ""))
 
@@ -75,7 +75,7 @@ func TestSSHNodesEndToEnd(t *testing.T) {
 // one ends NODE_FAIL; the lost hosts stay down after sshd comes back until
 // an operator resumes them.
 func TestSSHRequeueAndReturnToService(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	cl := sshtest.StartCluster(t, 3)
 	c := newClusterWith(t, sshConfig(cl, "return_to_service = 0\n", ""))
 	work := c.workDir()
@@ -164,7 +164,7 @@ func TestSSHRequeueAndReturnToService(t *testing.T) {
 // squeue and scontrol; when the host returns the waiting one is
 // guaranteed again.
 func TestSSHRealTimeStagingAndNodeLoss(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	cl := sshtest.StartCluster(t, 3)
 	c := newClusterWith(t, sshConfig(cl, "", "[[partition]]\nname = \"rt\"\nnodes = \"n[1-3]\"\npolicy = \"dlt\"\n[partition.params]\ncms = \"0.00001\"\ncps = \"0.01\"\nunit_bytes = \"100\"\n"))
 	work := c.workDir()

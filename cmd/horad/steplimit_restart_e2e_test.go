@@ -14,7 +14,7 @@ import (
 // lines while the batch script goes on. Without the re-armed timer the
 // task would sleep its 600 s and the job would not complete in time.
 func TestSrunStepTimeLimitSurvivesRestartEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	c := newCluster(t)
 	work := c.workDir()
 	srun := filepath.Join(c.bin, "srun")

@@ -369,7 +369,7 @@ func TestStepSurvivesHoradRestartEndToEnd(t *testing.T) {
 // TIMEOUT in sacct, while the batch script goes on (the job's limit is not
 // the step's).
 func TestSrunStepTimeLimitEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	c := newCluster(t)
 	work := c.workDir()
 	srun := filepath.Join(c.bin, "srun")

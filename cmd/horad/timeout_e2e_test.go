@@ -15,7 +15,7 @@ import (
 // the message timeout with Slurm's text and exit code, and once horad runs
 // again the commands work and nothing acknowledged is lost (issue 16 item 2).
 func TestHungControllerTimesOut(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	c := newCluster(t)
 	work := c.workDir()
 	script := writeScript(t, work, "job.sh", "#!/bin/sh\ntrue\n")

@@ -40,7 +40,7 @@ if __name__ == "__main__":
 // toil submits with qsub -V -S, polls with qstat, reads exit_status from
 // qstat -f and asks pbsnodes --version, all through hora.
 func TestToilTorqueEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	python := "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import toil.batchSystems.torque").Run(); err != nil {
 		t.Fatalf("toil is not installed for %s (run scripts/deps.sh): %v", python, err)

@@ -23,7 +23,7 @@ import (
 // `scontrol show config` for SchedulerTimeSlice (docs/compat.md, real
 // clients).
 func TestToilSlurmEndToEnd(t *testing.T) {
-	requireRoot(t)
+	requireRootWaiting(t)
 	python := "/usr/bin/python3"
 	if err := exec.Command(python, "-c", "import toil.batchSystems.slurm").Run(); err != nil {
 		t.Fatalf("toil is not installed for %s (run scripts/deps.sh): %v", python, err)
