@@ -916,3 +916,77 @@ func TestSetTimeLimit(t *testing.T) {
 		t.Fatal("SetTimeLimit on an ended step succeeded")
 	}
 }
+
+// A launch that the node's full disk cuts short, wherever, either starts the
+// job with its pid recorded or does not start it: horad takes a failed
+// launch, or a lost step without a pid, for a job that never ran, and runs
+// it again. The fault harness found a --no-requeue job run twice when a full
+// disk refused the pid file after the job had started. The state directory
+// is a tmpfs with room for k files, for each k up to the first launch that
+// completes. Whether the job started is seen without a race with the
+// shepherd's kill: the kernel reports the open of the script's interpreter
+// (a copy of /bin/sh watched with inotify) when it executes the script.
+func TestLaunchOnFullDiskStartsNothingUnrecorded(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("mounting a small tmpfs needs root (CI runs the tests as root)")
+	}
+	work := t.TempDir()
+	interp := filepath.Join(work, "sh")
+	b, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(interp, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, interp, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	executed := func() bool { // drains the events: whether any came since the last call
+		buf := make([]byte, 4096)
+		n, _ := unix.Read(in, buf)
+		return n > 0
+	}
+	for k := 2; ; k++ {
+		if k > 64 {
+			t.Fatal("no launch completed with room for 64 files")
+		}
+		state := filepath.Join(t.TempDir(), "state")
+		if err := os.Mkdir(state, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=4m,nr_inodes=%d,mode=0755", k),
+			"hora-test-disk", state).CombinedOutput(); err != nil {
+			t.Fatalf("mount tmpfs on %s: %v: %s", state, err, out)
+		}
+		done := func() bool {
+			defer exec.Command("umount", "-l", state).Run()
+			e, err := New(Config{StateDir: state, ShepherdArgv: shepherdArgv, ShepherdEnv: []string{shepherdEnv + "=1"}})
+			if err != nil {
+				return false // no room for the executor's own directories
+			}
+			defer e.Close()
+			executed()
+			s := spec(work, "#!"+interp+"\ntrue\n")
+			if err := e.Launch(t.Context(), s); err != nil {
+				if executed() {
+					t.Errorf("room for %d files: the launch failed (%v), but the job had started", k, err)
+				}
+				return false
+			}
+			st := waitExit(t, e, s.Key)
+			if st.State == nodes.StepLost && st.Pid == 0 && executed() {
+				t.Errorf("room for %d files: the step is lost with no pid (%+v), but the job had started", k, st)
+			}
+			return st.State == nodes.StepExited && st.ExitCode == 0
+		}()
+		if t.Failed() || done {
+			return
+		}
+	}
+}

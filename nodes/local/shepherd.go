@@ -86,7 +86,17 @@ func (sh *shepherd) run() int {
 		unix.SIGPIPE, unix.SIGUSR1, unix.SIGUSR2, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
 
 	started := time.Now()
-	p, err := sh.start()
+	// The pid file's space is taken before the job starts, and the pid is
+	// written into it in place once it is known, which needs no new space:
+	// a pid that a full disk refused after the job had started made the job
+	// count as never started (Status.Pid 0), and horad ran a --no-requeue job
+	// a second time (fault harness). Without the space the job does not start.
+	pidTmp := filepath.Join(sh.userDir, pidFile+".tmp")
+	err := reserveFile(pidTmp, pidFileSize, 0o644)
+	var p *os.Process
+	if err == nil {
+		p, err = sh.start()
+	}
 	if err != nil {
 		rec := statusRecord{ExitCode: 1, Started: started, Ended: time.Now(), Err: err.Error()}
 		if werr := writeJSONAtomic(filepath.Join(sh.userDir, statusFile), rec, 0o644, true); werr != nil {
@@ -97,7 +107,7 @@ func (sh *shepherd) run() int {
 		return 0
 	}
 	sh.pgid = p.Pid
-	if err := writeFileAtomic(filepath.Join(sh.userDir, pidFile), []byte(strconv.Itoa(p.Pid)+"\n"), 0o644, false); err != nil {
+	if err := writeReserved(pidTmp, filepath.Join(sh.userDir, pidFile), pidRecord(p.Pid)); err != nil {
 		// Without the pid file horad could not signal the job: give up on it.
 		_ = unix.Kill(-p.Pid, unix.SIGKILL)
 		_, _ = p.Wait()

@@ -24,6 +24,7 @@ const (
 	userDirName   = "user"      // owned by the job's user; written by the shepherd
 	scriptFile    = "script"
 	pidFile       = "pid"    // shepherd: the job's process group id
+	pidFileSize   = 24       // the pid file's length: the pid, padded with spaces, and a newline
 	statusFile    = "status" // shepherd: how the step ended
 	maxStateBytes = 64 << 10 // user-written files are read with this cap
 )
@@ -86,6 +87,54 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) e
 	if err == nil && durable {
 		err = f.Sync()
 	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// pidRecord is the pid file's content: exactly pidFileSize bytes.
+func pidRecord(pid int) []byte {
+	return fmt.Appendf(nil, "%-*d\n", pidFileSize-1, pid)
+}
+
+// reserveFile creates tmp with size bytes of spaces, so that writeReserved
+// can later put as many bytes in it without taking new space.
+func reserveFile(tmp string, size int, perm os.FileMode) error {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, perm)
+	if err != nil {
+		return err
+	}
+	err = f.Chmod(perm) // as writeFileAtomic: not the umask's
+	if err == nil {
+		_, err = f.Write([]byte(strings.Repeat(" ", size)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// writeReserved writes data over the start of the file reserveFile made at
+// tmp and renames it over path: a reader of path sees the whole record or
+// none, and a full disk cannot refuse it.
+func writeReserved(tmp, path string, data []byte) error {
+	// The job runs already and may have put a FIFO in its place:
+	// O_NONBLOCK makes that an error rather than a shepherd blocked.
+	f, err := os.OpenFile(tmp, os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(data, 0)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
