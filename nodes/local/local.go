@@ -254,6 +254,13 @@ func supplementaryGroups(spec nodes.LaunchSpec) []uint32 {
 }
 
 func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spec nodes.LaunchSpec, cred *syscall.Credential) error {
+	// The shepherd's record is written once the shepherd runs, and by then
+	// it may have started the job: its space is taken now, so that a full
+	// disk cannot refuse it after the job started (a launch failure is a job
+	// that never ran, for horad: TestLaunchOnFullDiskStartsNothingUnrecorded).
+	if err := reserveFile(filepath.Join(dir, shepherdFile+".tmp"), shepherdRecordSize, 0o644); err != nil {
+		return err
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return err
@@ -367,7 +374,7 @@ func (e *Executor) startShepherd(ctx context.Context, id stepID, dir string, spe
 	}
 	rec := shepherdRecord{Pid: pid, StartTicks: ps.StartTicks, UID: spec.UID, GID: spec.GID, Started: time.Now(),
 		Run: spec.Key.Run}
-	if err := writeJSONAtomic(filepath.Join(dir, shepherdFile), rec, 0o644, false); err != nil {
+	if err := writeShepherdRecord(dir, rec); err != nil {
 		return fail(err)
 	}
 
@@ -903,7 +910,7 @@ func (e *Executor) handshakeUnit(ctx context.Context, id stepID, dir string, spe
 		w = &watch{pidfd: os.NewFile(uintptr(fd), "pidfd:"+strconv.Itoa(pid)), child: false}
 	}
 	w.rec = rec
-	if err := writeJSONAtomic(filepath.Join(dir, shepherdFile), rec, 0o644, false); err != nil {
+	if err := writeShepherdRecord(dir, rec); err != nil {
 		w.pidfd.Close()
 		return failUnit(err)
 	}

@@ -99,6 +99,23 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) e
 	return err
 }
 
+// shepherdRecordSize is the shepherd record's reserved length: its JSON is
+// under 200 bytes, padded with spaces (JSON's whitespace) to this.
+const shepherdRecordSize = 256
+
+// writeShepherdRecord writes rec into the space startShepherd reserved.
+func writeShepherdRecord(dir string, rec shepherdRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if len(b) >= shepherdRecordSize {
+		return fmt.Errorf("shepherd record of %d bytes: more than its %d reserved", len(b), shepherdRecordSize)
+	}
+	b = append(b, strings.Repeat(" ", shepherdRecordSize-1-len(b))+"\n"...)
+	return writeReserved(filepath.Join(dir, shepherdFile+".tmp"), filepath.Join(dir, shepherdFile), b)
+}
+
 // pidRecord is the pid file's content: exactly pidFileSize bytes.
 func pidRecord(pid int) []byte {
 	return fmt.Appendf(nil, "%-*d\n", pidFileSize-1, pid)
