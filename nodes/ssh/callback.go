@@ -35,7 +35,7 @@ func (e *Executor) CallbackPath(node string) string {
 // is forwarded again on the next one.
 func (e *Executor) ServeCallbacks(accept func(node string, c net.Conn)) error {
 	for _, h := range e.hosts {
-		if p := e.CallbackPath(h.node.Name); len(p) > 107 {
+		if p := e.CallbackPath(h.node.Name) + ".new"; len(p) > 107 { // forwardOnce's name for it, the longer
 			return fmt.Errorf("ssh executor: callback socket %s: longer than a Unix socket path may be (107 bytes); shorten [ssh] state_dir", p)
 		}
 	}
@@ -63,21 +63,23 @@ func (h *host) forwardLoop(accept func(node string, c net.Conn)) {
 	}
 }
 
-// forwardOnce removes a stale socket (sshd does not replace one: its
-// StreamLocalBindUnlink is off by default), asks sshd to listen on the
-// path, opens the socket to every user and accepts until the connection
-// ends.
+// forwardOnce asks sshd to listen on a new path beside the socket's (sshd
+// does not replace a stale one: its StreamLocalBindUnlink is off by
+// default), opens it to every user and only then renames it over the
+// socket's path, and accepts until the connection ends. sshd creates the
+// socket 0600: a job's srun that connected between the listen and the chmod
+// was refused "permission denied" (a make test run under a CPU hog).
 func (h *host) forwardOnce(sock string, accept func(node string, c net.Conn)) error {
 	ctx, cancel := h.e.opCtx(h.e.ctx)
 	c, err := h.conn(ctx, false)
 	if err == nil {
-		_, err = h.runChecked(ctx, `mkdir -p -- "$(dirname -- "$1")" && rm -f -- "$1"`, sock)
+		_, err = h.runChecked(ctx, `mkdir -p -- "$(dirname -- "$1")" && rm -f -- "$1.new"`, sock)
 	}
 	cancel()
 	if err != nil {
 		return err
 	}
-	l, err := c.ListenUnix(sock)
+	l, err := c.ListenUnix(sock + ".new")
 	if err != nil {
 		return fmt.Errorf("forwarding %s: %w", sock, err)
 	}
@@ -85,7 +87,7 @@ func (h *host) forwardOnce(sock string, accept func(node string, c net.Conn)) er
 	stop := context.AfterFunc(h.e.ctx, func() { l.Close() })
 	defer stop()
 	ctx, cancel = h.e.opCtx(h.e.ctx)
-	_, err = h.runChecked(ctx, `chmod 0666 -- "$1"`, sock)
+	_, err = h.runChecked(ctx, `chmod 0666 -- "$1.new" && mv -f -- "$1.new" "$1"`, sock)
 	cancel()
 	if err != nil {
 		return err
