@@ -45,8 +45,11 @@ func (c *Controller) startChunkLocked(j *job, a scheduler.Start) {
 
 	spec := c.launchSpec(j, a.Step, node)
 	// All chunks share the job's output files: the first one creates them,
-	// the others append, so no chunk truncates another's lines.
+	// the others append, so no chunk truncates another's lines, and every
+	// chunk writes at the end: the first one, slower to write than the
+	// second, overwrote its line (a make test run under a CPU hog).
 	spec.Append = spec.Append || a.Step > 0
+	spec.SharedOutput = true
 	spec.Env = append(spec.Env,
 		"HORA_CHUNK_INDEX="+strconv.Itoa(a.Step),
 		"HORA_CHUNK_OFFSET="+strconv.FormatFloat(a.Offset, 'f', -1, 64),

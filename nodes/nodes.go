@@ -49,10 +49,14 @@ type LaunchSpec struct {
 	Stderr  string // "" = same file as Stdout
 	Stdin   string // "" = /dev/null
 	Append  bool
-	Env     []string // complete environment, KEY=VALUE
-	UID     uint32
-	GID     uint32
-	User    string
+	// SharedOutput: other steps write the same files (a divisible job's
+	// chunks): every write goes to the end, also after a truncating open,
+	// so that no step overwrites another's lines.
+	SharedOutput bool
+	Env          []string // complete environment, KEY=VALUE
+	UID          uint32
+	GID          uint32
+	User         string
 	// TimeLimit is enforced node-side: TERM at the limit, KILL after KillWait.
 	// 0 = no limit.
 	TimeLimit time.Duration

@@ -990,3 +990,31 @@ func TestLaunchOnFullDiskStartsNothingUnrecorded(t *testing.T) {
 		}
 	}
 }
+
+// Steps that share their output file (a divisible job's chunks) keep each
+// other's lines: the first truncates the file, the second appends, and the
+// first, writing last, writes at the end rather than over the second's line
+// (a make test run under a CPU hog lost a chunk's line that way).
+func TestSharedOutputKeepsEveryStepsLines(t *testing.T) {
+	dir := t.TempDir()
+	e := newExecutor(t, filepath.Join(dir, "state"))
+	gate := filepath.Join(dir, "gate")
+	first := spec(dir, "#!/bin/sh\nwhile [ ! -e "+gate+" ]; do sleep 0.01; done\necho first step\n")
+	first.SharedOutput = true
+	launch(t, e, first)
+	second := spec(dir, "#!/bin/sh\necho second\n")
+	second.Append, second.SharedOutput = true, true
+	launch(t, e, second)
+	if st := waitExit(t, e, second.Key); st.ExitCode != 0 {
+		t.Fatalf("second step: %+v", st)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitExit(t, e, first.Key); st.ExitCode != 0 {
+		t.Fatalf("first step: %+v", st)
+	}
+	if out := readFile(t, first.Stdout); out != "second\nfirst step\n" {
+		t.Errorf("shared output %q, want both lines, the second step's first", out)
+	}
+}

@@ -247,6 +247,9 @@ func (sh *shepherd) start() (_ *os.Process, err error) {
 	if spec.Append {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
+	if spec.SharedOutput {
+		flags |= os.O_APPEND
+	}
 	outPath := spec.Stdout
 	if outPath == "" {
 		outPath = os.DevNull
