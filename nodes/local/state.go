@@ -87,10 +87,17 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) e
 	if err == nil && durable {
 		err = f.Sync()
 	}
+	return closeTmp(f, err, tmp, path)
+}
+
+// closeTmp closes f, the temporary file tmp, after err (the first error in
+// writing it), renames it over path unless path is "", and removes it if
+// anything failed.
+func closeTmp(f *os.File, err error, tmp, path string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && path != "" {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
@@ -132,13 +139,7 @@ func reserveFile(tmp string, size int, perm os.FileMode) error {
 	if err == nil {
 		_, err = f.Write([]byte(strings.Repeat(" ", size)))
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
+	return closeTmp(f, err, tmp, "")
 }
 
 // writeReserved writes data over the start of the file reserveFile made at
@@ -152,16 +153,7 @@ func writeReserved(tmp, path string, data []byte) error {
 		return err
 	}
 	_, err = f.WriteAt(data, 0)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
+	return closeTmp(f, err, tmp, path)
 }
 
 // readSmallFile reads a file that the job's user may have tampered with:
