@@ -40,10 +40,43 @@ func (e *Executor) ServeCallbacks(accept func(node string, c net.Conn)) error {
 		}
 	}
 	for _, h := range e.hosts {
+		h.mu.Lock()
+		h.forwarded = make(chan struct{})
+		h.mu.Unlock()
 		e.wg.Add(1)
 		go h.forwardLoop(accept)
 	}
 	return nil
+}
+
+// callbackWait bounds how long Launch waits for a node's first callback
+// socket, once: a node whose sshd refuses to forward one still runs batch
+// jobs, without a wait after the first.
+const callbackWait = 10 * time.Second
+
+// awaitCallbacks waits until the node's callback socket has been open once,
+// so that a job's srun does not come before it: a job launched as the node
+// came up found no socket ("no such file or directory", a make test run
+// under a CPU hog).
+func (h *host) awaitCallbacks(ctx context.Context) {
+	h.mu.Lock()
+	f := h.forwarded
+	h.mu.Unlock()
+	if f == nil {
+		return
+	}
+	t := time.NewTimer(callbackWait)
+	defer t.Stop()
+	select {
+	case <-f:
+	case <-t.C:
+		h.mu.Lock()
+		if h.forwarded == f {
+			h.forwarded = nil
+		}
+		h.mu.Unlock()
+	case <-ctx.Done():
+	}
 }
 
 // forwardLoop forwards the node's callback socket on each connection in
@@ -92,6 +125,11 @@ func (h *host) forwardOnce(sock string, accept func(node string, c net.Conn)) er
 	if err != nil {
 		return err
 	}
+	h.mu.Lock()
+	if f := h.forwarded; f != nil {
+		h.forwardedOnce.Do(func() { close(f) })
+	}
+	h.mu.Unlock()
 	for {
 		conn, err := l.Accept()
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"hora/nodes"
 )
 
 // The callback socket is connectable by every user from the moment its path
@@ -49,5 +51,26 @@ func TestCallbackSocketOpenToAllOnceThere(t *testing.T) {
 			t.Errorf("%s seen as %v, want a socket open to all (%v)", sock, modes, os.ModeSocket|0o666)
 			break
 		}
+	}
+}
+
+// A step launched as the callbacks start finds its node's socket there, open
+// to all: a job started as its node came up ran srun before the socket was
+// forwarded and found none (a make test run under a CPU hog).
+func TestStepStartsWithCallbackSocket(t *testing.T) {
+	v := start(t, 1)
+	node := v.c.Hosts[0].Name
+	sock := v.e.CallbackPath(node)
+	if err := v.e.ServeCallbacks(func(_ string, c net.Conn) { c.Close() }); err != nil {
+		t.Fatal(err)
+	}
+	key := nodes.StepKey{Job: 1, Step: -1}
+	s := v.spec(key, node, "#!/bin/sh\nif [ -S "+sock+" ] && [ -w "+sock+" ]; then echo there; else echo missing; fi\n")
+	if err := v.e.Launch(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	st := v.exits.wait(t, key, 30*time.Second)
+	if out, _ := os.ReadFile(s.Stdout); st.ExitCode != 0 || string(out) != "there\n" {
+		t.Errorf("the step saw the callback socket %q (status %+v)", out, st)
 	}
 }

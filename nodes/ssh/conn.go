@@ -59,6 +59,10 @@ type host struct {
 	down     bool // declared down by the prober
 	watched  map[stepKey]time.Time
 	sys      nodes.NodeSystem // kernel and boot time, read by the last probe
+	// forwarded is closed once the node's callback socket is first open
+	// (nil while callbacks are not served); Launch waits for it.
+	forwarded     chan struct{}
+	forwardedOnce sync.Once
 }
 
 type stepKey = string // step directory name, "<job>.<step>"

@@ -353,6 +353,7 @@ func (e *Executor) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
 	if running {
 		return fmt.Errorf("step %s is already running on node %s", name, spec.Node)
 	}
+	h.awaitCallbacks(ctx)
 	ctx, cancel := e.opCtx(ctx)
 	defer cancel()
 	stepDir := path.Join(h.dir, name)
