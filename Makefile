@@ -32,8 +32,8 @@ vet:
 
 # The whole test suite, as CI runs it (.ci/run). Needs root for the tests
 # that run jobs as another user; installs its own dependencies. The timeout
-# bounds one package's binary (cmd/horad's end-to-end tests take about 8
-# minutes on an idle 2-core machine, more under load): a hang, never a
+# bounds one package's binary (cmd/horad's end-to-end tests take about 6
+# minutes on a 2-core machine, idle or under a CPU hog): a hang, never a
 # measurement. -parallel 4: the tests that wait on the wall clock (a
 # one-minute time limit, a lost node) run four at a time (requireRootWaiting).
 test: deps build vet
