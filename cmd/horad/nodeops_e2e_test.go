@@ -157,9 +157,16 @@ func TestSuspendResumeEndToEnd(t *testing.T) {
 	if r.code != 1 || r.stderr != "Job is not suspended for job "+id+"\n" {
 		t.Fatalf("resume of a running job: %+v", r)
 	}
-	if r = c.run(0, c.dir, "scontrol", "suspend", id); r.code != 0 || r.stderr != "" {
-		t.Fatalf("suspend: %+v", r)
-	}
+	// The job's output can come before horad has the launch's handshake;
+	// until then a suspend is refused "not running yet" (nothing to stop
+	// would lie), which under a CPU hog lasted past the first line.
+	waitFor(t, "suspend accepted", func() bool {
+		r = c.run(0, c.dir, "scontrol", "suspend", id)
+		if r.code != 0 && r.stderr != "Job is not running yet for job "+id+"\n" {
+			t.Fatalf("suspend: %+v", r)
+		}
+		return r.code == 0 && r.stderr == ""
+	})
 	suspendedAt := time.Now()
 	if st := c.run(0, c.dir, "squeue", "-h", "-j", id, "-o", "%t %N").stdout; st != "S local1\n" {
 		t.Fatalf("squeue of the suspended job: %q", st)
