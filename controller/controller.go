@@ -198,6 +198,19 @@ func New(ctx context.Context, o Options) (*Controller, error) {
 	return c, nil
 }
 
+// newEngine is the Engine horad runs on a configuration, at start and at
+// every reload alike.
+func newEngine(cfg *config.Config) (*scheduler.Engine, error) {
+	eng, err := scheduler.New(cfg.Scheduler())
+	if err != nil {
+		return nil, err
+	}
+	// Dependencies may name any job horad still remembers: without this a
+	// target that ended unwatched counts as purged, and satisfied.
+	eng.KeepOutcomes()
+	return eng, nil
+}
+
 // Open builds a controller without recovering its state: its Server may
 // serve at once (job listings from the store, everything else held) while
 // Recover runs. horad under socket activation does this, so that the
@@ -209,11 +222,10 @@ func Open(ctx context.Context, o Options) (*Controller, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	eng, err := scheduler.New(o.Config.Scheduler())
+	eng, err := newEngine(o.Config)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	eng.KeepOutcomes() // dependencies may name any job horad still remembers
 	c := &Controller{
 		cfg: o.Config, log: o.Logger, st: o.Store, exec: o.Executor, now: o.Now,
 		euid: uint32(os.Geteuid()), nodes: o.Config.ExpandedNodes(),

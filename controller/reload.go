@@ -35,7 +35,7 @@ func (c *Controller) Reload(ctx context.Context, nc *config.Config) error {
 		}
 		operators[uid] = true
 	}
-	eng, err := scheduler.New(nc.Scheduler())
+	eng, err := newEngine(nc)
 	if err != nil {
 		return fmt.Errorf("%s: %w", nc.Path(), err)
 	}

@@ -89,3 +89,45 @@ func TestReloadKeepsFailedDependencies(t *testing.T) {
 		t.Fatalf("job %d: %q, want PENDING DependencyNeverSatisfied", b, before)
 	}
 }
+
+// After a reload the new Engine still remembers how every job ends: a job
+// cancelled after the reload and a dependency on its success submitted
+// after that leave the dependent PENDING DependencyNeverSatisfied. Before,
+// only the first Engine was told to keep every outcome; the reloaded one
+// forgot the cancelled job, took it for a purged one and ran the dependent
+// (the fault harness's afterok violation: SIGHUP, then the target
+// cancelled, then the dependent submitted).
+func TestReloadedEngineKeepsLaterOutcomes(t *testing.T) {
+	f := newFixture(t)
+	cl := newFakeCluster()
+	c, _ := fakeController(t, f, cl)
+	nc := config.Default()
+	nc.StateDir = f.dir
+	if err := c.Reload(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	spec := f.spec("true")
+	spec.Hold = true
+	ra, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.cancel(t.Context(), root, api.CancelRequest{IDs: []int64{ra.JobID}}); err != nil || len(r.Results) != 1 || r.Results[0].Error != "" {
+		t.Fatalf("scancel %d: %+v %v", ra.JobID, r, err)
+	}
+	spec = f.spec("true")
+	spec.Dependency, spec.KillOnInvalidDep = "afterok:"+itoa(ra.JobID), "no"
+	rb, err := c.submit(t.Context(), root, api.SubmitRequest{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runQueue(t.Context(), c.work)
+	c.mu.Lock()
+	v := c.jobs[rb.JobID].Job
+	c.presentIn(root, c.jobs[rb.JobID], &v, false)
+	c.mu.Unlock()
+	if got := string(v.State) + " " + v.Reason; got != "PENDING DependencyNeverSatisfied" || len(cl.running(rb.JobID)) != 0 {
+		t.Fatalf("job %d (afterok on job %d, cancelled after a reload): %q, running %v; want PENDING DependencyNeverSatisfied",
+			rb.JobID, ra.JobID, got, cl.running(rb.JobID))
+	}
+}
