@@ -116,6 +116,7 @@ type Controller struct {
 type job struct {
 	api.Job
 	cancelRequested  bool
+	startRecorded    bool // the current run's start is in the store (its step may still be launching)
 	launched         bool
 	chunks           map[int]string  // running chunks of a divisible job: step → node
 	transfer         map[int]float64 // staged chunks: step → measured transfer seconds
@@ -423,7 +424,7 @@ func (c *Controller) recover(ctx context.Context) error {
 			s, ok := onNode[key]
 			switch {
 			case ok && s.State == nodes.StepRunning:
-				j.launched = true
+				j.launched, j.startRecorded = true, true
 				c.addJob(j)
 				// Time spent suspended does not count toward the limit: the
 				// Engine's expected end is start + suspended time + limit.
@@ -437,6 +438,11 @@ func (c *Controller) recover(ctx context.Context) error {
 					suspended = append(suspended, aj.ID)
 				}
 				c.log.Info("re-attached running job", "job", aj.ID, "node", s.Node)
+				if aj.State == api.StateSuspended && !j.requeueRequested && !j.nodeFailed {
+					// A suspension acknowledged during the launch may not have
+					// reached the step before the crash; STOP again is harmless.
+					c.signalStepsLocked(j, signum("STOP"), false)
+				}
 				c.restopMarked(j)
 				c.watchTimeLocked(j)
 				c.rearmSrunSteps(j)
@@ -755,6 +761,13 @@ func (c *Controller) stillToLaunchLocked(spec nodes.LaunchSpec) bool {
 
 // launchRecorded launches a step whose start is recorded.
 func (c *Controller) launchRecorded(ctx context.Context, spec nodes.LaunchSpec) {
+	if spec.Key.Step < 0 {
+		c.mu.Lock()
+		if j := c.jobs[spec.Key.Job]; j != nil && runOf(j) == spec.Key.Run {
+			j.startRecorded = true
+		}
+		c.mu.Unlock()
+	}
 	err := c.exec.Launch(ctx, spec)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -781,6 +794,10 @@ func (c *Controller) launchRecorded(ctx context.Context, spec nodes.LaunchSpec) 
 		c.work.push(func(ctx context.Context) {
 			_ = c.exec.Terminate(ctx, spec.Node, spec.Key, c.killWait())
 		})
+	}
+	if err == nil && spec.Key.Step < 0 && j.State == api.StateSuspended {
+		// suspended while being launched (suspend sent nothing then)
+		c.signalStepsLocked(j, signum("STOP"), false)
 	}
 	if err != nil {
 		c.log.Error("launch failed", "job", spec.Key.Job, "node", spec.Node, "err", err)

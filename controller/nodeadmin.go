@@ -411,7 +411,7 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 	j.MaxRSSKB, j.TotalCPUMs = 0, 0
 	j.StartTime, j.EndTime, j.ExitCode, j.Signal, j.CancelledBy = 0, 0, 0, 0, -1
 	j.Restarts++
-	j.launched, j.nodeFailed, j.requeueRequested, j.chunks, j.legacyRun, j.requeueHold = false, false, false, nil, false, ""
+	j.launched, j.startRecorded, j.nodeFailed, j.requeueRequested, j.chunks, j.legacyRun, j.requeueHold = false, false, false, false, nil, false, ""
 	j.SuspendTime, j.SuspendedSecs = 0, 0
 	if c.recovering {
 		// The Engine does not know the job yet; recovery's first pass
@@ -518,11 +518,17 @@ func (c *Controller) suspend(ctx context.Context, who *Caller, ids []int64, stop
 			// suspension's back. As requeue, refused.
 			fail(id, "Requested operation is presently disabled", api.CodeDisabled)
 			continue
-		case !j.launched && j.Spec.Load == 0:
-			// Its process is not there yet; stopping nothing would lie.
+		case stop && !j.startRecorded && j.Spec.Load == 0:
+			// Its start is not in the store yet (the store would refuse the
+			// suspension), and nothing of it runs before it is.
 			fail(id, "Job is not running yet", api.CodeDisabled)
 			continue
 		}
+		// A job whose start is recorded but whose launch is still under way
+		// is RUNNING (squeue shows R, its script may already write): the
+		// suspension is recorded now and launchRecorded stops the step once
+		// the executor has it, as Slurm's node daemon waits for a launch in
+		// progress before it suspends.
 		now := c.now().Unix()
 		ev := store.Event{JobID: id, Time: now, Kind: store.KindSuspend}
 		if !stop {
@@ -567,7 +573,9 @@ func (c *Controller) signalStepsLocked(j *job, sig nodes.Signum, resumed bool) {
 		for step, n := range j.chunks {
 			ts = append(ts, target{n, stepKey(j, step)})
 		}
-	} else if len(j.Nodes) > 0 {
+	} else if len(j.Nodes) > 0 && j.launched {
+		// Not launched yet: launchRecorded sends STOP if the job is
+		// still suspended when its step is there.
 		ts = append(ts, target{j.Nodes[0], stepKey(j, scheduler.BatchStep)})
 	}
 	limit := c.resumeLimit(j)

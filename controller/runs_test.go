@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ type fakeStep struct {
 	launching bool // its directory exists, its shepherd does not hold it yet
 	running   bool
 	terminate bool // Terminate was asked
+	stopped   bool // SIGSTOP was the last of STOP and CONT it got
 	status    nodes.Status
 }
 
@@ -108,6 +110,8 @@ func (f *fakeExec) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
 func (f *fakeExec) Signal(ctx context.Context, node string, key nodes.StepKey, sig nodes.Signum) error {
 	if s := f.cl.steps[stepID(node, key)]; s == nil || !s.running {
 		return fmt.Errorf("step %s is not running", stepID(node, key))
+	} else if sig == nodes.Signum(syscall.SIGSTOP) || sig == nodes.Signum(syscall.SIGCONT) {
+		s.stopped = sig == nodes.Signum(syscall.SIGSTOP)
 	}
 	return nil
 }

@@ -157,16 +157,13 @@ func TestSuspendResumeEndToEnd(t *testing.T) {
 	if r.code != 1 || r.stderr != "Job is not suspended for job "+id+"\n" {
 		t.Fatalf("resume of a running job: %+v", r)
 	}
-	// The job's output can come before horad has the launch's handshake;
-	// until then a suspend is refused "not running yet" (nothing to stop
-	// would lie), which under a CPU hog lasted past the first line.
-	waitFor(t, "suspend accepted", func() bool {
-		r = c.run(0, c.dir, "scontrol", "suspend", id)
-		if r.code != 0 && r.stderr != "Job is not running yet for job "+id+"\n" {
-			t.Fatalf("suspend: %+v", r)
-		}
-		return r.code == 0 && r.stderr == ""
-	})
+	// The job has written, so its start is recorded: the suspend is
+	// accepted even if horad has not had the launch's handshake yet (it
+	// stops the step once it has; under a CPU hog that came after the
+	// first line, and horad refused "Job is not running yet").
+	if r = c.run(0, c.dir, "scontrol", "suspend", id); r.code != 0 || r.stderr != "" {
+		t.Fatalf("suspend: %+v", r)
+	}
 	suspendedAt := time.Now()
 	if st := c.run(0, c.dir, "squeue", "-h", "-j", id, "-o", "%t %N").stdout; st != "S local1\n" {
 		t.Fatalf("squeue of the suspended job: %q", st)
@@ -177,8 +174,19 @@ func TestSuspendResumeEndToEnd(t *testing.T) {
 	if st := c.run(0, c.dir, "sinfo", "-h", "-N", "-n", "local1", "-o", "%t").stdout; st != "alloc\n" {
 		t.Fatalf("node of the suspended job: %q", st)
 	}
-	time.Sleep(700 * time.Millisecond) // a tick in flight when STOP came may still land
+	// STOP reaches the step once horad has the launch's handshake, and a
+	// tick in flight when it came may still land: the output must stop
+	// (a running job writes every 0.5 s, so 1.5 s without a line is a
+	// stop), then stay stopped.
 	frozen := lines()
+	for still := time.Now(); time.Since(still) < 1500*time.Millisecond; time.Sleep(100 * time.Millisecond) {
+		if n := lines(); n != frozen {
+			frozen, still = n, time.Now()
+		}
+		if time.Since(suspendedAt) > 30*time.Second {
+			t.Fatalf("output still advancing 30 s after the suspend: %d lines", frozen)
+		}
+	}
 	time.Sleep(2 * time.Second)
 	if n := lines(); n != frozen {
 		t.Fatalf("output advanced while suspended: %d → %d lines", frozen, n)
