@@ -294,7 +294,11 @@ func stepMemGroup(k nodes.StepKey) string { return k.Name() + ".tasks" }
 // last (and the step's cpuset group); under systemd it sums the counts
 // the tasks' shells left in
 // tasks/NAME.oom. Prints the count (0 when there is no memory group: no
-// --mem, or no task ran there). Args: NODEDIR NAME.
+// --mem, or no task ran there). It also removes the pid files of the
+// step's tasks that a killed root shell left: one that wrote its record
+// after KillStepTasks had looked (under load, after its task's first
+// output) was killed by the cpuset group's removal before it could
+// remove the record. Args: NODEDIR NAME UNITPREFIX (hora-job-J-S-rR).
 const shStepMemEnd = `
 ck=$(printf '%s' "$1" | cksum | cut -d' ' -f1)
 mg=/sys/fs/cgroup/memory/hora-node-$ck/$2
@@ -308,6 +312,7 @@ if [ -f "$1/tasks/$2.oom" ]; then
 	while read -r k; do case $k in ''|*[!0-9]*) ;; *) n=$((n + k));; esac; done < "$1/tasks/$2.oom"
 	rm -f -- "$1/tasks/$2.oom"
 fi
+rm -f -- "$1/tasks/$3"-t*.pid "$1/tasks/$3"-t*.pid.tmp
 echo "$n"
 `
 
@@ -322,7 +327,7 @@ func (e *Executor) EndStepMemory(node string, key nodes.StepKey) int {
 	}
 	ctx, cancel := e.opCtx(context.Background())
 	defer cancel()
-	r, err := h.run(ctx, h.ops, false, shStepMemEnd, nil, h.dir, stepMemGroup(key))
+	r, err := h.run(ctx, h.ops, false, shStepMemEnd, nil, h.dir, stepMemGroup(key), unitName(key))
 	if err != nil || r.code != 0 {
 		e.log.Warn("reading a step's memory group", "node", node, "step", key.Name(), "err", err)
 		return 0

@@ -256,3 +256,34 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 	w.once.Do(func() { w.ch <- struct{}{} })
 	return len(p), nil
 }
+
+// TestStepEndRemovesLeftTaskRecords: a task's root shell killed between
+// writing its pid file and removing it (after horad's restart, one that
+// wrote the record only after KillStepTasks had looked, killed then with
+// the step's cpuset group) leaves the record behind; the step's end
+// (EndStepMemory) removes its tasks' records, finished or half-written,
+// and no other step's.
+func TestStepEndRemovesLeftTaskRecords(t *testing.T) {
+	v := start(t, 1)
+	key := nodes.StepKey{Job: 95, Step: 0}
+	dir := filepath.Join(v.state, "n1", "tasks")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	left := []string{"hora-job-95-0-r0-t1.pid", "hora-job-95-0-r0-t2.pid.tmp"}
+	other := "hora-job-95-1-r0-t0.pid"
+	for _, n := range append(left, other) {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.e.EndStepMemory("n1", key)
+	for _, n := range left {
+		if _, err := os.Stat(filepath.Join(dir, n)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after the step's end (%v)", n, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, other)); err != nil {
+		t.Errorf("another step's record went with it: %v", err)
+	}
+}
