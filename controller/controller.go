@@ -765,6 +765,17 @@ func (c *Controller) launchRecorded(ctx context.Context, spec nodes.LaunchSpec) 
 		c.mu.Lock()
 		if j := c.jobs[spec.Key.Job]; j != nil && runOf(j) == spec.Key.Run {
 			j.startRecorded = true
+			if j.cancelRequested {
+				// Cancelled between the Engine's start and its launch: the
+				// scancel is acknowledged, so its script never starts. It
+				// ends CANCELLED at once, as a job cancelled while Slurm
+				// launches it.
+				c.untilRecordedLocked(ctx, spec.Key, func(j *job) error {
+					return c.finishLocked(ctx, j, nodes.Status{Key: spec.Key, Node: spec.Node, State: nodes.StepExited})
+				})
+				c.mu.Unlock()
+				return
+			}
 		}
 		c.mu.Unlock()
 	}
