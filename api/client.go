@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -67,6 +68,14 @@ func (e *ErrNoDaemon) Error() string {
 
 // Dial finds the daemon: $HORA_SOCKET if set (and only it), else the default
 // paths in order. It returns *ErrNoDaemon naming every path tried.
+//
+// As Slurm's commands try to connect to slurmctld once a second for
+// MessageTimeout seconds before giving up, a socket that is not there or
+// refuses (horad restarting, its listen backlog full, an SSH node's
+// callback socket being forwarded again after a reconnect) is tried again
+// once a second while the message timeout lasts: a command issued during
+// `systemctl restart horad` waits for it instead of failing. A timeout of
+// a second or less tries once.
 func Dial() (*Client, error) {
 	timeout, err := MessageTimeout()
 	if err != nil {
@@ -76,18 +85,35 @@ func Dial() (*Client, error) {
 	if s := os.Getenv("HORA_SOCKET"); s != "" {
 		paths = []string{s}
 	}
-	var tried []string
-	for _, p := range paths {
-		c, err := dialUnix(p)
-		if err != nil {
-			tried = append(tried, fmt.Sprintf("%s (%s)", p, err))
-			continue
+	for waited := time.Duration(0); ; waited += dialRetryPause {
+		var tried []string
+		again := true
+		for _, p := range paths {
+			c, err := dialUnix(p)
+			if err != nil {
+				tried = append(tried, fmt.Sprintf("%s (%s)", p, err))
+				again = again && retryableDial(err)
+				continue
+			}
+			cl := newClient(p, c)
+			cl.Timeout = timeout
+			return cl, nil
 		}
-		cl := newClient(p, c)
-		cl.Timeout = timeout
-		return cl, nil
+		if !again || waited+dialRetryPause >= timeout {
+			return nil, &ErrNoDaemon{Tried: tried}
+		}
+		time.Sleep(dialRetryPause)
 	}
-	return nil, &ErrNoDaemon{Tried: tried}
+}
+
+// dialRetryPause is the pause between Dial's attempts (Slurm's: a second).
+var dialRetryPause = time.Second
+
+// retryableDial says whether a failed connect may succeed a moment later:
+// nothing listens yet (ENOENT, ECONNREFUSED) or the backlog is full
+// (EAGAIN). A socket the caller may not open (EACCES) will not change.
+func retryableDial(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EAGAIN)
 }
 
 // NewClient returns a client for the socket at path.

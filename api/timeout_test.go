@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -92,3 +94,65 @@ func TestBadMessageTimeoutIsNamed(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// Dial tries a socket that is not there, or refuses, again once a second
+// within the message timeout (as Slurm's commands retry connecting to
+// slurmctld): a horad that comes up meanwhile is reached; one that does
+// not is reported after the last try; with a timeout of a second or less
+// there is one try; a socket the caller may not open is not tried again.
+func TestDialWaitsForARestartingDaemon(t *testing.T) {
+	old := dialRetryPause
+	dialRetryPause = 100 * time.Millisecond
+	t.Cleanup(func() { dialRetryPause = old })
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "horad.sock")
+	t.Setenv("HORA_SOCKET", sock)
+
+	// Refusing: a socket file nobody listens on (horad killed).
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	t.Setenv("HORA_MESSAGE_TIMEOUT", "0.1")
+	if _, err := Dial(); err == nil {
+		t.Fatal("Dial reached a socket nobody listens on")
+	}
+	// The daemon comes back after a few tries.
+	t.Setenv("HORA_MESSAGE_TIMEOUT", "30")
+	up := make(chan net.Listener, 1)
+	go func() {
+		time.Sleep(350 * time.Millisecond)
+		os.Remove(sock)
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Error(err)
+		}
+		up <- l
+	}()
+	c, err := Dial()
+	if err != nil {
+		t.Fatalf("Dial while the daemon restarts: %v", err)
+	}
+	l = <-up
+	defer l.Close()
+	if c.Socket != sock {
+		t.Fatalf("connected to %q", c.Socket)
+	}
+
+	// Gone for good: the error names the path after the tries.
+	l.Close()
+	os.Remove(sock)
+	t.Setenv("HORA_MESSAGE_TIMEOUT", "0.5")
+	_, err = Dial()
+	var nd *ErrNoDaemon
+	if !errors.As(err, &nd) || len(nd.Tried) != 1 || !strings.Contains(nd.Tried[0], "no such file or directory") {
+		t.Fatalf("Dial of a missing socket: %v", err)
+	}
+
+	// A socket the caller may not open (EACCES) is not tried again.
+	if retryableDial(syscall.EACCES) || !retryableDial(syscall.ECONNREFUSED) || !retryableDial(syscall.EAGAIN) {
+		t.Error("retryableDial: EACCES is final, ECONNREFUSED and EAGAIN are not")
+	}
+}

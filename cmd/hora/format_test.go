@@ -366,6 +366,7 @@ func TestParseJobID(t *testing.T) {
 
 func TestNoDaemon(t *testing.T) {
 	t.Setenv("HORA_SOCKET", filepath.Join(t.TempDir(), "none.sock"))
+	t.Setenv("HORA_MESSAGE_TIMEOUT", "1") // one try: the retries are api's (TestDialWaitsForARestartingDaemon)
 	for name, cmd := range map[string]Command{"squeue": squeueMain, "sinfo": sinfoMain,
 		"sacct": sacctMain, "scancel": scancelMain} {
 		args := []string{}
