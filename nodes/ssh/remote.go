@@ -343,7 +343,7 @@ echo "launched $p"
 // nodes/local: it opens the job's files, starts the job in its own session,
 // says "ok" on stdout (the launcher's handshake pipe), enforces the time
 // limit and records how the job ended. Args: STEPDIR LIMIT KILLWAIT APPEND
-// OUT ERR IN WORKDIR (seconds, rounded up).
+// (0, 1 or shared) OUT ERR IN WORKDIR (seconds, rounded up).
 const shWrapper = `
 d=$1 limit=$2 killwait=$3 append=$4 out=$5 err=$6 in=$7 wd=$8
 u=$d/user pid=0 timers= lt= ef=
@@ -375,11 +375,27 @@ started=$(now) t0=$(date +%s)
 # the limit watcher (below), which reads the file once it runs.
 trap 'kill -s WINCH "$lt" 2>/dev/null' USR1
 [ -n "$out" ] || out=/dev/null
-if [ "$append" = 1 ]; then command exec 3>>"$out"; else command exec 3>"$out"; fi ||
-	fail "cannot open output file $out: $(why "$out")"
+# append=shared (another step writes the same file: a divisible job's
+# chunks): truncated, then opened again appending, so that every write
+# goes to the end and none overwrites a line another step appended.
+openout() {
+	case $append in
+	1) command exec 3>>"$1";;
+	shared) command exec 3>"$1" && command exec 3>>"$1";;
+	*) command exec 3>"$1";;
+	esac
+}
+openerr() {
+	case $append in
+	1) command exec 4>>"$1";;
+	shared) command exec 4>"$1" && command exec 4>>"$1";;
+	*) command exec 4>"$1";;
+	esac
+}
+openout "$out" || fail "cannot open output file $out: $(why "$out")"
 if [ -z "$err" ] || [ "$err" = "$out" ]; then
 	exec 4>&3
-elif [ "$append" = 1 ]; then command exec 4>>"$err"; else command exec 4>"$err"; fi ||
+else openerr "$err"; fi ||
 	fail "cannot open error file $err: $(why "$err")"
 ef=1
 [ -n "$in" ] || in=/dev/null

@@ -360,8 +360,11 @@ func (e *Executor) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
 	run := runFile(spec, path.Join(stepDir, "user", "script"))
 	stdin := strings.NewReader(encodeLine([]byte(run)) + "\n" + string(spec.Script))
 	appendOut := "0"
-	if spec.Append {
+	switch {
+	case spec.Append:
 		appendOut = "1"
+	case spec.SharedOutput:
+		appendOut = "shared" // truncated, then every write at the end
 	}
 	started := time.Now()
 	r, err := h.run(ctx, h.ops, false, shLaunch, stdin,

@@ -582,3 +582,41 @@ func TestProbeResources(t *testing.T) {
 		t.Fatal("an unknown node was probed")
 	}
 }
+
+// TestSharedOutputAppendsOnSSHNode: a step whose output another step also
+// writes (a divisible job's first chunk) truncates its file at its start
+// and then writes at the end, so a line another chunk appended meanwhile
+// stays. Before, the wrapper's truncating open wrote at its own offset 0
+// over it (as the local shepherd did before SharedOutput).
+func TestSharedOutputAppendsOnSSHNode(t *testing.T) {
+	v := start(t, 1)
+	key := nodes.StepKey{Job: 94, Step: 0}
+	spec := v.spec(key, "n1", "#!/bin/sh\nwhile [ ! -e "+v.out+"/go ]; do sleep 0.05; done\necho chunk-0\n")
+	spec.SharedOutput = true
+	if err := os.WriteFile(spec.Stdout, []byte("a line from before the job\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(spec.Stdout, int(v.uid), int(v.gid)); err != nil { // the job's owner's, as its earlier run left it
+		t.Fatal(err)
+	}
+	v.launch(t, spec)
+	// The launch has truncated the file; another chunk appends to it.
+	f, err := os.OpenFile(spec.Stdout, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("chunk-1 appended\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.WriteFile(filepath.Join(v.out, "go"), nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if st := v.exits.wait(t, key, 60*time.Second); st.ExitCode != 0 || st.Err != "" {
+		t.Fatalf("step: %+v", st)
+	}
+	b, _ := os.ReadFile(spec.Stdout)
+	if string(b) != "chunk-1 appended\nchunk-0\n" {
+		t.Fatalf("shared output %q, want the other chunk's line, then this one's (and nothing from before)", b)
+	}
+}
