@@ -453,6 +453,7 @@ func horaPage() gendoc.Page {
 			{Title: "COMMANDS", Items: verbs},
 			{Title: "ENVIRONMENT", Items: []gendoc.Item{
 				{Tag: "*HORA_SOCKET*", Text: "Path of horad's socket (default /run/hora/horad.sock)."},
+				{Tag: "*HORA_MESSAGE_TIMEOUT*", Text: "Seconds a request to horad may take before the command fails with *Socket timed out on send/recv operation* (default 10, as Slurm's MessageTimeout). Within it a command also tries to connect once a second while horad's socket is missing or refuses, as during a restart; 1 or less tries once."},
 				{Tag: "*SLURM_EXIT_ERROR*", Text: "Exit status of the Slurm-compatible commands on an error (default 1)."},
 				{Tag: "*SLURM_TIME_FORMAT*", Text: "How squeue, sacct and scontrol print times: standard, relative, or a strftime(3) format."}}},
 			{Title: "EXIT STATUS", Paras: []string{"As the command run; *hora* without a command prints the list of commands and exits with 2, and an unknown command exits with 2."}},
