@@ -2,6 +2,7 @@ package ssh_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -618,5 +619,72 @@ func TestSharedOutputAppendsOnSSHNode(t *testing.T) {
 	b, _ := os.ReadFile(spec.Stdout)
 	if string(b) != "chunk-1 appended\nchunk-0\n" {
 		t.Fatalf("shared output %q, want the other chunk's line, then this one's (and nothing from before)", b)
+	}
+}
+
+// watcherSleeps lists the processes running "sleep 86400" (the limit
+// watcher's sleep of a step without a limit) in the sessions of the given
+// wrappers (a wrapper leads its session): what they left behind.
+func watcherSleeps(wrappers map[int]bool) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		c, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if string(c) != "sleep\x0086400\x00" {
+			continue
+		}
+		st, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+		if len(f) > 3 {
+			if sid, _ := strconv.Atoi(f[3]); wrappers[sid] {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// TestStepEndLeavesNoWatcherSleep: the limit watcher of a step without a
+// limit sleeps a day at a time; the wrapper stops it with TERM at the
+// step's end, and the sleep it started must go with it, however soon the
+// step ends after the watcher started its sleep (a TERM between the fork
+// of the sleep and the note of its pid left it behind, holding a systemd
+// scope for a day: TestSystemdLimitCancelSuspendForget under a CPU hog).
+func TestStepEndLeavesNoWatcherSleep(t *testing.T) {
+	v := start(t, 1)
+	var keys []nodes.StepKey
+	for i := range 60 {
+		key := nodes.StepKey{Job: 93, Step: i}
+		v.launch(t, v.spec(key, "n1", "#!/bin/sh\nexit 0\n"))
+		keys = append(keys, key)
+	}
+	wrappers := map[int]bool{}
+	for _, key := range keys {
+		if st := v.exits.wait(t, key, 60*time.Second); st.ExitCode != 0 {
+			t.Fatalf("step %v: %+v", key, st)
+		}
+		var rec struct{ Pid int }
+		b, _ := os.ReadFile(filepath.Join(v.state, "n1", key.Name(), "shepherd"))
+		if err := json.Unmarshal(b, &rec); err != nil || rec.Pid <= 0 {
+			t.Fatalf("step %v: wrapper record %q: %v", key, b, err)
+		}
+		wrappers[rec.Pid] = true
+	}
+	// The wrappers are gone once they reported; give their helpers a moment.
+	time.Sleep(time.Second)
+	if left := watcherSleeps(wrappers); len(left) > 0 {
+		var who []string
+		for _, p := range left {
+			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+			f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+			pc, _ := os.ReadFile("/proc/" + f[1] + "/cmdline")
+			who = append(who, fmt.Sprintf("%d (parent %s %q)", p, f[1], bytes.ReplaceAll(pc, []byte{0}, []byte{' '})))
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		t.Fatalf("%d watcher sleeps left behind by 60 steps: %s", len(left), strings.Join(who, "; "))
 	}
 }

@@ -2,6 +2,7 @@ package ssh_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -52,7 +53,15 @@ func waitScope(t *testing.T, h *sshtest.Host, unit, want string) {
 			return
 		}
 	}
-	t.Fatalf("scope %s is %q, want %q", unit, got, want)
+	// What holds the scope, for a scope that should have emptied.
+	var left []string
+	if got == "active" {
+		for _, p := range scopePids(t, h, unit) {
+			c, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
+			left = append(left, fmt.Sprintf("%d %q", p, strings.ReplaceAll(string(c), "\x00", " ")))
+		}
+	}
+	t.Fatalf("scope %s is %q, want %q; its processes: %v", unit, got, want, left)
 }
 
 // cgroupOf is the cgroup v2 path of a node process (pid as the node sees it).
