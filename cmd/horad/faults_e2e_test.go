@@ -503,9 +503,11 @@ func (h *harness) settle() {
 	// with 2-minute limits (little to backfill) drains at a few a minute:
 	// past 200 active jobs the pending ones are cancelled at once (root's
 	// scancel, not the clients': the checker still holds them to the state
-	// machine). A hang is then 180 s without one job fewer.
+	// machine), with a message timeout long enough for thousands (with the
+	// clients' 2 s it timed out after 110 minutes and left 5,600 pending).
+	// A hang is then 180 s without one job fewer.
 	if out, _, code := h.cmd("squeue", "-h", "-o", "%i"); code == 0 && strings.Count(out, "\n") > 200 {
-		_, _, code := h.cmd("scancel", "-t", "PENDING")
+		_, _, code := h.cmdMsgTimeout(0, 0, "300", "scancel", "-t", "PENDING")
 		t.Logf("fault harness (%s): %d jobs active when the faults stopped: pending ones cancelled (scancel exit %d)",
 			h.topo, strings.Count(out, "\n"), code)
 	}
