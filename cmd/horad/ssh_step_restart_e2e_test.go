@@ -20,31 +20,23 @@ import (
 // clusters).
 func stepTasks(c *cluster, job string, step int) []int {
 	want := [][]byte{[]byte("SLURM_JOB_ID=" + job), []byte("SLURM_STEP_ID=" + strconv.Itoa(step)), []byte("HORA_SOCKET=" + c.sock)}
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	return sshtest.Pids(func(_ int, dir string) bool {
+		env, err := os.ReadFile(dir + "/environ")
 		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
+			return false
 		}
 		kvs := bytes.Split(env, []byte{0})
-		all := true
 		for _, w := range want {
 			found := false
 			for _, kv := range kvs {
 				found = found || bytes.Equal(kv, w)
 			}
-			all = all && found
+			if !found {
+				return false
+			}
 		}
-		if all {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+		return true
+	})
 }
 
 // A remote srun step (tasks on SSH nodes, their output streamed through

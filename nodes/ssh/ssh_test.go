@@ -626,26 +626,19 @@ func TestSharedOutputAppendsOnSSHNode(t *testing.T) {
 // watcher's sleep of a step without a limit) in the sessions of the given
 // wrappers (a wrapper leads its session): what they left behind.
 func watcherSleeps(wrappers map[int]bool) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		c, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+	return sshtest.Pids(func(_ int, dir string) bool {
+		c, _ := os.ReadFile(dir + "/cmdline")
 		if string(c) != "sleep\x0086400\x00" {
-			continue
+			return false
 		}
-		st, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		st, _ := os.ReadFile(dir + "/stat")
 		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
-		if len(f) > 3 {
-			if sid, _ := strconv.Atoi(f[3]); wrappers[sid] {
-				pids = append(pids, pid)
-			}
+		if len(f) <= 3 {
+			return false
 		}
-	}
-	return pids
+		sid, _ := strconv.Atoi(f[3])
+		return wrappers[sid]
+	})
 }
 
 // TestStepEndLeavesNoWatcherSleep: the limit watcher of a step without a
