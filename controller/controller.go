@@ -117,6 +117,7 @@ type job struct {
 	api.Job
 	cancelRequested  bool
 	startRecorded    bool // the current run's start is in the store (its step may still be launching)
+	launching        bool // the current run's batch step is being launched: Launch has not returned
 	launched         bool
 	chunks           map[int]string  // running chunks of a divisible job: step → node
 	transfer         map[int]float64 // staged chunks: step → measured transfer seconds
@@ -776,6 +777,9 @@ func (c *Controller) launchRecorded(ctx context.Context, spec nodes.LaunchSpec) 
 				c.mu.Unlock()
 				return
 			}
+			// A step reported lost until Launch returns waits for it
+			// (handleExits).
+			j.launching = true
 		}
 		c.mu.Unlock()
 	}
@@ -792,6 +796,9 @@ func (c *Controller) launchRecorded(ctx context.Context, spec nodes.LaunchSpec) 
 		return
 	}
 	j.launched = err == nil
+	if spec.Key.Step < 0 {
+		j.launching = false
+	}
 	lostNode := j.nodeFailed
 	if spec.Key.Step >= 0 {
 		// A divisible job goes on after losing a node (the dlt policy
@@ -1011,8 +1018,9 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 	endsOf := map[int64]bool{} // jobs whose end this batch has decided
 	// again holds the reports whose end could not be recorded before
 	// anything of it reached memory (a requeue or a chunk's end refused by
-	// the store, a batch the store would not queue): they are handled anew
-	// in a second, while horad runs. A full disk freed later left such a
+	// the store, a batch the store would not queue), and those held until
+	// their launch returns: they are handled anew in a second, while horad
+	// runs. A full disk freed later left such a
 	// job RUNNING (COMPLETING in squeue) for ever (the fault harness).
 	var again []nodes.Status
 	c.mu.Lock()
@@ -1033,6 +1041,16 @@ func (c *Controller) handleExits(ctx context.Context, batch []nodes.Status) {
 			}
 		case s.Key.Step >= 0:
 			err = c.chunkEndLocked(ctx, j, s)
+		case s.State == nodes.StepLost && j.launching:
+			// Lost while its launch has not returned (the executor found
+			// the step gone before Launch came back): the launch decides,
+			// and this report is held until it has. A launch that returns
+			// makes it a node lost under the job (requeued if allowed); a
+			// launch that fails ends the run itself (launchFailedLocked).
+			// Taken at once, a requeue-able array task ended NODE_FAIL on
+			// a full disk (the fault harness, 110-minute soak).
+			again = append(again, s)
+			continue
 		default:
 			ev, requeue := c.endEventLocked(j, s)
 			if requeue == "" {

@@ -411,7 +411,7 @@ func (c *Controller) requeueLocked(ctx context.Context, j *job, why string) erro
 	j.MaxRSSKB, j.TotalCPUMs = 0, 0
 	j.StartTime, j.EndTime, j.ExitCode, j.Signal, j.CancelledBy = 0, 0, 0, 0, -1
 	j.Restarts++
-	j.launched, j.startRecorded, j.nodeFailed, j.requeueRequested, j.chunks, j.legacyRun, j.requeueHold = false, false, false, false, nil, false, ""
+	j.launched, j.launching, j.startRecorded, j.nodeFailed, j.requeueRequested, j.chunks, j.legacyRun, j.requeueHold = false, false, false, false, false, nil, false, ""
 	j.SuspendTime, j.SuspendedSecs = 0, 0
 	if c.recovering {
 		// The Engine does not know the job yet; recovery's first pass
