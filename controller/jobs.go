@@ -515,6 +515,14 @@ func (c *Controller) cancelOneLocked(ctx context.Context, who *Caller, j *job, s
 		if j.State != api.StateRunning && j.State != api.StateSuspended {
 			return fmt.Errorf("Job is pending execution")
 		}
+		if j.Spec.Load > 0 {
+			// A divisible job's processes are its chunks' steps; it has
+			// no batch step (a signal sent to one reached nothing).
+			c.signalStepsLocked(j, nodes.Signum(sig), false)
+			return nil
+		}
+		// Queued after the job's launch when that is still queued: the
+		// dispatcher runs node operations in order.
 		node, key := j.Nodes[0], stepKey(j, scheduler.BatchStep)
 		c.work.push(func(ctx context.Context) {
 			if err := c.exec.Signal(ctx, node, key, nodes.Signum(sig)); err != nil {

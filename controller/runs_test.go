@@ -31,6 +31,7 @@ type fakeStep struct {
 	running   bool
 	terminate bool // Terminate was asked
 	stopped   bool // SIGSTOP was the last of STOP and CONT it got
+	signals   []nodes.Signum
 	status    nodes.Status
 }
 
@@ -110,8 +111,11 @@ func (f *fakeExec) Launch(ctx context.Context, spec nodes.LaunchSpec) error {
 func (f *fakeExec) Signal(ctx context.Context, node string, key nodes.StepKey, sig nodes.Signum) error {
 	if s := f.cl.steps[stepID(node, key)]; s == nil || !s.running {
 		return fmt.Errorf("step %s is not running", stepID(node, key))
-	} else if sig == nodes.Signum(syscall.SIGSTOP) || sig == nodes.Signum(syscall.SIGCONT) {
-		s.stopped = sig == nodes.Signum(syscall.SIGSTOP)
+	} else {
+		s.signals = append(s.signals, sig)
+		if sig == nodes.Signum(syscall.SIGSTOP) || sig == nodes.Signum(syscall.SIGCONT) {
+			s.stopped = sig == nodes.Signum(syscall.SIGSTOP)
+		}
 	}
 	return nil
 }
