@@ -13,7 +13,8 @@ package ssh
 //   user/       the job's user, 0700
 //     run       root-generated: cd, exact environment, exec of the script
 //     script    the batch script, 0700
-//     pid       wrapper: the job's process group id
+//     pid       wrapper: the job's process group id, in place of the blanks
+//               it reserved before starting the job (blank: never started)
 //     timedout  wrapper: present once the time limit fired
 //     status    wrapper, atomically: {"exit_code","signal","timed_out","pid","started","ended","err"}
 
@@ -27,7 +28,8 @@ package ssh
 // the kernel confirms it is a group led by a child of WP (the file is the
 // user's to edit, so it is never trusted alone).
 // report D NAME ALL: one line per ended step, "E NAME <status json>" or
-// "L NAME <reason>"; with ALL=1 also "R NAME <pgid> <shepherd json>".
+// "L NAME <pgid> <reason>" (pgid 0: the job's process never started); with
+// ALL=1 also "R NAME <pgid> <shepherd json>".
 // scope WP: sets sp to the cgroup.procs of WP's systemd scope, only if WP
 // is in a hora-job-*.scope (launched under systemd-run); the kernel's
 // /proc/WP/cgroup says where, and only root may move a process out.
@@ -69,7 +71,8 @@ jobpg() {
 	_f=$1/user/pid _w=$2
 	[ -f "$_f" ] && [ ! -L "$_f" ] || return 1
 	_q=$(dd if="$_f" iflag=nonblock,nofollow bs=32 count=1 2>/dev/null)
-	case $_q in ''|*[!0-9]*) return 1;; esac
+	_q=${_q%%[!0-9]*}
+	[ -n "$_q" ] || return 1
 	[ "$_q" -gt 1 ] || return 1
 	_s=
 	IFS= read -r _s 2>/dev/null < "/proc/$_q/stat" || [ -n "$_s" ] || return 1
@@ -189,14 +192,21 @@ report() {
 		return 0
 	fi
 	ended "$1" "$2" && return 0
+	# The job's process group, if the wrapper started the job: a step lost
+	# with none never ran (recovery requeues it whatever its --no-requeue).
+	_lp=
+	if [ -z "$otherrun" ] && [ -f "$1/user/pid" ] && [ ! -L "$1/user/pid" ]; then
+		_lp=$(dd if="$1/user/pid" iflag=nonblock,nofollow bs=32 count=1 2>/dev/null)
+		_lp=${_lp%%[!0-9]*}
+	fi
 	if [ -n "$otherrun" ]; then
-		echo "L $2 the wrapper record is of run $otherrun, not of this step's run"
+		echo "L $2 0 the wrapper record is of run $otherrun, not of this step's run"
 	elif [ -e "$1/user/status" ]; then
-		echo "L $2 the status file is not a regular file"
+		echo "L $2 ${_lp:-0} the status file is not a regular file"
 	elif [ -f "$1/shepherd" ]; then
-		echo "L $2 the step's wrapper ended without recording its exit status"
+		echo "L $2 ${_lp:-0} the step's wrapper ended without recording its exit status"
 	else
-		echo "L $2 no wrapper record"
+		echo "L $2 ${_lp:-0} no wrapper record"
 	fi
 }
 `
@@ -305,6 +315,12 @@ cpus=
 case ";$props;" in *";AllowedCPUs="*) cpus=${props#*AllowedCPUs=}; cpus=${cpus%%;*};; esac
 if ! cpuset "$name" "$cpus" "$mode"; then echo "error: cannot set up the cpuset group of CPUs $cpus"; rm -rf -- "$d"; exit 1; fi
 [ -z "$cg" ] || echo "$cg" > "$d/cpucg"
+# The wrapper record's space is taken before the wrapper starts (and the
+# record written in place once it has): on a full disk a wrapper whose
+# record could not be written ran its job with horad told the launch had
+# failed, so nothing watched it and its CPUs went to other jobs.
+printf '%255s\n' '' > "$d/shepherd.tmp" ||
+	{ echo "error: cannot write the wrapper record into $d"; rm -rf -- "$d"; exit 1; }
 set -f
 hs=$(
 	if [ "$mode" = systemd ]; then
@@ -334,7 +350,7 @@ if [ -z "$ok" ] || [ -z "$p" ]; then
 	echo "error: the step's wrapper did not start ($mode): ${msg:-no message}"
 	exit 1
 fi
-printf '{"pid":%d,"start_ticks":%s,"uid":%d,"gid":%d,"started":"%s","run":%d}\n' "$p" "${t:-0}" "$uid" "$gid" "$started" "$run" > "$d/shepherd.tmp" &&
+printf '{"pid":%d,"start_ticks":%s,"uid":%d,"gid":%d,"started":"%s","run":%d}\n' "$p" "${t:-0}" "$uid" "$gid" "$started" "$run" 1<>"$d/shepherd.tmp" &&
 	mv -f "$d/shepherd.tmp" "$d/shepherd" || { echo "error: cannot record the wrapper"; exit 1; }
 echo "launched $p"
 `
@@ -408,11 +424,16 @@ if [ -n "$wd" ]; then
 	elif [ ! -d "$wd" ]; then fail "cannot chdir to working directory $wd: not a directory"
 	elif [ ! -x "$wd" ]; then fail "cannot chdir to working directory $wd: permission denied"; fi
 fi
+# The pid file's space is taken before the job starts, and the pid written
+# in place once it has: a full disk then stops the job from starting rather
+# than leaving a job that ran without a record of it (the same fault as on
+# local nodes, docs/robustness.md).
+printf '%31s\n' '' > "$u/pid" || fail "cannot record the job's pid"
 setsid /bin/sh "$u/run" <&5 >&3 2>&4 3>&- 4>&- 5>&- &
 pid=$!
 exec 3>&- 4>&- 5>&-
 ef=
-printf '%s\n' "$pid" > "$u/pid" || { kill -s KILL -- "-$pid"; wait "$pid"; fail "cannot record the job's pid"; }
+printf '%s\n' "$pid" 1<>"$u/pid" || { kill -s KILL -- "-$pid"; wait "$pid"; fail "cannot record the job's pid"; }
 echo ok
 exec >/dev/null
 # timer SECONDS ACTION runs ACTION after SECONDS unless stopped first.

@@ -445,7 +445,10 @@ func parseReport(node string, out []byte) []nodes.Status {
 			st.OOM = s.OOM
 			st.Pid, st.Started, st.Ended = s.Pid, s.Started, s.Ended
 		case "L":
-			st.State, st.Err = nodes.StepLost, rest
+			// "L NAME PGID REASON": the job's process group if it started.
+			pg, reason, _ := strings.Cut(rest, " ")
+			st.State, st.Err = nodes.StepLost, reason
+			st.Pid, _ = strconv.Atoi(pg)
 		case "R":
 			pg, rec, _ := strings.Cut(rest, " ")
 			st.State = nodes.StepRunning

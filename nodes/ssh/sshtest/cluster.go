@@ -394,6 +394,26 @@ func (h *Host) StopSSHD() {
 	h.cmd = nil
 }
 
+// InMountNS runs argv in the host's mount namespace, where its sshd and
+// the commands it runs see their files: `ip netns exec` gives sshd a mount
+// namespace of its own, so a mount made outside it after sshd started
+// (a small tmpfs over the node's state directory) is not the node's.
+func (h *Host) InMountNS(argv ...string) ([]byte, error) {
+	h.mu.Lock()
+	pid := 0
+	switch {
+	case h.Systemd:
+		pid = h.initPID
+	case h.cmd != nil:
+		pid = h.cmd.Process.Pid
+	}
+	h.mu.Unlock()
+	if pid == 0 {
+		return nil, fmt.Errorf("sshtest: %s has no sshd running", h.Name)
+	}
+	return exec.Command("nsenter", append([]string{"-t", strconv.Itoa(pid), "-m", "--"}, argv...)...).CombinedOutput()
+}
+
 // Log is what the host's sshd has written to stderr.
 func (h *Host) Log() string {
 	h.mu.Lock()
