@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"hora/nodes"
+	"hora/nodes/nodestest"
 )
 
 // The test binary doubles as the shepherd (as horad's binary does) and as a
@@ -931,27 +932,7 @@ func TestLaunchOnFullDiskStartsNothingUnrecorded(t *testing.T) {
 		t.Fatal("mounting a small tmpfs needs root (CI runs the tests as root)")
 	}
 	work := t.TempDir()
-	interp := filepath.Join(work, "sh")
-	b, err := os.ReadFile("/bin/sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(interp, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(in)
-	if _, err := unix.InotifyAddWatch(in, interp, unix.IN_OPEN); err != nil {
-		t.Fatal(err)
-	}
-	executed := func() bool { // drains the events: whether any came since the last call
-		buf := make([]byte, 4096)
-		n, _ := unix.Read(in, buf)
-		return n > 0
-	}
+	interp, executed := nodestest.ExecWatch(t, work)
 	for k := 2; ; k++ {
 		if k > 64 {
 			t.Fatal("no launch completed with room for 64 files")

@@ -127,14 +127,7 @@ func TestReattachAfterRestart(t *testing.T) {
 	waitFile(t, filepath.Join(v.state, "n1", quick.Name(), "user", "status"))
 
 	v.open(t)
-	sts, err := v.e.Reattach(t.Context(), []string{"n1", "n2", "n3"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[nodes.StepKey]nodes.Status{}
-	for _, st := range sts {
-		got[st.Key] = st
-	}
+	sts, got := v.reattach(t, "n1", "n2", "n3")
 	if st := got[quick]; st.State != nodes.StepExited || st.ExitCode != 7 || st.Node != "n1" {
 		t.Errorf("quick: %+v, want exited 7 on n1", st)
 	}
@@ -161,6 +154,20 @@ func TestReattachAfterRestart(t *testing.T) {
 	if st := v.exits.wait(t, quick, 90*time.Second); st.ExitCode != 8 {
 		t.Errorf("relaunched: %+v", st)
 	}
+}
+
+// reattach is Reattach of the named nodes: the statuses, and by step.
+func (v *env) reattach(t *testing.T, names ...string) ([]nodes.Status, map[nodes.StepKey]nodes.Status) {
+	t.Helper()
+	sts, err := v.e.Reattach(t.Context(), names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[nodes.StepKey]nodes.Status{}
+	for _, st := range sts {
+		got[st.Key] = st
+	}
+	return sts, got
 }
 
 func waitFile(t *testing.T, path string) {
@@ -301,14 +308,7 @@ func TestRunsOfOneStepKeepApart(t *testing.T) {
 	running.Run = 7
 	v.e.Close()
 	v.open(t)
-	sts, err := v.e.Reattach(t.Context(), []string{"n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[nodes.StepKey]nodes.Status{}
-	for _, st := range sts {
-		got[st.Key] = st
-	}
+	sts, got := v.reattach(t, "n1")
 	if st := got[old]; len(sts) != 2 || st.State != nodes.StepRunning || st.Pid <= 1 {
 		t.Errorf("Reattach: %+v, want the old run running and the moved one", sts)
 	}
@@ -327,14 +327,7 @@ func TestRunsOfOneStepKeepApart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(v.state, "n1", running.Name(), "shepherd"), rec, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sts, err = v.e.Reattach(t.Context(), []string{"n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = map[nodes.StepKey]nodes.Status{}
-	for _, st := range sts {
-		got[st.Key] = st
-	}
+	sts, got = v.reattach(t, "n1")
 	if st := got[running]; st.State != nodes.StepLost || !strings.Contains(st.Err, "run 0") {
 		t.Errorf("a directory of run 7 holding run 0's record: %+v, want lost", st)
 	}

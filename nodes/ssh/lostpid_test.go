@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"hora/nodes"
+	"hora/nodes/nodestest"
 )
 
 // A step whose wrapper died without recording the exit status (killed,
@@ -72,14 +71,7 @@ func TestLostStepKeepsItsJobsPid(t *testing.T) {
 		}
 	}
 	v.open(t)
-	sts, err := v.e.Reattach(t.Context(), []string{"n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[nodes.StepKey]nodes.Status{}
-	for _, st := range sts {
-		got[st.Key] = st
-	}
+	_, got := v.reattach(t, "n1")
 	if st := got[ran]; st.State != nodes.StepLost || st.Pid != pgids[ran] || !strings.Contains(st.Err, "without recording") {
 		t.Errorf("step whose job ran: %+v, want lost with pid %d", st, pgids[ran])
 	}
@@ -111,27 +103,7 @@ func TestSSHLaunchOnFullDiskStartsNothingUnrecorded(t *testing.T) {
 		t.Fatal("mounting a small tmpfs needs root (CI runs the tests as root)")
 	}
 	v := start(t, 1)
-	interp := filepath.Join(v.out, "sh")
-	b, err := os.ReadFile("/bin/sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(interp, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(in)
-	if _, err := unix.InotifyAddWatch(in, interp, unix.IN_OPEN); err != nil {
-		t.Fatal(err)
-	}
-	executed := func() bool { // drains the events: whether any came since the last call
-		buf := make([]byte, 4096)
-		n, _ := unix.Read(in, buf)
-		return n > 0
-	}
+	interp, executed := nodestest.ExecWatch(t, v.out)
 	nodeDir := filepath.Join(v.state, "n1")
 	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 		t.Fatal(err)
