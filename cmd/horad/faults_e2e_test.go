@@ -124,6 +124,7 @@ func runFaultHarness(t *testing.T, topo string, seed, stream uint64, duration ti
 			h.nodes = append(h.nodes, host.Name)
 		}
 		h.c = newClusterWith(t, sshFaultConfig(h.ssh))
+		h.nodeDiskSetup()
 	}
 	h.work = h.c.workDir()
 	var err error
@@ -245,8 +246,9 @@ type harness struct {
 	// The full disk (faults_env_e2e_test.go).
 	diskDir   string
 	full      bool
-	diskFull  map[string]int // sbatch answers while the disk was full, by kind
-	refusedAt []string       // the refusals' texts, for the log
+	diskFull  map[string]int  // sbatch answers while the disk was full, by kind
+	refusedAt []string        // the refusals' texts, for the log
+	nodeFull  map[string]bool // SSH nodes whose state directory's disk is full
 
 	// The hostile client (hostile_e2e_test.go).
 	rootDir, canary string

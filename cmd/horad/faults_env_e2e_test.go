@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"hora/nodes/ssh/sshtest"
 	"hora/store/storetest"
 )
 
@@ -66,9 +67,53 @@ func (h *harness) empty() {
 	}
 }
 
+// nodeDiskSize is the tmpfs under each SSH node's state directory: its
+// step directories are a few kilobytes each.
+const nodeDiskSize = "16m"
+
+// nodeDiskSetup mounts a tmpfs on each SSH node's state directory, in the
+// node's own mount namespace (where its sshd, and so every command horad
+// runs there, see files), before horad first starts. The namespace goes
+// with the node's sshd at the end of the test, and the mount with it.
+func (h *harness) nodeDiskSetup() {
+	h.nodeFull = map[string]bool{}
+	for _, host := range h.ssh.Hosts {
+		dir := h.nodeDiskDir(host.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			h.t.Fatal(err)
+		}
+		if out, err := host.InMountNS("mount", "-t", "tmpfs", "-o", "size="+nodeDiskSize+",mode=0755", "hora-node-disk", dir); err != nil {
+			h.t.Fatalf("mounting a tmpfs on %s's state directory %s: %v: %s", host.Name, dir, err, out)
+		}
+	}
+}
+
+func (h *harness) nodeDiskDir(node string) string {
+	return filepath.Join(h.ssh.Dir, "node-state", node)
+}
+
+// nodeDisk fills (full) or empties an SSH node's disk, inside the node.
+func (h *harness) nodeDisk(host *sshtest.Host, full bool) {
+	f := filepath.Join(h.nodeDiskDir(host.Name), storetest.Filler)
+	script := `rm -f -- "$1"`
+	if full {
+		// dd stops at ENOSPC, having taken what it could; a second pass of
+		// small blocks takes the last pages.
+		script = `dd if=/dev/zero of="$1" bs=1M 2>/dev/null; dd if=/dev/zero of="$1" bs=512 oflag=append conv=notrunc 2>/dev/null; exit 0`
+	}
+	if out, err := host.InMountNS("sh", "-c", script, "hora-fill", f); err != nil {
+		h.t.Errorf("%s the disk of %s: %v: %s", map[bool]string{true: "filling", false: "emptying"}[full], host.Name, err, out)
+	}
+	h.mu.Lock()
+	h.nodeFull[host.Name] = full
+	h.mu.Unlock()
+}
+
 // envFault injects the topology's own fault: on local nodes the disk fills
 // (or, if full, empties); on SSH nodes one host's link goes down for 1-6 s
-// (packets dropped, nothing refused, its processes live on: a partition).
+// (packets dropped, nothing refused, its processes live on: a partition),
+// or, one time in four, its disk fills (or, if full, empties): launches
+// there fail, and steps that end cannot record how.
 func (h *harness) envFault(r *rand.Rand) {
 	switch h.topo {
 	case "local":
@@ -87,6 +132,14 @@ func (h *harness) envFault(r *rand.Rand) {
 		h.mu.Unlock()
 	case "ssh":
 		host := h.ssh.Hosts[r.IntN(len(h.ssh.Hosts))]
+		if r.IntN(4) == 0 {
+			h.mu.Lock()
+			full := h.nodeFull[host.Name]
+			h.mu.Unlock()
+			h.fault(map[bool]string{false: "node disk filled", true: "node disk emptied"}[full])
+			h.nodeDisk(host, !full)
+			return
+		}
 		h.fault("SSH link cut")
 		host.LinkDown()
 		time.Sleep(time.Duration(1000+r.IntN(5000)) * time.Millisecond)
@@ -96,6 +149,11 @@ func (h *harness) envFault(r *rand.Rand) {
 
 // envRestore undoes lasting faults when the nemesis stops.
 func (h *harness) envRestore() {
+	if h.ssh != nil {
+		for _, host := range h.ssh.Hosts {
+			h.nodeDisk(host, false)
+		}
+	}
 	if h.diskDir != "" {
 		h.empty()
 		h.mu.Lock()
