@@ -93,15 +93,19 @@ func (h *harness) nodeDiskDir(node string) string {
 }
 
 // nodeDisk fills (full) or empties an SSH node's disk, inside the node.
-func (h *harness) nodeDisk(host *sshtest.Host, full bool) {
+// A full disk keeps slack pages free: a launch then fails at any of its
+// files, not always at the first (the windows between starting the wrapper
+// or the job and recording it).
+func (h *harness) nodeDisk(host *sshtest.Host, full bool, slack int) {
 	f := filepath.Join(h.nodeDiskDir(host.Name), storetest.Filler)
 	script := `rm -f -- "$1"`
 	if full {
 		// dd stops at ENOSPC, having taken what it could; a second pass of
-		// small blocks takes the last pages.
-		script = `dd if=/dev/zero of="$1" bs=1M 2>/dev/null; dd if=/dev/zero of="$1" bs=512 oflag=append conv=notrunc 2>/dev/null; exit 0`
+		// small blocks takes the last pages; then slack pages are freed.
+		script = `dd if=/dev/zero of="$1" bs=1M 2>/dev/null; dd if=/dev/zero of="$1" bs=512 oflag=append conv=notrunc 2>/dev/null
+s=$(stat -c %s "$1") && truncate -s $((s > $2*4096 ? s - $2*4096 : 0)) "$1"`
 	}
-	if out, err := host.InMountNS("sh", "-c", script, "hora-fill", f); err != nil {
+	if out, err := host.InMountNS("sh", "-c", script, "hora-fill", f, strconv.Itoa(slack)); err != nil {
 		h.t.Errorf("%s the disk of %s: %v: %s", map[bool]string{true: "filling", false: "emptying"}[full], host.Name, err, out)
 	}
 	h.mu.Lock()
@@ -137,7 +141,7 @@ func (h *harness) envFault(r *rand.Rand) {
 			full := h.nodeFull[host.Name]
 			h.mu.Unlock()
 			h.fault(map[bool]string{false: "node disk filled", true: "node disk emptied"}[full])
-			h.nodeDisk(host, !full)
+			h.nodeDisk(host, !full, r.IntN(6))
 			return
 		}
 		h.fault("SSH link cut")
@@ -151,7 +155,7 @@ func (h *harness) envFault(r *rand.Rand) {
 func (h *harness) envRestore() {
 	if h.ssh != nil {
 		for _, host := range h.ssh.Hosts {
-			h.nodeDisk(host, false)
+			h.nodeDisk(host, false, 0)
 		}
 	}
 	if h.diskDir != "" {
