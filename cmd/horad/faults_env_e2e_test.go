@@ -302,9 +302,8 @@ func treeCPU(pid int) int64 {
 
 // exited reports whether pid is a zombie: exited, not yet waited for.
 func exited(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := bytes.LastIndexByte(b, ')')
-	return err != nil || i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
+	s := sshtest.ProcState(pid)
+	return s == 0 || s == 'Z'
 }
 
 // uptime is this machine's CLOCK_BOOTTIME in whole seconds.

@@ -13,6 +13,7 @@ import (
 
 	"hora/nodes"
 	"hora/nodes/nodestest"
+	"hora/nodes/ssh/sshtest"
 )
 
 // A step whose wrapper died without recording the exit status (killed,
@@ -57,6 +58,7 @@ func TestLostStepKeepsItsJobsPid(t *testing.T) {
 		// The wrapper and its job die; nothing records how.
 		_ = syscall.Kill(rec.Pid, syscall.SIGKILL)
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		alive := func(pid int) bool { s := sshtest.ProcState(pid); return s != 0 && s != 'Z' }
 		for deadline := time.Now().Add(hang); alive(rec.Pid) || alive(pgid); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("step %v: wrapper %d or job %d still there", k, rec.Pid, pgid)
@@ -78,17 +80,6 @@ func TestLostStepKeepsItsJobsPid(t *testing.T) {
 	if st := got[never]; st.State != nodes.StepLost || st.Pid != 0 {
 		t.Errorf("step whose job never started: %+v, want lost with pid 0", st)
 	}
-}
-
-// alive says whether pid is a process that has not ended (a zombie has).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndex(s, ") ")
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // A launch on a node whose disk is full either starts the job with a

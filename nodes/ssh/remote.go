@@ -24,6 +24,9 @@ package ssh
 // time, not a zombie) and was started for the run D is named for (its
 // "run"; a name without a run is a step of a horad that did not number
 // runs); sets wp and rec, and otherrun when the record is of another run.
+// pidfile D: sets _q to the digits D/user/pid starts with (the job's
+// process group; none while it holds the blanks reserved before the job
+// started); false when there are none or the file is not a regular file.
 // jobpg D WP: sets pg to the job's process group from D/user/pid, only if
 // the kernel confirms it is a group led by a child of WP (the file is the
 // user's to edit, so it is never trusted alone).
@@ -66,13 +69,17 @@ alive() {
 	[ "$1" != Z ] && [ "${20}" = "$_t" ] || return 1
 	wp=$_p
 }
+pidfile() {
+	_q=
+	[ -f "$1/user/pid" ] && [ ! -L "$1/user/pid" ] || return 1
+	_q=$(dd if="$1/user/pid" iflag=nonblock,nofollow bs=32 count=1 2>/dev/null)
+	_q=${_q%%[!0-9]*}
+	[ -n "$_q" ]
+}
 jobpg() {
 	pg=
-	_f=$1/user/pid _w=$2
-	[ -f "$_f" ] && [ ! -L "$_f" ] || return 1
-	_q=$(dd if="$_f" iflag=nonblock,nofollow bs=32 count=1 2>/dev/null)
-	_q=${_q%%[!0-9]*}
-	[ -n "$_q" ] || return 1
+	_w=$2
+	pidfile "$1" || return 1
 	[ "$_q" -gt 1 ] || return 1
 	_s=
 	IFS= read -r _s 2>/dev/null < "/proc/$_q/stat" || [ -n "$_s" ] || return 1
@@ -195,10 +202,7 @@ report() {
 	# The job's process group, if the wrapper started the job: a step lost
 	# with none never ran (recovery requeues it whatever its --no-requeue).
 	_lp=
-	if [ -z "$otherrun" ] && [ -f "$1/user/pid" ] && [ ! -L "$1/user/pid" ]; then
-		_lp=$(dd if="$1/user/pid" iflag=nonblock,nofollow bs=32 count=1 2>/dev/null)
-		_lp=${_lp%%[!0-9]*}
-	fi
+	if [ -z "$otherrun" ] && pidfile "$1"; then _lp=$_q; fi
 	if [ -n "$otherrun" ]; then
 		echo "L $2 0 the wrapper record is of run $otherrun, not of this step's run"
 	elif [ -e "$1/user/status" ]; then

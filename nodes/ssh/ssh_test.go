@@ -367,19 +367,17 @@ func TestTerminateAndSignal(t *testing.T) {
 // waitProcState waits (bounded) until process pid is in state s.
 func waitProcState(t *testing.T, pid int, s byte) {
 	t.Helper()
-	var last string
+	var last byte
 	for deadline := time.Now().Add(hang); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			t.Fatal(err)
+		last = sshtest.ProcState(pid)
+		if last == 0 {
+			t.Fatalf("process %d is gone, want state %c", pid, s)
 		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if f[0][0] == s {
+		if last == s {
 			return
 		}
-		last = f[0]
 	}
-	t.Fatalf("process %d in state %s, want %c", pid, last, s)
+	t.Fatalf("process %d in state %c, want %c", pid, last, s)
 }
 
 // TestSetTimeLimit: a moved limit replaces the wrapper's timer — a longer
